@@ -1,0 +1,5 @@
+"""docindex: turn folders of documents into a searchable local knowledge base."""
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__"]

@@ -1,0 +1,164 @@
+"""High-level operations shared by the CLI and the MCP server.
+
+Each function resolves the workspace, opens the index, calls the core and
+closes the index: one call per command, no printing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from . import workspace
+from .errors import DocindexError
+from .indexer import resolve_scope
+from .indexer import scan as core_scan
+from .models import ScanResult
+from .search import QueryOptions, QueryResult, search
+
+
+def scan(
+    db: str | None, *, path: Path | None = None, roots: list[str] | None = None,
+    exclude: list[str] | None = None, force: bool = False, hidden: bool | None = None,
+    follow_symlinks: bool | None = None, no_gitignore: bool = False,
+    provider: str | None = None, progress: Any = None,
+) -> ScanResult:  # fmt: skip
+    """Incremental scan; see ``docindex scan --help``."""
+    overrides: dict[str, Any] = {}
+    if hidden is not None:
+        overrides["hidden"] = hidden
+    if follow_symlinks is not None:
+        overrides["follow_symlinks"] = follow_symlinks
+    if no_gitignore:
+        overrides["use_gitignore"] = False
+    if provider:
+        overrides["embedding_provider"] = provider
+    ws = workspace.load(db, overrides, extra_roots=roots, scan_path=path, must_exist=False)
+    if exclude:
+        ws = workspace.Workspace(ws.db, ws.config.replace(exclude=(*ws.config.exclude, *exclude)))
+    roots_p = [Path(r) for r in ws.config.roots]
+    scopes = []
+    if path is not None and not (len(roots_p) == 1 and Path(path).resolve() == roots_p[0]):
+        scopes.append(resolve_scope(roots_p, path))
+    with ws.open(create=True) as store, _progress_ctx(progress) as on_progress:
+        return core_scan(store, ws.config, scopes=scopes, force=force,
+                         on_progress=on_progress)  # fmt: skip
+
+
+class _null_ctx:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _progress_ctx(progress: Any) -> Any:
+    return progress if progress is not None else _null_ctx()
+
+
+def reindex(
+    db: str | None, *, path: Path | None = None, full: bool = False,
+    provider: str | None = None, progress: Any = None,
+) -> ScanResult:  # fmt: skip
+    """Force re-reading files; with ``full`` rebuild the index file from scratch.
+
+    A full rebuild writes a new file beside the old one and swaps it in with
+    an atomic rename, so an interrupted rebuild leaves the old index intact.
+    """
+    overrides: dict[str, Any] = {}
+    if provider:
+        overrides["embedding_provider"] = provider
+    if not full:
+        return scan(db, path=path, force=True, provider=provider, progress=progress)
+    ws = workspace.load(db, overrides, must_exist=True)
+    tmp = ws.db.with_name(ws.db.name + ".rebuild")
+    for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+        leftover.unlink(missing_ok=True)
+    from .store import Store
+
+    with Store.open(tmp, create=True, busy_timeout=ws.config.busy_timeout_s) as store, \
+            _progress_ctx(progress) as on_progress:  # fmt: skip
+        result = core_scan(store, ws.config, on_progress=on_progress)
+        store.checkpoint()
+    # Take the write lock on the old index while swapping, so no writer is lost.
+    with Store.open(ws.db, busy_timeout=ws.config.busy_timeout_s) as old, old.atomic():
+        os.replace(tmp, ws.db)
+    for side in (Path(f"{ws.db}-wal"), Path(f"{ws.db}-shm")):
+        side.unlink(missing_ok=True)
+    return result
+
+
+def _options(options: dict[str, Any]) -> QueryOptions:
+    opts = dict(options)
+    cursor = opts.pop("cursor", None)
+    if cursor:
+        from .cursor import decode_cursor
+
+        opts["offset"] = decode_cursor(cursor, opts)
+    return QueryOptions(**opts)
+
+
+def query(db: str | None, text: str, options: dict[str, Any]) -> QueryResult:
+    """Run one query; see ``docindex query --help``."""
+    ws = workspace.load(db)
+    opts = _options(options)
+    with ws.open(readonly=_readonly_ok(ws.db)) as store:
+        result = search(store, text, ws.config, opts)
+    _add_cursor(result, options)
+    return result
+
+
+def batch_query(
+    db: str | None, lines: Iterable[str], options: dict[str, Any]
+) -> Iterator[QueryResult]:
+    """Run many queries over one open index (``--queries``), in order."""
+    ws = workspace.load(db)
+    opts = _options(options)
+    with ws.open(readonly=_readonly_ok(ws.db)) as store:
+        for line in lines:
+            result = search(store, line, ws.config, opts)
+            _add_cursor(result, options)
+            yield result
+
+
+def _add_cursor(result: QueryResult, options: dict[str, Any]) -> None:
+    if result.next_offset is not None:
+        from .cursor import encode_cursor
+
+        result_cursor = encode_cursor(result.next_offset, {**options, "query": result.query})
+        result.next_cursor = result_cursor
+
+
+def _readonly_ok(db: Path) -> bool:
+    """Open read-only when we may not write the folder (a WAL index still needs -shm)."""
+    return not os.access(db.parent, os.W_OK) and Path(f"{db}-shm").exists()
+
+
+def stats(db: str | None) -> dict[str, Any]:
+    """What the index holds."""
+    ws = workspace.load(db)
+    with ws.open() as store:
+        counts = store.counts()
+        size = ws.db.stat().st_size
+        wal = Path(f"{ws.db}-wal")
+        return {
+            "db": str(ws.db),
+            "roots": list(store.roots().values()),
+            **counts,
+            "types": store.kinds(),
+            "db_bytes": size + (wal.stat().st_size if wal.exists() else 0),
+            "embedder": store.get_meta("embedder"),
+            "tokenizer": store.get_meta("tokenizer"),
+            "facets": store.facet_values(),
+        }
+
+
+def _check(cond: bool, message: str) -> None:
+    if not cond:
+        raise DocindexError(message)
+
+
+ProgressCallback = Callable[..., None]

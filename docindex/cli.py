@@ -1,0 +1,229 @@
+"""The ``docindex`` command: parse, call one core function, render. No SQL, no maths."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from . import __version__
+from .errors import DocindexError
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+class _Group(click.Group):
+    """Turns every expected failure into a one-line message and exit 1 (no traceback)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except DocindexError as exc:
+            raise click.ClickException(str(exc)) from None
+        except sqlite3.Error as exc:
+            from .store import translate
+
+            raise click.ClickException(str(translate(exc, "the index"))) from None
+        except KeyboardInterrupt:
+            click.echo("interrupted; the index keeps its last committed state", err=True)
+            sys.exit(130)
+        except BrokenPipeError:
+            sys.stderr.close()
+            sys.exit(1)
+
+
+def _err_console(quiet: bool = False) -> Any:
+    from rich.console import Console
+
+    return Console(stderr=True, quiet=quiet, highlight=False)
+
+
+def _out_console() -> Any:
+    from rich.console import Console
+
+    return Console(highlight=False)
+
+
+def db_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--db FILE`` with ``DOCINDEX_DB`` as its environment variable."""
+    return click.option(
+        "--db",
+        type=click.Path(dir_okay=False),
+        envvar="DOCINDEX_DB",
+        help="Index file (default: DOCINDEX_DB, else the nearest .docindex/index.db).",
+    )(fn)
+
+
+def json_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--json``: one JSON document on stdout."""
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON.")(fn)
+
+
+@click.group(cls=_Group, context_settings=CONTEXT)
+@click.version_option(__version__, "-V", "--version", prog_name="docindex")
+def cli() -> None:
+    """docindex: turn folders of documents into a searchable local knowledge base.
+
+    Scan a folder once, then ask in plain words (English, 中文, 日本語, 한국어):
+
+        docindex scan ~/notes && docindex query "how do I rotate the keys"
+    """
+
+
+def _progress(enabled: bool) -> Any:
+    """A rich progress bar on stderr (transient), or a no-op."""
+    from .progress import ScanProgress
+
+    return ScanProgress(enabled and sys.stderr.isatty())
+
+
+@cli.command()
+@click.argument("path", required=False, type=click.Path(path_type=Path))
+@click.option("--root", "roots", multiple=True, type=click.Path(file_okay=False),
+              help="Add a root directory (repeatable; remembered by the index).")
+@click.option("--exclude", multiple=True, metavar="PATTERN",
+              help="gitignore-style exclude pattern (repeatable; !negation re-includes).")
+@click.option("--force", is_flag=True, help="Re-index every file, even unchanged ones.")
+@click.option("--hidden", is_flag=True, default=None, help="Index hidden files too.")
+@click.option("--follow-symlinks", is_flag=True, default=None, help="Follow symlinks.")
+@click.option("--no-gitignore", is_flag=True, help="Do not honour .gitignore files.")
+@click.option("--provider", type=click.Choice(["ngram", "none", "minilm"]),
+              help="Embedding provider (changing it needs reindex --full).")
+@click.option("--quiet", "-q", is_flag=True, help="No progress or summary on stderr.")
+@db_option
+@json_option
+def scan(path: Path | None, roots: tuple[str, ...], exclude: tuple[str, ...],
+         force: bool, hidden: bool | None, follow_symlinks: bool | None,
+         no_gitignore: bool, provider: str | None, quiet: bool, db: str | None,
+         as_json: bool) -> None:  # fmt: skip
+    """Scan the roots incrementally; PATH limits the scan to a file or folder inside them.
+
+    Without an index, PATH (a directory) becomes the first root and the index is
+    created at PATH/.docindex/index.db.
+    """
+    from . import api
+
+    result = api.scan(
+        db, path=path, roots=list(roots), exclude=list(exclude), force=force,
+        hidden=hidden, follow_symlinks=follow_symlinks, no_gitignore=no_gitignore,
+        provider=provider, progress=_progress(not (as_json or quiet)),
+    )  # fmt: skip
+    _print_scan(result, as_json, quiet)
+
+
+def _print_scan(result: Any, as_json: bool, quiet: bool) -> None:
+    from .render import print_scan, to_json
+
+    if as_json:
+        click.echo(to_json(result))
+    elif not quiet:
+        print_scan(_err_console(), result)
+
+
+@cli.command()
+@click.argument("text", required=False)
+@click.option("--top", "-n", type=click.IntRange(1, 1000), default=10, show_default=True,
+              help="Number of hits (up to 1000).")
+@click.option("--mode", type=click.Choice(["auto", "lexical", "semantic"]),
+              default="auto", show_default=True, help="Which rankings to use.")
+@click.option("--snippet", "snippet_chars", type=click.IntRange(20, 5000), default=200,
+              show_default=True, help="Snippet length in characters.")
+@click.option("--no-highlight", is_flag=True, help="No **highlight** markers.")
+@click.option("--min-score", type=click.FloatRange(0.0, 1.0), default=0.0,
+              help="Drop hits scoring below this (0..1, same meaning in every mode).")
+@click.option("--queries", type=click.File("r", encoding="utf-8"),
+              help="Read one query per line (- for stdin); print JSONL.")
+@click.option("--files", is_flag=True, help="One best hit per document.")
+@click.option("--explain", is_flag=True, help="Show each list's rank and raw score.")
+@click.option("--type", "types", multiple=True, metavar="EXT",
+              help="Only documents of this type (md, txt, pdf, docx, ...; repeatable).")
+@click.option("--path", "path_glob", metavar="GLOB",
+              help="Only documents whose root-relative path matches GLOB.")
+@click.option("--where", "where", multiple=True, metavar="KEY=VALUE",
+              help="Only documents whose front matter has KEY=VALUE (repeatable).")
+@click.option("--cursor", help="Continue from a previous result's next_cursor.")
+@db_option
+@json_option
+def query(text: str | None, top: int, mode: str, snippet_chars: int,
+          no_highlight: bool, min_score: float, queries: Any, files: bool,
+          explain: bool, types: tuple[str, ...], path_glob: str | None,
+          where: tuple[str, ...], cursor: str | None, db: str | None,
+          as_json: bool) -> None:  # fmt: skip
+    """Search the index. TEXT may also come on stdin.
+
+    Exit status 0 even with zero hits; 1 on a runtime failure; 2 on misuse.
+    """
+    from . import api
+    from .render import print_hits, to_json
+
+    pairs = []
+    for item in where:
+        if "=" not in item:
+            raise click.BadParameter("expected KEY=VALUE", param_hint="--where")
+        key, _, value = item.partition("=")
+        pairs.append((key.strip(), value.strip()))
+    options = dict(
+        top=top, mode=mode, snippet_chars=snippet_chars, highlight=not no_highlight,
+        min_score=min_score, files=files, explain=explain, types=types,
+        path_glob=path_glob, where=tuple(pairs), cursor=cursor,
+    )  # fmt: skip
+    if queries is not None:
+        if text:
+            raise click.UsageError("give TEXT or --queries, not both")
+        for line in api.batch_query(db, (ln.rstrip("\n") for ln in queries), options):
+            click.echo(to_json(line))
+        return
+    if text is None:
+        if sys.stdin is None or sys.stdin.isatty():
+            raise click.UsageError("missing query TEXT (or pipe it on stdin)")
+        text = sys.stdin.read().strip()
+    result = api.query(db, text, options)
+    if as_json:
+        click.echo(to_json(result))
+    else:
+        print_hits(_out_console(), result, explain=explain)
+
+
+@cli.command()
+@click.argument("path", required=False, type=click.Path(path_type=Path))
+@click.option("--full", is_flag=True, help="Drop the index and rebuild it from scratch.")
+@click.option("--provider", type=click.Choice(["ngram", "none", "minilm"]),
+              help="Embedding provider for the rebuilt index (with --full).")
+@click.option("--quiet", "-q", is_flag=True, help="No progress or summary on stderr.")
+@db_option
+@json_option
+def reindex(path: Path | None, full: bool, provider: str | None, quiet: bool,
+            db: str | None, as_json: bool) -> None:  # fmt: skip
+    """Re-read every file (or PATH) even if unchanged; --full rebuilds the index file."""
+    from . import api
+
+    if provider and not full:
+        raise click.UsageError("--provider needs --full")
+    result = api.reindex(db, path=path, full=full, provider=provider,
+                         progress=_progress(not (as_json or quiet)))  # fmt: skip
+    _print_scan(result, as_json, quiet)
+
+
+@cli.command()
+@db_option
+@json_option
+def stats(db: str | None, as_json: bool) -> None:
+    """Show what the index holds: roots, counts, types, size, settings."""
+    from . import api
+    from .render import print_stats
+
+    data = api.stats(db)
+    if as_json:
+        click.echo(json.dumps(data, ensure_ascii=False))
+    else:
+        print_stats(_out_console(), data)
+
+
+def main() -> None:
+    """Entry point for ``python -m docindex``."""
+    cli(prog_name="docindex")

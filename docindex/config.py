@@ -1,0 +1,200 @@
+"""Settings: defaults, a TOML file, ``DOCINDEX_*`` environment overrides.
+
+Precedence, lowest first: defaults, settings remembered in the index, the TOML
+file, the environment, command-line flags. Only this module reads the
+environment.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+
+DEFAULT_DB_DIR = ".docindex"
+DEFAULT_DB_NAME = "index.db"
+CONFIG_NAME = "config.toml"
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """Every setting docindex has; the TOML file may set any of them.
+
+    The TOML file uses these names at the top level, or grouped in tables
+    (``[walk]``, ``[segment]``, ``[embedding]``, ``[ranking]``) whose keys are
+    the field names with the group prefix dropped, e.g. ``[embedding] dim = 512``.
+    """
+
+    roots: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    use_gitignore: bool = True
+    hidden: bool = False
+    follow_symlinks: bool = False
+    text_extensions: tuple[str, ...] = ()
+    max_docs: int = 20_000
+    max_segments: int = 300_000
+    max_embedded: int = 300_000
+    max_file_bytes: int = 5 * 1024 * 1024
+    max_depth: int = 64
+    max_walked_files: int = 200_000
+    segment_chars: int = 400
+    cjk_ngram: int = 2
+    stem: bool = True
+    embedding_provider: str = "ngram"
+    embedding_dim: int = 256
+    embedding_model: str = ""
+    rrf_k: float = 60.0
+    semantic_weight: float = 0.5
+    title_weight: float = 2.0
+    workers: int = 0
+    extract_timeout_s: float = 30.0
+    busy_timeout_s: float = 10.0
+
+    def replace(self, **changes: Any) -> Config:
+        """Return a copy with ``changes`` applied and validated."""
+        return validate(dataclasses.replace(self, **changes))
+
+    def index_settings(self) -> dict[str, Any]:
+        """The settings an index remembers (roots, walk rules, tokenizer, embedder)."""
+        return {f: _jsonable(getattr(self, f)) for f in _REMEMBERED}
+
+
+_REMEMBERED = (
+    "roots", "exclude", "use_gitignore", "hidden", "follow_symlinks",
+    "text_extensions", "max_docs", "max_segments", "max_embedded",
+    "max_file_bytes", "max_depth", "max_walked_files", "segment_chars",
+    "cjk_ngram", "stem", "embedding_provider", "embedding_dim", "embedding_model",
+)  # fmt: skip
+_GROUPS = {"walk": "", "segment": "segment_", "embedding": "embedding_", "ranking": ""}
+FIELDS = {f.name: f for f in dataclasses.fields(Config)}
+
+
+def _jsonable(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _coerce(name: str, value: Any) -> Any:
+    """Coerce a TOML/env/JSON value to the field's type, or raise ConfigError."""
+    default = FIELDS[name].default
+    try:
+        if isinstance(default, bool):
+            if isinstance(value, str):
+                low = value.strip().lower()
+                if low in ("1", "true", "yes", "on"):
+                    return True
+                if low in ("0", "false", "no", "off"):
+                    return False
+                raise ValueError(value)
+            return bool(value)
+        if isinstance(default, int):
+            if isinstance(value, bool):
+                raise ValueError(value)
+            return int(value)
+        if isinstance(default, float):
+            return float(value)
+        if isinstance(default, tuple):
+            if isinstance(value, str):
+                sep = os.pathsep if name == "roots" else ","
+                return tuple(p for p in value.split(sep) if p)
+            return tuple(str(v) for v in value)
+        return str(value)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"invalid value for {name}: {value!r}") from exc
+
+
+def validate(cfg: Config) -> Config:
+    """Check ranges; raise ConfigError with the offending setting's name."""
+    checks = [
+        (1 <= cfg.cjk_ngram <= 3, "cjk_ngram must be 1, 2 or 3"),
+        (16 <= cfg.embedding_dim <= 8192, "embedding_dim must be in 16..8192"),
+        (cfg.embedding_provider in ("ngram", "none", "minilm"),
+         "embedding_provider must be ngram, none or minilm"),
+        (50 <= cfg.segment_chars <= 100_000, "segment_chars must be in 50..100000"),
+        (cfg.rrf_k > 0, "rrf_k must be > 0"),
+        (0.0 <= cfg.semantic_weight <= 10.0, "semantic_weight must be in 0..10"),
+        (cfg.max_docs > 0 and cfg.max_segments > 0, "caps must be positive"),
+        (cfg.max_depth >= 0, "max_depth must be >= 0"),
+    ]  # fmt: skip
+    for ok, message in checks:
+        if not ok:
+            raise ConfigError(message)
+    return cfg
+
+
+def from_mapping(data: dict[str, Any], base: Config | None = None) -> Config:
+    """Build a Config from a (possibly grouped) mapping, as read from TOML or JSON."""
+    changes: dict[str, Any] = {}
+    for key, value in data.items():
+        key = key.replace("-", "_")
+        if isinstance(value, dict) and key in _GROUPS:
+            for sub, subvalue in value.items():
+                sub = sub.replace("-", "_")
+                name = sub if sub in FIELDS else _GROUPS[key] + sub
+                if name not in FIELDS:
+                    raise ConfigError(f"unknown setting [{key}] {sub}")
+                changes[name] = _coerce(name, subvalue)
+        elif key in FIELDS:
+            changes[key] = _coerce(key, value)
+        else:
+            raise ConfigError(f"unknown setting {key!r}")
+    return validate(dataclasses.replace(base or Config(), **changes))
+
+
+def load_file(path: Path, base: Config | None = None) -> Config:
+    """Read a TOML configuration file on top of ``base``."""
+    try:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    except OSError as exc:
+        raise ConfigError(f"cannot read config {path}: {exc.strerror}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"invalid TOML in {path}: {exc}") from exc
+    return from_mapping(data, base)
+
+
+def from_env(base: Config, environ: dict[str, str] | None = None) -> Config:
+    """Apply ``DOCINDEX_<FIELD>`` variables (``DOCINDEX_ROOTS`` split on os.pathsep)."""
+    env = os.environ if environ is None else environ
+    changes = {
+        name: _coerce(name, env[f"DOCINDEX_{name.upper()}"])
+        for name in FIELDS
+        if f"DOCINDEX_{name.upper()}" in env
+    }
+    return validate(dataclasses.replace(base, **changes)) if changes else base
+
+
+def env_value(name: str) -> str | None:
+    """Read one ``DOCINDEX_*`` variable (``DB``, ``CONFIG``) for the CLI layer."""
+    value = os.environ.get(f"DOCINDEX_{name}")
+    return value or None
+
+
+def find_index(start: Path) -> Path | None:
+    """Walk up from ``start`` looking for ``.docindex/index.db``, as git finds ``.git``."""
+    here = start.resolve()
+    for folder in (here, *here.parents):
+        candidate = folder / DEFAULT_DB_DIR / DEFAULT_DB_NAME
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def default_db_for_root(root: Path) -> Path:
+    """Where ``scan`` creates a new index when none is named or found."""
+    return root.resolve() / DEFAULT_DB_DIR / DEFAULT_DB_NAME
+
+
+def config_file_for(db: Path, environ: dict[str, str] | None = None) -> Path | None:
+    """The TOML file that applies: ``DOCINDEX_CONFIG``, else ``config.toml`` beside the index."""
+    env = os.environ if environ is None else environ
+    if env.get("DOCINDEX_CONFIG"):
+        return Path(env["DOCINDEX_CONFIG"])
+    candidate = db.parent / CONFIG_NAME
+    return candidate if candidate.is_file() else None
+
+

@@ -1,0 +1,57 @@
+"""Opaque, tamper-evident pagination cursors (issue #6).
+
+A cursor carries the next offset and a fingerprint of the query and its
+filters, signed with HMAC-SHA256; a cursor that was edited, or reused with a
+different query, is refused instead of silently returning the wrong page.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+from typing import Any
+
+from .errors import DocindexError
+
+_KEY = b"docindex-cursor-v1"
+_FIELDS = ("query", "mode", "types", "path_glob", "where", "files", "min_score")
+
+
+def _fingerprint(options: dict[str, Any]) -> str:
+    data = {k: options.get(k) for k in _FIELDS}
+    data = {k: list(v) if isinstance(v, tuple) else v for k, v in data.items()}
+    blob = json.dumps(data, sort_keys=True, ensure_ascii=False, default=list)
+    return hashlib.blake2b(blob.encode(), digest_size=8).hexdigest()
+
+
+def encode_cursor(offset: int, options: dict[str, Any]) -> str:
+    """Sign ``offset`` for the query described by ``options``."""
+    payload = json.dumps({"o": offset, "f": _fingerprint(options)}, separators=(",", ":"))
+    mac = hmac.new(_KEY, payload.encode(), hashlib.sha256).hexdigest()[:16]
+    return base64.urlsafe_b64encode(f"{payload}|{mac}".encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str, options: dict[str, Any]) -> int:
+    """Return the offset in ``cursor``.
+
+    Raises:
+        DocindexError: the cursor is malformed, was tampered with, or belongs to
+            another query.
+    """
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        payload, mac = raw.rsplit("|", 1)
+        good = hmac.new(_KEY, payload.encode(), hashlib.sha256).hexdigest()[:16]
+        data = json.loads(payload)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise DocindexError("invalid cursor") from exc
+    if not hmac.compare_digest(mac, good):
+        raise DocindexError("invalid cursor (it was modified)")
+    if data.get("f") != _fingerprint(options):
+        raise DocindexError("this cursor belongs to a different query or filters")
+    offset = data.get("o")
+    if not isinstance(offset, int) or offset < 0:
+        raise DocindexError("invalid cursor")
+    return offset

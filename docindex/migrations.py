@@ -1,0 +1,123 @@
+"""Ordered, append-only schema migrations recorded in ``_docindex_migrations``.
+
+Never edit a released migration; append ``m00N_*``. Each runs in a transaction
+together with its record, and ``PRAGMA user_version`` tracks the count so a
+newer index is refused by an older docindex.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable
+
+APPLICATION_ID = 0x446F6349  # "DocI"
+
+
+def m001_initial(conn: sqlite3.Connection) -> None:
+    """Roots, documents (text stored once, zlib), segments with vectors, FTS5."""
+    _run(
+        conn,
+        """
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE roots (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE);
+        CREATE TABLE documents (
+            id INTEGER PRIMARY KEY,
+            root_id INTEGER NOT NULL REFERENCES roots(id),
+            rel_path TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            title TEXT,
+            size INTEGER NOT NULL,
+            mtime_ns INTEGER NOT NULL,
+            hash TEXT NOT NULL,
+            body BLOB NOT NULL,
+            meta TEXT,
+            n_segments INTEGER NOT NULL,
+            indexed_at REAL NOT NULL,
+            UNIQUE (root_id, rel_path)
+        );
+        CREATE TABLE segments (
+            id INTEGER PRIMARY KEY,
+            doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+            ordinal INTEGER NOT NULL,
+            chunk_id TEXT NOT NULL,
+            start_line INTEGER NOT NULL,
+            end_line INTEGER NOT NULL,
+            char_start INTEGER NOT NULL,
+            char_end INTEGER NOT NULL,
+            heading TEXT,
+            page INTEGER,
+            slide INTEGER,
+            sheet TEXT,
+            cells TEXT,
+            hash TEXT NOT NULL,
+            vec BLOB
+        );
+        CREATE INDEX segments_doc ON segments (doc_id, ordinal);
+        CREATE INDEX segments_chunk ON segments (chunk_id);
+        CREATE TABLE facets (
+            doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+            key TEXT NOT NULL,
+            value TEXT NOT NULL
+        );
+        CREATE INDEX facets_kv ON facets (key, value);
+        CREATE INDEX facets_doc ON facets (doc_id);
+        -- Contentless: the text lives once, compressed, in documents.body.
+        CREATE VIRTUAL TABLE fts USING fts5(
+            title, body, content='', tokenize='unicode61 remove_diacritics 0'
+        );
+        CREATE VIRTUAL TABLE fts_vocab USING fts5vocab(fts, 'row');
+        """
+    )
+
+
+def _run(conn: sqlite3.Connection, script: str) -> None:
+    """Execute statements one by one: ``executescript`` would COMMIT our transaction."""
+    for statement in script.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_initial]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def applied(conn: sqlite3.Connection) -> list[str]:
+    """Names of migrations already applied, in order."""
+    exists = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE name = '_docindex_migrations'"
+    ).fetchone()
+    if not exists:
+        return []
+    return [r[0] for r in conn.execute("SELECT name FROM _docindex_migrations ORDER BY rowid")]
+
+
+def migrate(conn: sqlite3.Connection) -> list[str]:
+    """Apply pending migrations; return the names applied now.
+
+    The connection must be in autocommit mode (``isolation_level=None``).
+    """
+    done = set(applied(conn))
+    ran: list[str] = []
+    for fn in MIGRATIONS:
+        if fn.__name__ in done:
+            continue
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS _docindex_migrations "
+                "(name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
+            )
+            fn(conn)
+            conn.execute(
+                "INSERT INTO _docindex_migrations (name, applied_at) VALUES (?, ?)",
+                (fn.__name__, time.time()),
+            )
+            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            conn.execute(f"PRAGMA user_version = {MIGRATIONS.index(fn) + 1}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        ran.append(fn.__name__)
+    return ran

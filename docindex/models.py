@@ -1,0 +1,116 @@
+"""Frozen records that cross module boundaries.
+
+Dicts appear only at the edges (SQL rows, JSON); everything the core passes
+between its modules is one of these dataclasses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """One citable unit of extracted text: a whole text file, a PDF page, a slide, a sheet.
+
+    Lines inside ``text`` are separated by ``\\n``; line numbers cited in hits are
+    1-based lines *within the unit* (a PDF hit says ``p. 3, line 12``).
+
+    Attributes:
+        text: the unit's text, newline-separated, already normalised (no CR).
+        page: 1-based PDF page (or None).
+        slide: 1-based slide number for PPTX (or None).
+        sheet: worksheet name for XLSX (or None).
+        line_cells: for XLSX, the cell reference (``"A12"``) of the first cell on each
+            line of ``text``; ``line_cells[i]`` belongs to line ``i + 1``.
+        markdown: True when ``text`` uses Markdown headings (``#``) that should drive
+            segmentation and heading paths (Markdown files, DOCX with heading styles).
+    """
+
+    text: str
+    page: int | None = None
+    slide: int | None = None
+    sheet: str | None = None
+    line_cells: tuple[str, ...] | None = None
+    markdown: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Extracted:
+    """What an extractor returns for one file.
+
+    Attributes:
+        units: the citable units in document order.
+        title: a document title if the format carries one (PDF metadata, DOCX core
+            properties, first slide title, Markdown front matter or first H1).
+        kind: short type name (``md``, ``txt``, ``pdf``, ``docx``, ``pptx``, ``xlsx``).
+        meta: scalar facets (Markdown front-matter keys), string values only.
+    """
+
+    units: tuple[Unit, ...]
+    title: str | None = None
+    kind: str = "txt"
+    meta: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """A line-numbered chunk of one document, the unit of indexing and ranking."""
+
+    ordinal: int
+    text: str
+    start_line: int
+    end_line: int
+    heading_path: tuple[str, ...] = ()
+    chunk_id: str = ""
+    page: int | None = None
+    slide: int | None = None
+    sheet: str | None = None
+    line_cells: tuple[str, ...] | None = None
+    char_start: int = 0
+    char_end: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One search result, as printed by ``docindex query --json``."""
+
+    path: str
+    rel_path: str
+    root: str
+    line: int
+    start_line: int
+    end_line: int
+    title: str
+    snippet: str
+    score: float
+    chunk_id: str
+    heading_path: list[str]
+    from_: list[str]
+    page: int | None = None
+    slide: int | None = None
+    sheet: str | None = None
+    cell: str | None = None
+    explain: dict[str, object] | None = None
+
+
+@dataclass(slots=True)
+class ScanResult:
+    """Counts from one scan; mutable while the scan runs, returned when it ends."""
+
+    scanned: int = 0
+    indexed: int = 0
+    updated: int = 0
+    removed: int = 0
+    unchanged: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+    errors: list[dict[str, str]] = field(default_factory=list)
+    segments: int = 0
+    embedded: int = 0
+    took_ms: float = 0.0
+
+    def skip(self, reason: str, path: str | None = None, message: str = "") -> None:
+        """Count a skipped file under ``reason`` and keep a message for real errors."""
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+        if path is not None and message:
+            self.errors.append({"path": path, "reason": reason, "message": message})

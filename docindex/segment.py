@@ -1,0 +1,275 @@
+"""Split extracted units into line-numbered Segments with stable chunk ids.
+
+Rules (issues #2 and #6): segments of about ``size`` characters break on line
+boundaries; a line longer than ``size`` is cut at a word boundary when it has
+one; Markdown segments never cross headings and carry the heading path; a
+segment never starts on a blank line; a fenced code block or a table stays in
+one segment unless it alone exceeds the size.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from .models import Extracted, Segment, Unit
+
+_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_SLUG_DROP = re.compile(r"[^\w\s-]")
+UNIT_SEPARATOR = "\n"
+
+
+def slugify(text: str) -> str:
+    """Lowercase; keep letters (CJK too), digits, spaces and hyphens; spaces to hyphens."""
+    slug = _SLUG_DROP.sub("", text.lower()).replace("_", "")
+    slug = re.sub(r"\s+", "-", slug.strip())
+    slug = re.sub(r"-{2,}", "-", slug)
+    return slug or "section"
+
+
+@dataclass(slots=True)
+class _Section:
+    heading_path: tuple[str, ...]
+    anchor: str  # chunk-id fragment, "" for a file without headings
+    first: int  # index of first line (0-based) in the unit
+    last: int  # exclusive
+
+
+def _markdown_sections(lines: list[str]) -> list[_Section]:
+    sections: list[_Section] = []
+    stack: list[tuple[int, str, str]] = []  # (level, text, slug-path)
+    counts: dict[tuple[str, str], int] = {}
+    current = _Section((), "_preamble", 0, 0)
+    in_fence: str | None = None
+    for i, line in enumerate(lines):
+        fence = _FENCE.match(line)
+        if fence:
+            marker = fence.group(1)
+            if in_fence is None:
+                in_fence = marker[0] * 3
+            elif marker.startswith(in_fence):
+                in_fence = None
+            continue
+        if in_fence is not None:
+            continue
+        match = _HEADING.match(line)
+        if not match:
+            continue
+        level, text = len(match.group(1)), match.group(2).strip()
+        current.last = i
+        sections.append(current)
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        parent = stack[-1][2] if stack else ""
+        slug = slugify(text)
+        n = counts.get((parent, slug), 0) + 1
+        counts[(parent, slug)] = n
+        if n > 1:
+            slug = f"{slug}-{n}"
+        path = f"{parent}/{slug}" if parent else slug
+        stack.append((level, text, path))
+        current = _Section(tuple(t for _, t, _ in stack), path, i, i)
+    current.last = len(lines)
+    sections.append(current)
+    return [s for s in sections if any(ln.strip() for ln in lines[s.first : s.last])]
+
+
+def _blocks(lines: list[str], first: int, last: int) -> Iterator[tuple[int, int]]:
+    """Yield [start, end) line ranges that should stay together (fences, tables)."""
+    i = first
+    while i < last:
+        fence = _FENCE.match(lines[i])
+        if fence:
+            marker = fence.group(1)[0] * 3
+            j = i + 1
+            while j < last and not lines[j].lstrip().startswith(marker):
+                j += 1
+            end = min(j + 1, last)
+            yield i, end
+            i = end
+            continue
+        if lines[i].lstrip().startswith("|"):
+            j = i + 1
+            while j < last and lines[j].lstrip().startswith("|"):
+                j += 1
+            yield i, j
+            i = j
+            continue
+        yield i, i + 1
+        i += 1
+
+
+def _split_long_line(line: str, size: int) -> list[str]:
+    """Cut an over-long line near ``size`` at a space when there is one."""
+    parts: list[str] = []
+    while len(line) > size:
+        cut = line.rfind(" ", size // 2, size)
+        if cut <= 0:
+            cut = size
+        parts.append(line[:cut])
+        line = line[cut:]
+    parts.append(line)
+    return parts
+
+
+def _pack(
+    lines: list[str], first: int, last: int, size: int
+) -> Iterator[tuple[int, int]]:
+    """Yield [start, end) line ranges of about ``size`` characters, never starting blank."""
+    start: int | None = None
+    length = 0
+    for b_start, b_end in _blocks(lines, first, last):
+        block_len = sum(len(lines[k]) + 1 for k in range(b_start, b_end))
+        if start is None:
+            if b_end - b_start == 1 and not lines[b_start].strip():
+                continue
+            start, length = b_start, 0
+        if length and length + block_len > size:
+            yield start, _trim_end(lines, start, b_start)
+            start, length = b_start, 0
+            if b_end - b_start == 1 and not lines[b_start].strip():
+                start = None
+                continue
+        if block_len > size and b_end - b_start > 1:
+            # A block that alone exceeds the size: split inside it on lines.
+            if length:
+                yield start, _trim_end(lines, start, b_start)
+            sub_start, sub_len = b_start, 0
+            for k in range(b_start, b_end):
+                if sub_len and sub_len + len(lines[k]) + 1 > size:
+                    yield sub_start, k
+                    sub_start, sub_len = k, 0
+                sub_len += len(lines[k]) + 1
+            start, length = sub_start, sub_len
+            continue
+        length += block_len
+    if start is not None:
+        end = _trim_end(lines, start, last)
+        if end > start:
+            yield start, end
+
+
+def _trim_end(lines: list[str], start: int, end: int) -> int:
+    while end > start + 1 and not lines[end - 1].strip():
+        end -= 1
+    return end
+
+
+def _unit_anchor(unit: Unit) -> str | None:
+    if unit.page is not None:
+        return f"p{unit.page}"
+    if unit.slide is not None:
+        return f"slide-{unit.slide}"
+    if unit.sheet is not None:
+        return f"sheet-{slugify(unit.sheet)}"
+    return None
+
+
+def segment_document(
+    extracted: Extracted, rel_path: str, size: int = 400
+) -> tuple[str, list[Segment]]:
+    """Segment every unit of a document.
+
+    Args:
+        extracted: the extractor's output.
+        rel_path: path relative to its root, the stem of every chunk id.
+        size: target segment length in characters.
+
+    Returns:
+        The document text (units joined by newlines, the text that is stored)
+        and its segments in order, with character offsets into that text.
+    """
+    segments: list[Segment] = []
+    offset = 0
+    texts: list[str] = []
+    for unit in extracted.units:
+        raw = unit.text.split("\n")
+        # Over-long lines are cut into several lines for segmentation only when
+        # the unit has no line structure to cite (rare: minified files).
+        lines = raw
+        starts = [0] * (len(lines) + 1)
+        pos = 0
+        for i, ln in enumerate(lines):
+            starts[i] = pos
+            pos += len(ln) + 1
+        starts[len(lines)] = pos
+        anchor = _unit_anchor(unit)
+        if unit.markdown:
+            sections = _markdown_sections(lines)
+        else:
+            sections = [_Section((), "", 0, len(lines))]
+        for section in sections:
+            base = section.anchor if anchor is None else _join(anchor, section.anchor)
+            ranges = list(_ranges(lines, section, size))
+            for part, (a, b, piece_start, piece_end) in enumerate(ranges, start=1):
+                cid = _chunk_id(rel_path, base, part)
+                text = unit.text[starts[a] + piece_start : starts[b - 1] + piece_end]
+                cells = unit.line_cells[a:b] if unit.line_cells is not None else None
+                segments.append(
+                    Segment(
+                        ordinal=len(segments),
+                        text=text,
+                        start_line=a + 1,
+                        end_line=b,
+                        heading_path=section.heading_path,
+                        chunk_id=cid,
+                        page=unit.page,
+                        slide=unit.slide,
+                        sheet=unit.sheet,
+                        line_cells=cells,
+                        char_start=offset + starts[a] + piece_start,
+                        char_end=offset + starts[b - 1] + piece_end,
+                    )
+                )
+        texts.append(unit.text)
+        offset += len(unit.text) + len(UNIT_SEPARATOR)
+    return UNIT_SEPARATOR.join(texts), _finish_ids(segments, rel_path)
+
+
+def _join(anchor: str, section_anchor: str) -> str:
+    if not section_anchor or section_anchor == "_preamble":
+        return anchor
+    return f"{anchor}/{section_anchor}"
+
+
+def _ranges(
+    lines: list[str], section: _Section, size: int
+) -> Iterator[tuple[int, int, int, int]]:
+    """Yield (first_line, end_line, start_col, end_col_in_last_line) pieces."""
+    for a, b in _pack(lines, section.first, section.last, size):
+        if b - a == 1 and len(lines[a]) > size * 2:
+            col = 0
+            for piece in _split_long_line(lines[a], size):
+                yield a, b, col, col + len(piece)
+                col += len(piece)
+            continue
+        yield a, b, 0, len(lines[b - 1])
+
+
+def _chunk_id(rel_path: str, base: str, part: int) -> str:
+    cid = f"{rel_path}#{base}" if base else rel_path
+    return cid if part == 1 else f"{cid}~{part}"
+
+
+def _finish_ids(segments: list[Segment], rel_path: str) -> list[Segment]:
+    """A file that is one chunk is just ``rel_path``; ids are made unique."""
+    import dataclasses
+
+    if len(segments) == 1 and segments[0].chunk_id in (
+        f"{rel_path}#_preamble",
+        rel_path,
+    ):
+        return [dataclasses.replace(segments[0], chunk_id=rel_path)]
+    seen: dict[str, int] = {}
+    out: list[Segment] = []
+    for seg in segments:
+        cid = seg.chunk_id
+        if cid in seen:
+            seen[cid] += 1
+            cid = f"{cid}~{seen[cid]}"
+            seg = dataclasses.replace(seg, chunk_id=cid)
+        seen.setdefault(cid, 1)
+        out.append(seg)
+    return out

@@ -1,0 +1,109 @@
+"""Snippets: place the window on the densest query matches and highlight them.
+
+Highlights are word-bounded for latin text (a query ``fetch`` highlights the
+whole word ``fetched``, never ``**fetch**ed``) and character-exact for CJK
+n-grams. Pure functions over a segment's text.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .stem import stem
+from .tokenize import _CJK_RE, word_spans
+
+MARK_OPEN = "**"
+MARK_CLOSE = "**"
+
+
+def match_spans(text: str, qset: set[str], cfg: Any) -> list[tuple[int, int, str]]:
+    """(start, end, term) of every query-term occurrence in ``text``, in order."""
+    spans: list[tuple[int, int, str]] = []
+    max_n = cfg.cjk_ngram
+    for start, end, word in word_spans(text):
+        if _CJK_RE.match(word):
+            covered_until = start
+            for i in range(len(word)):
+                for n in range(min(max_n, len(word) - i), 0, -1):
+                    gram = word[i : i + n]
+                    if gram in qset:
+                        s, e = start + i, start + i + n
+                        if s < covered_until:
+                            s = covered_until
+                        if e > s:
+                            spans.append((s, e, gram))
+                            covered_until = e
+                        break
+            continue
+        term = stem(word) if cfg.stem else word
+        if term in qset or word in qset:
+            spans.append((start, end, term))
+    return spans
+
+
+def best_line(text: str, qset: set[str], cfg: Any) -> int:
+    """0-based line inside ``text`` with the most distinct query terms (earliest wins)."""
+    spans = match_spans(text, qset, cfg)
+    if not spans:
+        return _first_nonblank(text)
+    line_starts = [0]
+    for i, ch in enumerate(text):
+        if ch == "\n":
+            line_starts.append(i + 1)
+    import bisect
+
+    per_line: dict[int, set[str]] = {}
+    for start, _, term in spans:
+        per_line.setdefault(bisect.bisect_right(line_starts, start) - 1, set()).add(term)
+    return min(per_line, key=lambda ln: (-len(per_line[ln]), ln))
+
+
+def _first_nonblank(text: str) -> int:
+    for i, line in enumerate(text.split("\n")):
+        if line.strip():
+            return i
+    return 0
+
+
+def make_snippet(
+    text: str, qset: set[str], chars: int, highlight: bool, cfg: Any
+) -> str:
+    """A one-line window of about ``chars`` characters around the densest matches."""
+    chars = max(20, chars)
+    spans = match_spans(text, qset, cfg)
+    if spans:
+        best = (-1, -1, 0)
+        for i, (s, _, _) in enumerate(spans):
+            window_start = max(0, s - chars // 4)
+            inside = [sp for sp in spans[i:] if sp[1] <= window_start + chars]
+            score = (len({t for _, _, t in inside}), len(inside))
+            if score > best[:2]:
+                best = (*score, window_start)
+        start = best[2]
+    else:
+        start = 0
+    end = min(len(text), start + chars)
+    if end - start < chars:
+        start = max(0, end - chars)
+    # Do not cut a latin word in half at either edge.
+    while start > 0 and text[start - 1].isalnum() and not _CJK_RE.match(text[start - 1]):
+        start -= 1
+    while end < len(text) and text[end].isalnum() and not _CJK_RE.match(text[end]):
+        end += 1
+    pieces: list[str] = []
+    pos = start
+    if highlight:
+        for s, e, _ in spans:
+            if s < start or e > end:
+                continue
+            pieces.append(text[pos:s])
+            pieces.append(f"{MARK_OPEN}{text[s:e]}{MARK_CLOSE}")
+            pos = e
+    pieces.append(text[pos:end])
+    snippet = "".join(pieces)
+    snippet = " ".join(snippet.split())
+    if highlight:
+        snippet = snippet.replace(f"{MARK_CLOSE}{MARK_OPEN}", "")
+    prefix = "…" if start > 0 else ""
+    suffix = "…" if end < len(text) else ""
+    return f"{prefix}{snippet}{suffix}"

@@ -1,0 +1,516 @@
+"""The SQLite index: connection, pragmas, transactions and every SQL statement.
+
+The index is one SQLite file in WAL mode. Document text is stored once,
+zlib-compressed, in ``documents.body``; segments keep character offsets into
+it. FTS5 is contentless over pre-tokenised text (see ``tokenize.py``), so a
+segment's FTS row is deleted by replaying its tokens, which ``indexer.py``
+recomputes from the stored text.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+import zlib
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import migrations
+from .errors import (
+    DocindexError,
+    ForeignDatabaseError,
+    IndexBusyError,
+    IndexCorruptError,
+    IndexNotFoundError,
+    SchemaTooNewError,
+)
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+_MAX_VARS = 900
+
+
+@dataclass(frozen=True, slots=True)
+class DocRow:
+    """The fingerprint of an indexed document, for incremental scans."""
+
+    id: int
+    size: int
+    mtime_ns: int
+    hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentRow:
+    """A stored segment with what a hit needs to be rendered."""
+
+    id: int
+    doc_id: int
+    ordinal: int
+    chunk_id: str
+    start_line: int
+    end_line: int
+    char_start: int
+    char_end: int
+    heading: tuple[str, ...]
+    page: int | None
+    slide: int | None
+    sheet: str | None
+    cells: tuple[str, ...] | None
+    root: str
+    rel_path: str
+    title: str | None
+    kind: str
+
+
+def translate(exc: sqlite3.Error, path: Path | str) -> DocindexError:
+    """Turn an sqlite3 error into a one-line DocindexError that says what to do."""
+    msg = str(exc)
+    if "locked" in msg or "busy" in msg:
+        return IndexBusyError(f"index is busy (another docindex is writing): {path}")
+    if isinstance(exc, sqlite3.DatabaseError) and (
+        "malformed" in msg or "not a database" in msg or "corrupt" in msg
+    ):
+        return IndexCorruptError(
+            f"index {path} is damaged ({msg}); run `docindex reindex --full` "
+            "or point --db elsewhere"
+        )
+    if "readonly" in msg or "read-only" in msg:
+        return DocindexError(f"index {path} is read-only: {msg}")
+    if "disk is full" in msg or "database or disk is full" in msg:
+        return DocindexError(f"disk full while writing {path}; the index is unchanged")
+    if "unable to open" in msg:
+        return DocindexError(f"cannot open index {path}: {msg}")
+    return DocindexError(f"index error in {path}: {msg}")
+
+
+class Store:
+    """An open index. Always close it (or use it as a context manager)."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        self.conn = conn
+        self.path = path
+        self._depth = 0
+        self._bodies: dict[int, str] = {}
+
+    # -- lifecycle ---------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls, path: Path, *, create: bool = False, busy_timeout: float = 10.0,
+        readonly: bool = False,
+    ) -> Store:  # fmt: skip
+        """Open (and with ``create`` make and migrate) the index at ``path``.
+
+        Raises:
+            IndexNotFoundError: no file and ``create`` is False.
+            IndexCorruptError, ForeignDatabaseError, SchemaTooNewError: the file
+                is not a usable docindex index.
+        """
+        exists = path.is_file() and path.stat().st_size > 0
+        if not exists and not create:
+            raise IndexNotFoundError(
+                f"no index at {path}; run `docindex scan DIR` first or pass --db"
+            )
+        if exists:
+            with path.open("rb") as fh:
+                if fh.read(16) != SQLITE_HEADER:
+                    raise IndexCorruptError(
+                        f"{path} is not an SQLite database; delete it or use "
+                        "another --db"
+                    )
+        if create:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            uri = f"{path.resolve().as_uri()}?mode={'ro' if readonly else 'rwc'}"
+            conn = sqlite3.connect(
+                uri, uri=True, isolation_level=None, timeout=busy_timeout,
+                check_same_thread=False,
+            )  # fmt: skip
+        except sqlite3.Error as exc:
+            raise translate(exc, path) from exc
+        store = cls(conn, path)
+        try:
+            store._setup(create and not readonly)
+        except BaseException:
+            conn.close()
+            raise
+        return store
+
+    def _setup(self, may_migrate: bool) -> None:
+        conn = self.conn
+        try:
+            conn.execute("PRAGMA foreign_keys = ON")
+            app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            tables = conn.execute(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
+            ).fetchone()[0]
+        except sqlite3.Error as exc:
+            raise translate(exc, self.path) from exc
+        if app_id not in (0, migrations.APPLICATION_ID) or (app_id == 0 and tables):
+            raise ForeignDatabaseError(
+                f"{self.path} is an SQLite database of another application; "
+                "use another --db"
+            )
+        if version > migrations.SCHEMA_VERSION:
+            raise SchemaTooNewError(
+                f"{self.path} was written by a newer docindex (schema {version} > "
+                f"{migrations.SCHEMA_VERSION}); upgrade docindex"
+            )
+        try:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA cache_size = -32000")
+            conn.execute("PRAGMA temp_store = MEMORY")
+            if version < migrations.SCHEMA_VERSION:
+                if not may_migrate and version == 0:
+                    raise IndexNotFoundError(f"{self.path} is not initialised")
+                migrations.migrate(conn)
+        except sqlite3.Error as exc:
+            raise translate(exc, self.path) from exc
+
+    def close(self) -> None:
+        """Close the connection (checkpointing is left to SQLite's last close)."""
+        self.conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- transactions ------------------------------------------------------
+
+    @contextlib.contextmanager
+    def atomic(self, immediate: bool = True) -> Iterator[None]:
+        """One transaction, nesting as SAVEPOINTs; rolls back on any exception."""
+        conn = self.conn
+        if self._depth == 0:
+            try:
+                conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+            except sqlite3.OperationalError as exc:
+                raise translate(exc, self.path) from exc
+        else:
+            conn.execute(f"SAVEPOINT sp{self._depth}")
+        self._depth += 1
+        try:
+            yield
+        except BaseException:
+            self._depth -= 1
+            if self._depth == 0:
+                conn.execute("ROLLBACK")
+            else:
+                conn.execute(f"ROLLBACK TO sp{self._depth}")
+                conn.execute(f"RELEASE sp{self._depth}")
+            raise
+        self._depth -= 1
+        if self._depth == 0:
+            try:
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                conn.execute("ROLLBACK")
+                raise translate(exc, self.path) from exc
+        else:
+            conn.execute(f"RELEASE sp{self._depth}")
+
+    # -- meta --------------------------------------------------------------
+
+    def get_meta(self, key: str) -> Any:
+        """JSON-decoded meta value, or None."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def set_meta(self, key: str, value: Any) -> None:
+        """Store a JSON-encodable meta value."""
+        self.conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?, ?) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (key, json.dumps(value, sort_keys=True)),
+        )
+
+    # -- roots and documents -----------------------------------------------
+
+    def root_id(self, root: str) -> int:
+        """Id of a root path, inserted if new."""
+        row = self.conn.execute("SELECT id FROM roots WHERE path = ?", (root,)).fetchone()
+        if row:
+            return int(row[0])
+        cur = self.conn.execute("INSERT INTO roots (path) VALUES (?)", (root,))
+        return int(cur.lastrowid or 0)
+
+    def roots(self) -> dict[int, str]:
+        """All roots by id."""
+        return {int(i): p for i, p in self.conn.execute("SELECT id, path FROM roots")}
+
+    def fingerprints(self, root_id: int) -> dict[str, DocRow]:
+        """rel_path -> fingerprint for every document of a root."""
+        rows = self.conn.execute(
+            "SELECT rel_path, id, size, mtime_ns, hash FROM documents WHERE root_id = ?",
+            (root_id,),
+        )
+        return {r[0]: DocRow(r[1], r[2], r[3], r[4]) for r in rows}
+
+    def touch_document(self, doc_id: int, size: int, mtime_ns: int) -> None:
+        """Record a new stat fingerprint for unchanged content."""
+        self.conn.execute(
+            "UPDATE documents SET size = ?, mtime_ns = ? WHERE id = ?",
+            (size, mtime_ns, doc_id),
+        )
+
+    def insert_document(
+        self, root_id: int, rel_path: str, kind: str, title: str | None, size: int,
+        mtime_ns: int, hash_: str, body: str, meta: dict[str, str], n_segments: int,
+        indexed_at: float,
+    ) -> int:  # fmt: skip
+        """Insert a document row (text compressed) and its facets; return its id."""
+        cur = self.conn.execute(
+            "INSERT INTO documents (root_id, rel_path, kind, title, size, mtime_ns, "
+            "hash, body, meta, n_segments, indexed_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                root_id, rel_path, kind, title, size, mtime_ns, hash_,
+                zlib.compress(body.encode("utf-8"), 6),
+                json.dumps(meta, ensure_ascii=False) if meta else None,
+                n_segments, indexed_at,
+            ),
+        )  # fmt: skip
+        doc_id = int(cur.lastrowid or 0)
+        if meta:
+            self.conn.executemany(
+                "INSERT INTO facets (doc_id, key, value) VALUES (?, ?, ?)",
+                [(doc_id, k, v) for k, v in meta.items()],
+            )
+        return doc_id
+
+    def insert_segments(self, rows: Sequence[tuple[Any, ...]]) -> int:
+        """Insert segment rows; return the id of the first (ids are consecutive)."""
+        first = self.conn.execute("SELECT coalesce(max(id), 0) + 1 FROM segments")
+        start = int(first.fetchone()[0])
+        self.conn.executemany(
+            "INSERT INTO segments (id, doc_id, ordinal, chunk_id, start_line, "
+            "end_line, char_start, char_end, heading, page, slide, sheet, cells, hash, "
+            "vec) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(start + i, *row) for i, row in enumerate(rows)],
+        )
+        return start
+
+    def insert_fts(self, rows: Iterable[tuple[int, str, str]]) -> None:
+        """Insert (rowid, title_tokens, body_tokens) into the contentless FTS table."""
+        self.conn.executemany(
+            "INSERT INTO fts (rowid, title, body) VALUES (?, ?, ?)", rows
+        )
+
+    def delete_fts(self, rows: Iterable[tuple[int, str, str]]) -> None:
+        """Remove FTS rows by replaying the exact tokens they were indexed with."""
+        self.conn.executemany(
+            "INSERT INTO fts (fts, rowid, title, body) VALUES ('delete', ?, ?, ?)", rows
+        )
+
+    def delete_document(self, doc_id: int) -> None:
+        """Delete a document row; segments and facets cascade (FTS rows go first)."""
+        self._bodies.pop(doc_id, None)
+        self.conn.execute("DELETE FROM segments WHERE doc_id = ?", (doc_id,))
+        self.conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
+
+    def document(self, doc_id: int) -> dict[str, Any] | None:
+        """A document's row as a dict (body decompressed), or None."""
+        cur = self.conn.execute(
+            "SELECT d.id, d.rel_path, d.kind, d.title, d.size, d.mtime_ns, d.hash, "
+            "d.meta, d.n_segments, r.path FROM documents d JOIN roots r "
+            "ON r.id = d.root_id WHERE d.id = ?",
+            (doc_id,),
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        keys = ("id", "rel_path", "kind", "title", "size", "mtime_ns", "hash",
+                "meta", "n_segments", "root")  # fmt: skip
+        out = dict(zip(keys, row, strict=True))
+        out["meta"] = json.loads(out["meta"]) if out["meta"] else {}
+        return out
+
+    def find_document(self, root_id: int, rel_path: str) -> int | None:
+        """Id of the document at (root, rel_path), or None."""
+        row = self.conn.execute(
+            "SELECT id FROM documents WHERE root_id = ? AND rel_path = ?",
+            (root_id, rel_path),
+        ).fetchone()
+        return int(row[0]) if row else None
+
+    def body(self, doc_id: int) -> str:
+        """The document's stored text (decompressed, small LRU)."""
+        text = self._bodies.get(doc_id)
+        if text is None:
+            row = self.conn.execute(
+                "SELECT body FROM documents WHERE id = ?", (doc_id,)
+            ).fetchone()
+            text = zlib.decompress(row[0]).decode("utf-8") if row else ""
+            if len(self._bodies) > 256:
+                self._bodies.clear()
+            self._bodies[doc_id] = text
+        return text
+
+    def segments_of(self, doc_id: int) -> list[SegmentRow]:
+        """Every segment of a document in order."""
+        return self._segment_rows("s.doc_id = ? ORDER BY s.ordinal", (doc_id,))
+
+    def segments_by_id(self, ids: Sequence[int]) -> dict[int, SegmentRow]:
+        """Segments for the given ids."""
+        out: dict[int, SegmentRow] = {}
+        for chunk in _chunks(ids):
+            marks = ",".join("?" * len(chunk))
+            for row in self._segment_rows(f"s.id IN ({marks})", tuple(chunk)):
+                out[row.id] = row
+        return out
+
+    def segments_by_chunk_id(self, chunk_id: str) -> list[SegmentRow]:
+        """Segments whose chunk id is ``chunk_id`` (one per root at most)."""
+        return self._segment_rows("s.chunk_id = ?", (chunk_id,))
+
+    def _segment_rows(self, where: str, params: tuple[Any, ...]) -> list[SegmentRow]:
+        sql = (
+            "SELECT s.id, s.doc_id, s.ordinal, s.chunk_id, s.start_line, s.end_line, "
+            "s.char_start, s.char_end, s.heading, s.page, s.slide, s.sheet, s.cells, "
+            "r.path, d.rel_path, d.title, d.kind FROM segments s "
+            "JOIN documents d ON d.id = s.doc_id JOIN roots r ON r.id = d.root_id "
+            f"WHERE {where}"
+        )
+        rows = []
+        for r in self.conn.execute(sql, params):
+            rows.append(
+                SegmentRow(
+                    r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7],
+                    tuple(json.loads(r[8])) if r[8] else (),
+                    r[9], r[10], r[11],
+                    tuple(json.loads(r[12])) if r[12] else None,
+                    r[13], r[14], r[15], r[16],
+                )  # fmt: skip
+            )
+        return rows
+
+    # -- search ------------------------------------------------------------
+
+    def lexical(
+        self, match: str, limit: int, title_weight: float, where: str = "",
+        params: tuple[Any, ...] = (),
+    ) -> list[tuple[int, float]]:  # fmt: skip
+        """(segment id, bm25) best first; bm25 is negated so higher is better."""
+        if where:
+            sql = (
+                "SELECT f.rowid, -bm25(fts, ?, 1.0) AS s FROM fts f "
+                "JOIN segments s ON s.id = f.rowid JOIN documents d ON d.id = s.doc_id "
+                f"WHERE fts MATCH ? AND {where} ORDER BY bm25(fts, ?, 1.0), f.rowid "
+                "LIMIT ?"
+            )
+        else:
+            sql = (
+                "SELECT rowid, -bm25(fts, ?, 1.0) FROM fts WHERE fts MATCH ? "
+                "ORDER BY bm25(fts, ?, 1.0), rowid LIMIT ?"
+            )
+        cur = self.conn.execute(sql, (title_weight, match, *params, title_weight, limit))
+        return [(int(r[0]), float(r[1])) for r in cur]
+
+    def vectors(self, ids: Sequence[int]) -> tuple[list[int], list[bytes]]:
+        """Vector blobs of the given segments (those that have one)."""
+        out_ids: list[int] = []
+        blobs: list[bytes] = []
+        for chunk in _chunks(ids):
+            marks = ",".join("?" * len(chunk))
+            for sid, blob in self.conn.execute(
+                f"SELECT id, vec FROM segments WHERE id IN ({marks}) AND vec IS NOT NULL",
+                tuple(chunk),
+            ):
+                out_ids.append(int(sid))
+                blobs.append(blob)
+        return out_ids, blobs
+
+    def all_vectors(self, where: str = "", params: tuple[Any, ...] = ()) -> tuple[list[int], list[bytes]]:
+        """Every stored vector (optionally filtered through documents ``d``)."""
+        sql = "SELECT s.id, s.vec FROM segments s"
+        if where:
+            sql += f" JOIN documents d ON d.id = s.doc_id WHERE s.vec IS NOT NULL AND {where}"
+        else:
+            sql += " WHERE s.vec IS NOT NULL"
+        ids: list[int] = []
+        blobs: list[bytes] = []
+        for sid, blob in self.conn.execute(sql, params):
+            ids.append(int(sid))
+            blobs.append(blob)
+        return ids, blobs
+
+    def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
+        """Number of segments containing each term (fts5vocab)."""
+        out: dict[str, int] = {}
+        for chunk in _chunks(list(terms)):
+            marks = ",".join("?" * len(chunk))
+            for term, n in self.conn.execute(
+                f"SELECT term, doc FROM fts_vocab WHERE term IN ({marks})", tuple(chunk)
+            ):
+                out[term] = int(n)
+        return out
+
+    def count_segments(self) -> int:
+        """Number of segments in the index."""
+        return int(self.conn.execute("SELECT count(*) FROM segments").fetchone()[0])
+
+    def counts(self) -> dict[str, int]:
+        """Document, segment, vector and root counts."""
+        c = self.conn.execute
+        return {
+            "documents": int(c("SELECT count(*) FROM documents").fetchone()[0]),
+            "segments": int(c("SELECT count(*) FROM segments").fetchone()[0]),
+            "embedded": int(
+                c("SELECT count(*) FROM segments WHERE vec IS NOT NULL").fetchone()[0]
+            ),
+            "roots": int(c("SELECT count(*) FROM roots").fetchone()[0]),
+        }
+
+    def kinds(self) -> dict[str, int]:
+        """Document count per kind."""
+        return {
+            k: int(n)
+            for k, n in self.conn.execute(
+                "SELECT kind, count(*) FROM documents GROUP BY kind ORDER BY kind"
+            )
+        }
+
+    def documents(
+        self, where: str = "", params: tuple[Any, ...] = (), limit: int = -1,
+        offset: int = 0,
+    ) -> tuple[list[dict[str, Any]], int]:  # fmt: skip
+        """Documents (without bodies) matching ``where`` and the total count."""
+        cond = f"WHERE {where}" if where else ""
+        total = self.conn.execute(
+            f"SELECT count(*) FROM documents d {cond}", params
+        ).fetchone()[0]
+        rows = self.conn.execute(
+            "SELECT d.id, r.path, d.rel_path, d.title, d.kind, d.size, d.n_segments "
+            f"FROM documents d JOIN roots r ON r.id = d.root_id {cond} "
+            "ORDER BY r.path, d.rel_path LIMIT ? OFFSET ?",
+            (*params, limit, offset),
+        )
+        keys = ("id", "root", "rel_path", "title", "type", "size", "segments")
+        return [dict(zip(keys, r, strict=True)) for r in rows], int(total)
+
+    def facet_values(self) -> dict[str, list[str]]:
+        """Distinct values of each front-matter facet."""
+        out: dict[str, list[str]] = {}
+        for key, value in self.conn.execute(
+            "SELECT DISTINCT key, value FROM facets ORDER BY key, value"
+        ):
+            out.setdefault(key, []).append(value)
+        return out
+
+    def checkpoint(self) -> None:
+        """Fold the WAL back into the database file."""
+        with contextlib.suppress(sqlite3.Error):
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def _chunks(ids: Sequence[Any]) -> Iterator[Sequence[Any]]:
+    for i in range(0, len(ids), _MAX_VARS):
+        yield ids[i : i + _MAX_VARS]

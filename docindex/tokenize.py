@@ -1,0 +1,130 @@
+"""One tokenizer for index and query time.
+
+Python's ``sqlite3`` cannot register FTS5 tokenizers, so text is pre-tokenised
+here into space-separated terms and indexed by FTS5's ``unicode61`` tokenizer,
+which leaves those terms intact. The same function runs on queries, so index
+and query always agree.
+
+Rules (issue #2): NFKC + case folding; latin/number words (English words are
+Snowball-stemmed, identifiers with digits are kept whole); runs of CJK
+characters (Han including the astral extensions, Hiragana, Katakana, Hangul)
+become character n-grams of every length from 1 to ``cjk_ngram`` so that one-
+and two-character queries work without a word segmenter.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterator
+
+from .stem import stem
+
+# Han (CJK Unified + Extension A + compatibility + astral B..H), kana, Hangul.
+_CJK = (
+    "\u2e80-\u2fdf\u3005\u3007\u3021-\u3029\u3038-\u303b"
+    "\u3040-\u309f\u30a0-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+    "\uf900-\ufaff\uff66-\uff9f"
+    "\u1100-\u11ff\u3130-\u318f\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff"
+    "\U00020000-\U0002fa1f\U00030000-\U000323af"
+)
+_TOKEN_RE = re.compile(rf"([{_CJK}]+)|([^\W_{_CJK}]+)")
+_CJK_RE = re.compile(rf"[{_CJK}]")
+
+# Dropped from queries only (never from the index), and only when the query
+# has other words: "how do I configure X" should rank on "configure X".
+STOPWORDS = frozenset(
+    """a about above after again all am an and any are as at be because been
+    before being below between both but by can could did do does doing down
+    during each few for from further had has have having he her here hers him
+    his how i if in into is it its itself just me more most my no nor not now
+    of off on once only or other our ours out over own same she should so some
+    such than that the their theirs them then there these they this those
+    through to too under until up very was we were what when where which while
+    who whom why will with would you your yours""".split()
+)
+
+
+def normalize(text: str) -> str:
+    """NFKC-normalise and case-fold ``text`` (the one normal form used everywhere)."""
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def _word_term(word: str, use_stem: bool) -> str:
+    return stem(word) if use_stem else word
+
+
+def iter_terms(
+    text: str, *, cjk_ngram: int = 2, use_stem: bool = True, query: bool = False
+) -> Iterator[str]:
+    """Yield index terms for ``text``.
+
+    Args:
+        text: any Unicode string (never raises).
+        cjk_ngram: longest CJK n-gram (1, 2 or 3).
+        use_stem: Snowball-stem ASCII words.
+        query: at query time a CJK run of length >= 2 yields only its longest
+            n-grams (precise); at index time every length is emitted.
+
+    Yields:
+        Terms, in text order.
+    """
+    for match in _TOKEN_RE.finditer(normalize(text)):
+        cjk, word = match.groups()
+        if word is not None:
+            yield _word_term(word, use_stem)
+            continue
+        assert cjk is not None
+        n = len(cjk)
+        if query:
+            size = min(cjk_ngram, n)
+            for i in range(n - size + 1):
+                yield cjk[i : i + size]
+            continue
+        for size in range(1, cjk_ngram + 1):
+            for i in range(n - size + 1):
+                yield cjk[i : i + size]
+
+
+def terms(text: str, *, cjk_ngram: int = 2, use_stem: bool = True) -> list[str]:
+    """Index-time terms of ``text`` as a list."""
+    return list(iter_terms(text, cjk_ngram=cjk_ngram, use_stem=use_stem))
+
+
+def query_terms(text: str, *, cjk_ngram: int = 2, use_stem: bool = True) -> list[str]:
+    """Distinct query terms in order; stopwords dropped when other words remain."""
+    seen: dict[str, bool] = {}
+    for match in _TOKEN_RE.finditer(normalize(text)):
+        cjk, word = match.groups()
+        if word is not None:
+            term = _word_term(word, use_stem)
+            seen[term] = seen.get(term, False) or word not in STOPWORDS
+            continue
+        for term in iter_terms(cjk, cjk_ngram=cjk_ngram, query=True):
+            seen[term] = True
+    content = [t for t, keep in seen.items() if keep]
+    return content or list(seen)
+
+
+def has_cjk(text: str) -> bool:
+    """True when ``text`` contains at least one CJK character."""
+    return _CJK_RE.search(text) is not None
+
+
+def cjk_ratio(text: str) -> float:
+    """Share of CJK characters among the letters and digits of ``text``."""
+    letters = sum(1 for ch in text if ch.isalnum())
+    if not letters:
+        return 0.0
+    return len(_CJK_RE.findall(text)) / letters
+
+
+def word_spans(text: str) -> Iterator[tuple[int, int, str]]:
+    """Yield ``(start, end, normalised_word)`` for latin words and CJK runs of ``text``.
+
+    Offsets index the original string; used to place snippets and highlights.
+    NFKC can change lengths, so words are matched on the original text with
+    per-match normalisation.
+    """
+    for match in _TOKEN_RE.finditer(text):
+        yield match.start(), match.end(), normalize(match.group(0))

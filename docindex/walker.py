@@ -1,0 +1,310 @@
+"""Yield candidate files under the roots, sorted, with a skip reason for the rest.
+
+Excludes use real gitignore semantics (pathspec's GitIgnoreSpec). Three layers
+are consulted, lowest priority first: the default exclude table, ``.gitignore``
+files found in the roots (deeper files override shallower ones), and the
+user's ``--exclude`` patterns, so a user's ``!build/`` re-includes what the
+defaults leave out. An excluded directory is pruned whole (one ``ignored``
+count) unless a negation pattern could re-include something below it.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pathspec
+
+DEFAULT_EXCLUDES: tuple[str, ...] = (
+    "node_modules/", ".git/", ".svn/", ".hg/", ".cache/", ".next/", ".nuxt/",
+    ".output/", "dist/", "build/", "coverage/", ".DS_Store", "*.pyc", "*.pyo",
+    "*.exe", "*.dll", "*.so", "*.dylib", "*.o", "*.obj", "Thumbs.db", ".docindex/",
+)  # fmt: skip
+
+# Suffixes we know carry no extractable text: skipped without reading.
+UNSUPPORTED_SUFFIXES = frozenset(
+    """.png .jpg .jpeg .gif .bmp .tif .tiff .webp .ico .svgz .heic .psd .mp3 .mp4
+    .m4a .wav .flac .ogg .avi .mov .mkv .webm .zip .gz .tgz .bz2 .xz .7z .rar .tar
+    .jar .war .class .wasm .bin .dat .db .sqlite .sqlite3 .pdb .iso .dmg .woff
+    .woff2 .ttf .otf .eot .doc .xls .ppt .odt .ods .odp .rtf .epub .pkl .npy .npz
+    .parquet .lock""".split()
+)
+
+
+@dataclass(frozen=True, slots=True)
+class FileEntry:
+    """A file the walk accepted: where it is and its stat fingerprint."""
+
+    path: Path
+    root: Path
+    rel_path: str
+    size: int
+    mtime_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class SkipEntry:
+    """A file (or pruned directory) the walk left out, and why."""
+
+    path: Path
+    reason: str
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class WalkOptions:
+    """Walk rules; see Config for the defaults."""
+
+    exclude: tuple[str, ...] = ()
+    use_gitignore: bool = True
+    hidden: bool = False
+    follow_symlinks: bool = False
+    max_depth: int = 64
+    max_walked_files: int = 200_000
+    max_file_bytes: int = 5 * 1024 * 1024
+
+
+def _spec(lines: Sequence[str]) -> pathspec.GitIgnoreSpec:
+    import pathspec
+
+    return pathspec.GitIgnoreSpec.from_lines(list(lines))
+
+
+@dataclass(frozen=True, slots=True)
+class _Layer:
+    base: str  # directory of the rules, relative to the root ("" for the root)
+    spec: pathspec.GitIgnoreSpec
+    negates: bool
+
+
+def _layer(base: str, lines: Sequence[str]) -> _Layer:
+    clean = [ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
+    negates = any(ln.lstrip().startswith("!") for ln in clean)
+    return _Layer(base, _spec(clean), negates)
+
+
+class Matcher:
+    """Decide whether a root-relative path is excluded by the layered rules."""
+
+    def __init__(self, user: Sequence[str] = ()) -> None:
+        self.defaults = _layer("", DEFAULT_EXCLUDES)
+        self.user = _layer("", list(user))
+
+    def excluded(self, rel: str, is_dir: bool, gitignores: Sequence[_Layer]) -> bool:
+        """True when the last matching rule across the layers excludes ``rel``."""
+        probe = rel + "/" if is_dir else rel
+        verdict: bool | None = None
+        for layer in (self.defaults, *gitignores, self.user):
+            if layer.base:
+                if not probe.startswith(layer.base + "/"):
+                    continue
+                sub = probe[len(layer.base) + 1 :]
+            else:
+                sub = probe
+            result = layer.spec.check_file(sub)
+            if result.include is not None:
+                verdict = bool(result.include)
+        return bool(verdict)
+
+    def may_reinclude(self, gitignores: Sequence[_Layer]) -> bool:
+        """True when some layer has a negation that might apply below a pruned dir."""
+        return self.user.negates or any(g.negates for g in gitignores)
+
+
+def _read_gitignore(folder: Path) -> list[str] | None:
+    try:
+        data = (folder / ".gitignore").read_bytes()
+    except OSError:
+        return None
+    return data.decode("utf-8", "replace").splitlines()
+
+
+def walk(
+    roots: Sequence[Path], options: WalkOptions, scope: Path | None = None
+) -> Iterator[FileEntry | SkipEntry]:
+    """Walk ``roots`` (or only ``scope`` inside one of them), yielding entries in order.
+
+    Args:
+        roots: absolute, resolved root directories.
+        options: the walk rules.
+        scope: an absolute path inside one root; only it is walked.
+
+    Yields:
+        FileEntry for each accepted file, SkipEntry for each left out
+        (reasons: ignored, hidden, symlink, too-large, unsupported,
+        missing-root, walk-limit, error).
+    """
+    matcher = Matcher(options.exclude)
+    budget = [options.max_walked_files]
+    for root in sorted(roots):
+        if not root.is_dir():
+            yield SkipEntry(root, "missing-root", "root is not a directory")
+            continue
+        if scope is not None and scope != root and root not in scope.parents:
+            continue
+        yield from _walk_root(root, options, matcher, budget, scope)
+
+
+def _walk_root(
+    root: Path,
+    options: WalkOptions,
+    matcher: Matcher,
+    budget: list[int],
+    scope: Path | None,
+) -> Iterator[FileEntry | SkipEntry]:
+    root_stat = os.stat(root)
+    visited = {(root_stat.st_dev, root_stat.st_ino)}
+    # Stack of (directory, rel, depth, gitignore layers, inside-excluded-dir).
+    stack: list[tuple[Path, str, int, tuple[_Layer, ...], bool]] = []
+    layers: tuple[_Layer, ...] = ()
+    if options.use_gitignore:
+        lines = _read_gitignore(root)
+        if lines:
+            layers = (_layer("", lines),)
+    # Scope inside the root: walk the chain of directories down to it so that
+    # .gitignore files on the way apply, but list only the scope.
+    start, start_rel, depth = root, "", 0
+    if scope is not None and scope != root:
+        rel_parts = scope.relative_to(root).parts
+        for i, part in enumerate(rel_parts[:-1]):
+            start = start / part
+            start_rel = f"{start_rel}/{part}" if start_rel else part
+            depth = i + 1
+            if matcher.excluded(start_rel, True, layers):
+                yield SkipEntry(scope, "ignored", f"excluded by rule on {start_rel}/")
+                return
+            if options.use_gitignore:
+                lines = _read_gitignore(start)
+                if lines:
+                    layers = (*layers, _layer(start_rel, lines))
+        rel = "/".join(rel_parts)
+        if scope.is_file() or not scope.exists():
+            yield from _entry_for(
+                scope, root, rel, depth, options, matcher, layers, False
+            )
+            return
+        if matcher.excluded(rel, True, layers):
+            yield SkipEntry(scope, "ignored", "excluded directory")
+            return
+        start, start_rel, depth = scope, rel, depth + 1
+        if options.use_gitignore:
+            lines = _read_gitignore(start)
+            if lines:
+                layers = (*layers, _layer(start_rel, lines))
+    stack.append((start, start_rel, depth, layers, False))
+    while stack:
+        folder, rel_dir, depth, layers, inside_excluded = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                names = sorted((e.name, e) for e in it)
+        except OSError as exc:
+            yield SkipEntry(folder, "error", f"cannot list directory: {exc.strerror}")
+            continue
+        subdirs: list[tuple[Path, str, int, tuple[_Layer, ...], bool]] = []
+        for name, entry in names:
+            rel = f"{rel_dir}/{name}" if rel_dir else name
+            path = Path(entry.path)
+            if name.startswith(".") and not options.hidden:
+                if name not in (".gitignore",):
+                    yield SkipEntry(path, "hidden")
+                continue
+            try:
+                is_link = entry.is_symlink()
+                is_dir = entry.is_dir(follow_symlinks=options.follow_symlinks)
+            except OSError as exc:
+                yield SkipEntry(path, "error", str(exc.strerror))
+                continue
+            if is_link and not options.follow_symlinks:
+                yield SkipEntry(path, "symlink")
+                continue
+            if is_dir:
+                excluded = matcher.excluded(rel, True, layers) or inside_excluded
+                if excluded and not matcher.may_reinclude(layers):
+                    yield SkipEntry(path, "ignored")
+                    continue
+                if depth + 1 > options.max_depth:
+                    yield SkipEntry(path, "walk-limit", "max depth reached")
+                    continue
+                try:
+                    st = os.stat(path)
+                except OSError as exc:
+                    yield SkipEntry(path, "error", str(exc.strerror))
+                    continue
+                key = (st.st_dev, st.st_ino)
+                if key in visited:
+                    yield SkipEntry(path, "symlink", "directory already walked (cycle)")
+                    continue
+                visited.add(key)
+                sub_layers = layers
+                if options.use_gitignore:
+                    lines = _read_gitignore(path)
+                    if lines:
+                        sub_layers = (*layers, _layer(rel, lines))
+                subdirs.append((path, rel, depth + 1, sub_layers, excluded))
+                continue
+            if name == ".gitignore":
+                continue
+            yield from _entry_for(
+                path, root, rel, depth, options, matcher, layers, inside_excluded,
+                budget,
+            )  # fmt: skip
+        stack.extend(reversed(subdirs))
+
+
+def _entry_for(
+    path: Path,
+    root: Path,
+    rel: str,
+    depth: int,
+    options: WalkOptions,
+    matcher: Matcher,
+    layers: tuple[_Layer, ...],
+    inside_excluded: bool,
+    budget: list[int] | None = None,
+) -> Iterator[FileEntry | SkipEntry]:
+    if matcher.excluded(rel, False, layers) or (
+        inside_excluded and not _reincluded(matcher, rel, layers)
+    ):
+        yield SkipEntry(path, "ignored")
+        return
+    if budget is not None:
+        if budget[0] <= 0:
+            yield SkipEntry(path, "walk-limit", "max walked files reached")
+            return
+        budget[0] -= 1
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        yield SkipEntry(path, "error", "file vanished during the walk")
+        return
+    except OSError as exc:
+        yield SkipEntry(path, "error", str(exc.strerror))
+        return
+    if not stat.S_ISREG(st.st_mode):
+        yield SkipEntry(path, "unsupported", "not a regular file")
+        return
+    suffix = os.path.splitext(path.name)[1].lower()
+    if suffix in UNSUPPORTED_SUFFIXES:
+        yield SkipEntry(path, "unsupported")
+        return
+    if st.st_size > options.max_file_bytes:
+        yield SkipEntry(path, "too-large", f"{st.st_size} bytes")
+        return
+    yield FileEntry(path, root, rel, st.st_size, st.st_mtime_ns)
+
+
+def _reincluded(matcher: Matcher, rel: str, layers: tuple[_Layer, ...]) -> bool:
+    """Inside an excluded directory a file is kept only if a negation names it."""
+    for layer in (*layers, matcher.user):
+        if layer.base and not rel.startswith(layer.base + "/"):
+            continue
+        sub = rel[len(layer.base) + 1 :] if layer.base else rel
+        result = layer.spec.check_file(sub)
+        if result.include is False:
+            return True
+    return False
