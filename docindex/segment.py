@@ -73,7 +73,14 @@ def _markdown_sections(lines: list[str]) -> list[_Section]:
         current = _Section(tuple(t for _, t, _ in stack), path, i, i)
     current.last = len(lines)
     sections.append(current)
-    return [s for s in sections if any(ln.strip() for ln in lines[s.first : s.last])]
+    # A heading directly followed by a sub-heading has no text of its own: it
+    # lives on in its children's heading paths rather than as an empty chunk.
+    return [s for s in sections if _has_body(lines, s)]
+
+
+def _has_body(lines: list[str], section: _Section) -> bool:
+    start = section.first + (1 if section.heading_path else 0)
+    return any(ln.strip() for ln in lines[start : section.last])
 
 
 def _blocks(lines: list[str], first: int, last: int) -> Iterator[tuple[int, int]]:

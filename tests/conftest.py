@@ -1,0 +1,79 @@
+"""Shared fixtures: real SQLite files in tmp dirs, corpora built on disk, a CLI runner."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from docindex.cli import cli
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+
+@pytest.fixture(autouse=True)
+def _env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Point DOCINDEX_DB into tmp_path and clear every other DOCINDEX_* variable."""
+    for key in list(os.environ):
+        if key.startswith("DOCINDEX_"):
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("DOCINDEX_DB", str(tmp_path / "db" / "index.db"))
+
+
+@pytest.fixture
+def shared() -> Path:
+    """The ../shared folder, or skip with a clear message."""
+    if not SHARED.is_dir():
+        pytest.skip(f"shared data not found at {SHARED}")
+    return SHARED
+
+
+def write_tree(base: Path, files: dict[str, str | bytes]) -> Path:
+    """Create files under ``base`` (str content is written as UTF-8)."""
+    for rel, content in files.items():
+        path = base / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+    return base
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Callable[[dict[str, str | bytes]], Path]:
+    """Factory: build a document tree under tmp_path/docs and return its root."""
+
+    def make(files: dict[str, str | bytes]) -> Path:
+        return write_tree(tmp_path / "docs", files)
+
+    return make
+
+
+def run(*args: str, input: str | None = None, ok: bool = True) -> Result:
+    """Invoke the CLI in-process; assert success unless ``ok`` is False."""
+    result = CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
+    if ok:
+        assert result.exit_code == 0, (result.output, result.stderr)
+    return result
+
+
+def run_json(*args: str, input: str | None = None) -> Any:
+    """Invoke the CLI with --json and parse stdout."""
+    result = run(*args, "--json", input=input)
+    return json.loads(result.stdout)
+
+
+@pytest.fixture
+def cli_run() -> Callable[..., Result]:
+    return run
+
+
+@pytest.fixture
+def cli_json() -> Callable[..., Any]:
+    return run_json
