@@ -35,12 +35,18 @@ def scan(
         overrides["use_gitignore"] = False
     if provider:
         overrides["embedding_provider"] = provider
-    ws = workspace.load(db, overrides, extra_roots=roots, scan_path=path, must_exist=False)
+    ws = workspace.load(
+        db, overrides, extra_roots=roots, scan_path=path, must_exist=False
+    )
     if exclude:
-        ws = workspace.Workspace(ws.db, ws.config.replace(exclude=(*ws.config.exclude, *exclude)))
+        ws = workspace.Workspace(
+            ws.db, ws.config.replace(exclude=(*ws.config.exclude, *exclude))
+        )
     roots_p = [Path(r) for r in ws.config.roots]
     scopes = []
-    if path is not None and not (len(roots_p) == 1 and Path(path).resolve() == roots_p[0]):
+    if path is not None and not (
+        len(roots_p) == 1 and Path(path).resolve() == roots_p[0]
+    ):
         scopes.append(resolve_scope(roots_p, path))
     with ws.open(create=True) as store, _progress_ctx(progress) as on_progress:
         return core_scan(store, ws.config, scopes=scopes, force=force,
@@ -128,7 +134,9 @@ def _add_cursor(result: QueryResult, options: dict[str, Any]) -> None:
     if result.next_offset is not None:
         from .cursor import encode_cursor
 
-        result_cursor = encode_cursor(result.next_offset, {**options, "query": result.query})
+        result_cursor = encode_cursor(
+            result.next_offset, {**options, "query": result.query}
+        )
         result.next_cursor = result_cursor
 
 

@@ -30,7 +30,9 @@ class _Group(click.Group):
 
             raise click.ClickException(str(translate(exc, "the index"))) from None
         except KeyboardInterrupt:
-            click.echo("interrupted; the index keeps its last committed state", err=True)
+            click.echo(
+                "interrupted; the index keeps its last committed state", err=True
+            )
             sys.exit(130)
         except BrokenPipeError:
             sys.stderr.close()
@@ -84,16 +86,28 @@ def _progress(enabled: bool) -> Any:
 
 @cli.command()
 @click.argument("path", required=False, type=click.Path(path_type=Path))
-@click.option("--root", "roots", multiple=True, type=click.Path(file_okay=False),
-              help="Add a root directory (repeatable; remembered by the index).")
-@click.option("--exclude", multiple=True, metavar="PATTERN",
-              help="gitignore-style exclude pattern (repeatable; !negation re-includes).")
+@click.option(
+    "--root",
+    "roots",
+    multiple=True,
+    type=click.Path(file_okay=False),
+    help="Add a root directory (repeatable; remembered by the index).",
+)
+@click.option(
+    "--exclude",
+    multiple=True,
+    metavar="PATTERN",
+    help="gitignore-style exclude pattern (repeatable; !negation re-includes).",
+)
 @click.option("--force", is_flag=True, help="Re-index every file, even unchanged ones.")
 @click.option("--hidden", is_flag=True, default=None, help="Index hidden files too.")
 @click.option("--follow-symlinks", is_flag=True, default=None, help="Follow symlinks.")
 @click.option("--no-gitignore", is_flag=True, help="Do not honour .gitignore files.")
-@click.option("--provider", type=click.Choice(["ngram", "none", "minilm"]),
-              help="Embedding provider (changing it needs reindex --full).")
+@click.option(
+    "--provider",
+    type=click.Choice(["ngram", "none", "minilm"]),
+    help="Embedding provider (changing it needs reindex --full).",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress or summary on stderr.")
 @db_option
 @json_option
@@ -127,25 +141,63 @@ def _print_scan(result: Any, as_json: bool, quiet: bool) -> None:
 
 @cli.command()
 @click.argument("text", required=False)
-@click.option("--top", "-n", type=click.IntRange(1, 1000), default=10, show_default=True,
-              help="Number of hits (up to 1000).")
-@click.option("--mode", type=click.Choice(["auto", "lexical", "semantic"]),
-              default="auto", show_default=True, help="Which rankings to use.")
-@click.option("--snippet", "snippet_chars", type=click.IntRange(20, 5000), default=200,
-              show_default=True, help="Snippet length in characters.")
+@click.option(
+    "--top",
+    "-n",
+    type=click.IntRange(1, 1000),
+    default=10,
+    show_default=True,
+    help="Number of hits (up to 1000).",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(["auto", "lexical", "semantic"]),
+    default="auto",
+    show_default=True,
+    help="Which rankings to use.",
+)
+@click.option(
+    "--snippet",
+    "snippet_chars",
+    type=click.IntRange(20, 5000),
+    default=200,
+    show_default=True,
+    help="Snippet length in characters.",
+)
 @click.option("--no-highlight", is_flag=True, help="No **highlight** markers.")
-@click.option("--min-score", type=click.FloatRange(0.0, 1.0), default=0.0,
-              help="Drop hits scoring below this (0..1, same meaning in every mode).")
-@click.option("--queries", type=click.File("r", encoding="utf-8"),
-              help="Read one query per line (- for stdin); print JSONL.")
+@click.option(
+    "--min-score",
+    type=click.FloatRange(0.0, 1.0),
+    default=0.0,
+    help="Drop hits scoring below this (0..1, same meaning in every mode).",
+)
+@click.option(
+    "--queries",
+    type=click.File("r", encoding="utf-8"),
+    help="Read one query per line (- for stdin); print JSONL.",
+)
 @click.option("--files", is_flag=True, help="One best hit per document.")
 @click.option("--explain", is_flag=True, help="Show each list's rank and raw score.")
-@click.option("--type", "types", multiple=True, metavar="EXT",
-              help="Only documents of this type (md, txt, pdf, docx, ...; repeatable).")
-@click.option("--path", "path_glob", metavar="GLOB",
-              help="Only documents whose root-relative path matches GLOB.")
-@click.option("--where", "where", multiple=True, metavar="KEY=VALUE",
-              help="Only documents whose front matter has KEY=VALUE (repeatable).")
+@click.option(
+    "--type",
+    "types",
+    multiple=True,
+    metavar="EXT",
+    help="Only documents of this type (md, txt, pdf, docx, ...; repeatable).",
+)
+@click.option(
+    "--path",
+    "path_glob",
+    metavar="GLOB",
+    help="Only documents whose root-relative path matches GLOB.",
+)
+@click.option(
+    "--where",
+    "where",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Only documents whose front matter has KEY=VALUE (repeatable).",
+)
 @click.option("--cursor", help="Continue from a previous result's next_cursor.")
 @db_option
 @json_option
@@ -191,9 +243,14 @@ def query(text: str | None, top: int, mode: str, snippet_chars: int,
 
 @cli.command()
 @click.argument("path", required=False, type=click.Path(path_type=Path))
-@click.option("--full", is_flag=True, help="Drop the index and rebuild it from scratch.")
-@click.option("--provider", type=click.Choice(["ngram", "none", "minilm"]),
-              help="Embedding provider for the rebuilt index (with --full).")
+@click.option(
+    "--full", is_flag=True, help="Drop the index and rebuild it from scratch."
+)
+@click.option(
+    "--provider",
+    type=click.Choice(["ngram", "none", "minilm"]),
+    help="Embedding provider for the rebuilt index (with --full).",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress or summary on stderr.")
 @db_option
 @json_option

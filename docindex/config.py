@@ -196,5 +196,3 @@ def config_file_for(db: Path, environ: dict[str, str] | None = None) -> Path | N
         return Path(env["DOCINDEX_CONFIG"])
     candidate = db.parent / CONFIG_NAME
     return candidate if candidate.is_file() else None
-
-

@@ -28,7 +28,9 @@ def _fingerprint(options: dict[str, Any]) -> str:
 
 def encode_cursor(offset: int, options: dict[str, Any]) -> str:
     """Sign ``offset`` for the query described by ``options``."""
-    payload = json.dumps({"o": offset, "f": _fingerprint(options)}, separators=(",", ":"))
+    payload = json.dumps(
+        {"o": offset, "f": _fingerprint(options)}, separators=(",", ":")
+    )
     mac = hmac.new(_KEY, payload.encode(), hashlib.sha256).hexdigest()[:16]
     return base64.urlsafe_b64encode(f"{payload}|{mac}".encode()).decode().rstrip("=")
 

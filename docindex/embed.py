@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .tokenize import STOPWORDS, normalize, iter_terms
+from .tokenize import STOPWORDS, iter_terms, normalize
 
 if TYPE_CHECKING:
     import numpy as np
@@ -72,9 +72,7 @@ class NgramEmbedder:
         if _WORD.fullmatch(term) and len(term) >= 4:
             padded = f"<{term}>"
             grams = [
-                padded[i : i + n]
-                for n in (3, 4)
-                for i in range(len(padded) - n + 1)
+                padded[i : i + n] for n in (3, 4) for i in range(len(padded) - n + 1)
             ]
             w = SUBWORD_WEIGHT / math.sqrt(len(grams))
             keys.extend("#" + g for g in grams)
@@ -158,7 +156,9 @@ def dequantize(blobs: Sequence[bytes], dim: int) -> FloatArray:
     return result
 
 
-def make_embedder(provider: str, dim: int, cjk_ngram: int, use_stem: bool) -> NgramEmbedder | None:
+def make_embedder(
+    provider: str, dim: int, cjk_ngram: int, use_stem: bool
+) -> NgramEmbedder | None:
     """Return the embedder for a provider name, or None for ``none``."""
     if provider == "none":
         return None

@@ -19,7 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from .config import Config
-from .errors import DocindexError, EmbedderMismatchError, ExtractionError, OutsideRootsError
+from .errors import (
+    DocindexError,
+    EmbedderMismatchError,
+    ExtractionError,
+    OutsideRootsError,
+)
 from .extract import ExtractLimits, get_extractor, kind_for
 from .extract.text import looks_binary
 from .models import ScanResult, Segment
@@ -80,7 +85,9 @@ def title_text(title: str | None, rel_path: str) -> str:
     return f"{title} {stem}" if title else stem
 
 
-def fts_row(cfg: Config, doc_title: str, heading: Sequence[str], text: str) -> tuple[str, str]:
+def fts_row(
+    cfg: Config, doc_title: str, heading: Sequence[str], text: str
+) -> tuple[str, str]:
     """Pre-tokenised (title, body) columns for one segment; used to insert and delete."""
     head = " ".join((doc_title, *heading))
     kw = {"cjk_ngram": cfg.cjk_ngram, "use_stem": cfg.stem}
@@ -109,7 +116,9 @@ def prepare(job: _Job, cfg: Config) -> Prepared:
     except OSError as exc:
         return Prepared(job, skip="error", message=f"cannot read: {exc.strerror}")
     if len(data) > cfg.max_file_bytes:
-        return Prepared(job, skip="too-large", message=f"over {cfg.max_file_bytes} bytes")
+        return Prepared(
+            job, skip="too-large", message=f"over {cfg.max_file_bytes} bytes"
+        )
     digest = hashlib.blake2b(data, digest_size=16).hexdigest()
     if job.known_hash == digest:
         return Prepared(job, hash=digest, same=True)
@@ -224,7 +233,11 @@ def _prepare_all(jobs: Sequence[_Job], cfg: Config) -> Iterator[Prepared]:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+    method = (
+        "forkserver"
+        if "forkserver" in multiprocessing.get_all_start_methods()
+        else "spawn"
+    )
     ctx = multiprocessing.get_context(method)
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
         yield from pool.map(_prepare_star, ((j, cfg) for j in jobs), chunksize=4)
@@ -236,7 +249,11 @@ def _prepare_all(jobs: Sequence[_Job], cfg: Config) -> Iterator[Prepared]:
 def check_settings(store: Store, cfg: Config) -> None:
     """Refuse an index whose tokenizer or embedder differs from ``cfg``."""
     recorded = store.get_meta("tokenizer")
-    wanted = {"version": TOKENIZER_VERSION, "cjk_ngram": cfg.cjk_ngram, "stem": cfg.stem}
+    wanted = {
+        "version": TOKENIZER_VERSION,
+        "cjk_ngram": cfg.cjk_ngram,
+        "stem": cfg.stem,
+    }
     if recorded is not None and recorded != wanted:
         raise EmbedderMismatchError(
             f"the index was built with tokenizer settings {recorded}; "
@@ -331,7 +348,12 @@ def _scan(
             rid = root_ids[str(entry.root)]
             seen[rid].add(entry.rel_path)
             old = known[rid].get(entry.rel_path)
-            if old and not force and old.size == entry.size and old.mtime_ns == entry.mtime_ns:
+            if (
+                old
+                and not force
+                and old.size == entry.size
+                and old.mtime_ns == entry.mtime_ns
+            ):
                 result.unchanged += 1
                 continue
             jobs.append(_job(entry, old.hash if old and not force else None))
@@ -367,7 +389,9 @@ def _scope_prefixes(root: Path, scopes: Sequence[Path]) -> list[str] | None:
 
 
 def _under(rel_path: str, prefixes: list[str]) -> bool:
-    return any(p == "" or rel_path == p or rel_path.startswith(p + "/") for p in prefixes)
+    return any(
+        p == "" or rel_path == p or rel_path.startswith(p + "/") for p in prefixes
+    )
 
 
 def _job(entry: FileEntry, known_hash: str | None) -> _Job:
@@ -381,7 +405,11 @@ def _apply(
     on_progress: ProgressFn | None,
 ) -> None:  # fmt: skip
     counts = store.counts()
-    n_docs, n_segments, n_embedded = counts["documents"], counts["segments"], counts["embedded"]
+    n_docs, n_segments, n_embedded = (
+        counts["documents"],
+        counts["segments"],
+        counts["embedded"],
+    )
     total = len(jobs)
     for done, prep in enumerate(_prepare_all(jobs, cfg), start=1):
         job = prep.job
@@ -480,7 +508,10 @@ def remove_document(store: Store, cfg: Config, doc_id: int) -> None:
     body = store.body(doc_id)
     doc_title = title_text(doc["title"], doc["rel_path"])
     rows = [
-        (seg.id, *fts_row(cfg, doc_title, seg.heading, body[seg.char_start : seg.char_end]))
+        (
+            seg.id,
+            *fts_row(cfg, doc_title, seg.heading, body[seg.char_start : seg.char_end]),
+        )
         for seg in store.segments_of(doc_id)
     ]
     with store.atomic():
@@ -490,7 +521,9 @@ def remove_document(store: Store, cfg: Config, doc_id: int) -> None:
 
 def iter_documents_text(store: Store) -> Iterable[tuple[str, str]]:
     """(rel_path, text) of every document, for tests and tools."""
-    for (doc_id,) in store.conn.execute("SELECT id FROM documents ORDER BY id").fetchall():
+    for (doc_id,) in store.conn.execute(
+        "SELECT id FROM documents ORDER BY id"
+    ).fetchall():
         doc = store.document(doc_id)
         if doc is not None:
             yield doc["rel_path"], store.body(doc_id)

@@ -67,7 +67,7 @@ def m001_initial(conn: sqlite3.Connection) -> None:
             title, body, content='', tokenize='unicode61 remove_diacritics 0'
         );
         CREATE VIRTUAL TABLE fts_vocab USING fts5vocab(fts, 'row');
-        """
+        """,
     )
 
 
@@ -89,7 +89,10 @@ def applied(conn: sqlite3.Connection) -> list[str]:
     ).fetchone()
     if not exists:
         return []
-    return [r[0] for r in conn.execute("SELECT name FROM _docindex_migrations ORDER BY rowid")]
+    return [
+        r[0]
+        for r in conn.execute("SELECT name FROM _docindex_migrations ORDER BY rowid")
+    ]
 
 
 def migrate(conn: sqlite3.Connection) -> list[str]:

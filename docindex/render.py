@@ -33,7 +33,9 @@ def _asdict(value: Any) -> Any:
     if isinstance(value, Hit):
         return hit_dict(value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _asdict(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {
+            f.name: _asdict(getattr(value, f.name)) for f in dataclasses.fields(value)
+        }
     if isinstance(value, list):
         return [_asdict(v) for v in value]
     if isinstance(value, dict):
@@ -108,9 +110,13 @@ def print_scan(console: Any, result: ScanResult) -> None:
         skipped = ", ".join(f"{k} {v}" for k, v in sorted(result.skipped.items()))
         console.print(f"skipped: {skipped}", style="dim")
     for err in result.errors[:20]:
-        console.print(f"  {err['reason']}: {err['path']}: {err['message']}", style="yellow")
+        console.print(
+            f"  {err['reason']}: {err['path']}: {err['message']}", style="yellow"
+        )
     if len(result.errors) > 20:
-        console.print(f"  … and {len(result.errors) - 20} more (see --json)", style="dim")
+        console.print(
+            f"  … and {len(result.errors) - 20} more (see --json)", style="dim"
+        )
 
 
 def print_stats(console: Any, stats: dict[str, Any]) -> None:

@@ -156,7 +156,9 @@ def search(store: Store, text: str, cfg: Config, opts: QueryOptions) -> QueryRes
     fused = rrf(lists, weights, cfg.rrf_k)
     ranked = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
     ranked = [(sid, s) for sid, s in ranked if s >= opts.min_score]
-    rows = store.segments_by_id([sid for sid, _ in ranked[: (opts.top + opts.offset) * 8 + 50]])
+    rows = store.segments_by_id(
+        [sid for sid, _ in ranked[: (opts.top + opts.offset) * 8 + 50]]
+    )
     if opts.files:
         seen_docs: set[int] = set()
         per_doc = []

@@ -41,6 +41,7 @@ def _markdown_sections(lines: list[str]) -> list[_Section]:
     sections: list[_Section] = []
     stack: list[tuple[int, str, str]] = []  # (level, text, slug-path)
     counts: dict[tuple[str, str], int] = {}
+    used: set[str] = set()
     current = _Section((), "_preamble", 0, 0)
     in_fence: str | None = None
     for i, line in enumerate(lines):
@@ -63,16 +64,26 @@ def _markdown_sections(lines: list[str]) -> list[_Section]:
         while stack and stack[-1][0] >= level:
             stack.pop()
         parent = stack[-1][2] if stack else ""
-        slug = slugify(text)
-        n = counts.get((parent, slug), 0) + 1
-        counts[(parent, slug)] = n
-        if n > 1:
-            slug = f"{slug}-{n}"
+        base = slugify(text)
+        n = counts.get((parent, base), 0) + 1
+        slug = base if n == 1 else f"{base}-{n}"
         path = f"{parent}/{slug}" if parent else slug
+        # A literal "A-2" heading must not collide with the second "A" (issue #6):
+        # keep counting until the path is unused.
+        while path in used:
+            n += 1
+            slug = f"{base}-{n}"
+            path = f"{parent}/{slug}" if parent else slug
+        counts[(parent, base)] = n
+        used.add(path)
         stack.append((level, text, path))
         current = _Section(tuple(t for _, t, _ in stack), path, i, i)
     current.last = len(lines)
     sections.append(current)
+    if len(sections) == 1:
+        # No headings: plain-text ids (``a.md``, ``a.md~2``) as for a .txt file;
+        # ``#_preamble`` names only text before a first heading (issue #6).
+        current.anchor = ""
     # A heading directly followed by a sub-heading has no text of its own: it
     # lives on in its children's heading paths rather than as an empty chunk.
     return [s for s in sections if _has_body(lines, s)]
@@ -191,6 +202,7 @@ def segment_document(
     segments: list[Segment] = []
     offset = 0
     texts: list[str] = []
+    used_anchors: set[str] = set()
     for unit in extracted.units:
         raw = unit.text.split("\n")
         # Over-long lines are cut into several lines for segmentation only when
@@ -203,6 +215,13 @@ def segment_document(
             pos += len(ln) + 1
         starts[len(lines)] = pos
         anchor = _unit_anchor(unit)
+        if anchor is not None:
+            # Two sheets whose names slugify alike get -2, -3 (ids stay unique).
+            k = 1
+            while (anchor if k == 1 else f"{anchor}-{k}") in used_anchors:
+                k += 1
+            anchor = anchor if k == 1 else f"{anchor}-{k}"
+            used_anchors.add(anchor)
         if unit.markdown:
             sections = _markdown_sections(lines)
         else:
@@ -270,12 +289,19 @@ def _finish_ids(segments: list[Segment], rel_path: str) -> list[Segment]:
     ):
         return [dataclasses.replace(segments[0], chunk_id=rel_path)]
     seen: dict[str, int] = {}
+    used = {seg.chunk_id for seg in segments}
     out: list[Segment] = []
     for seg in segments:
         cid = seg.chunk_id
         if cid in seen:
-            seen[cid] += 1
-            cid = f"{cid}~{seen[cid]}"
+            # Safety net only (headings and unit anchors are already unique):
+            # never hand out an id another segment already has.
+            n = seen[cid] + 1
+            while f"{cid}~{n}" in used:
+                n += 1
+            seen[cid] = n
+            cid = f"{cid}~{n}"
+            used.add(cid)
             seg = dataclasses.replace(seg, chunk_id=cid)
         seen.setdefault(cid, 1)
         out.append(seg)

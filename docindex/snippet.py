@@ -54,7 +54,9 @@ def best_line(text: str, qset: set[str], cfg: Any) -> int:
 
     per_line: dict[int, set[str]] = {}
     for start, _, term in spans:
-        per_line.setdefault(bisect.bisect_right(line_starts, start) - 1, set()).add(term)
+        per_line.setdefault(bisect.bisect_right(line_starts, start) - 1, set()).add(
+            term
+        )
     return min(per_line, key=lambda ln: (-len(per_line[ln]), ln))
 
 
@@ -86,7 +88,9 @@ def make_snippet(
     if end - start < chars:
         start = max(0, end - chars)
     # Do not cut a latin word in half at either edge.
-    while start > 0 and text[start - 1].isalnum() and not _CJK_RE.match(text[start - 1]):
+    while (
+        start > 0 and text[start - 1].isalnum() and not _CJK_RE.match(text[start - 1])
+    ):
         start -= 1
     while end < len(text) and text[end].isalnum() and not _CJK_RE.match(text[end]):
         end += 1

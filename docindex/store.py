@@ -221,7 +221,9 @@ class Store:
 
     def get_meta(self, key: str) -> Any:
         """JSON-decoded meta value, or None."""
-        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        row = self.conn.execute(
+            "SELECT value FROM meta WHERE key = ?", (key,)
+        ).fetchone()
         return json.loads(row[0]) if row else None
 
     def set_meta(self, key: str, value: Any) -> None:
@@ -236,7 +238,9 @@ class Store:
 
     def root_id(self, root: str) -> int:
         """Id of a root path, inserted if new."""
-        row = self.conn.execute("SELECT id FROM roots WHERE path = ?", (root,)).fetchone()
+        row = self.conn.execute(
+            "SELECT id FROM roots WHERE path = ?", (root,)
+        ).fetchone()
         if row:
             return int(row[0])
         cur = self.conn.execute("INSERT INTO roots (path) VALUES (?)", (root,))
@@ -383,11 +387,23 @@ class Store:
         for r in self.conn.execute(sql, params):
             rows.append(
                 SegmentRow(
-                    r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7],
+                    r[0],
+                    r[1],
+                    r[2],
+                    r[3],
+                    r[4],
+                    r[5],
+                    r[6],
+                    r[7],
                     tuple(json.loads(r[8])) if r[8] else (),
-                    r[9], r[10], r[11],
+                    r[9],
+                    r[10],
+                    r[11],
                     tuple(json.loads(r[12])) if r[12] else None,
-                    r[13], r[14], r[15], r[16],
+                    r[13],
+                    r[14],
+                    r[15],
+                    r[16],
                 )  # fmt: skip
             )
         return rows
@@ -411,7 +427,9 @@ class Store:
                 "SELECT rowid, -bm25(fts, ?, 1.0) FROM fts WHERE fts MATCH ? "
                 "ORDER BY bm25(fts, ?, 1.0), rowid LIMIT ?"
             )
-        cur = self.conn.execute(sql, (title_weight, match, *params, title_weight, limit))
+        cur = self.conn.execute(
+            sql, (title_weight, match, *params, title_weight, limit)
+        )
         return [(int(r[0]), float(r[1])) for r in cur]
 
     def vectors(self, ids: Sequence[int]) -> tuple[list[int], list[bytes]]:
@@ -428,7 +446,9 @@ class Store:
                 blobs.append(blob)
         return out_ids, blobs
 
-    def all_vectors(self, where: str = "", params: tuple[Any, ...] = ()) -> tuple[list[int], list[bytes]]:
+    def all_vectors(
+        self, where: str = "", params: tuple[Any, ...] = ()
+    ) -> tuple[list[int], list[bytes]]:
         """Every stored vector (optionally filtered through documents ``d``)."""
         sql = "SELECT s.id, s.vec FROM segments s"
         if where:

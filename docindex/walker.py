@@ -159,8 +159,6 @@ def _walk_root(
 ) -> Iterator[FileEntry | SkipEntry]:
     root_stat = os.stat(root)
     visited = {(root_stat.st_dev, root_stat.st_ino)}
-    # Stack of (directory, rel, depth, gitignore layers, inside-excluded-dir).
-    stack: list[tuple[Path, str, int, tuple[_Layer, ...], bool]] = []
     layers: tuple[_Layer, ...] = ()
     if options.use_gitignore:
         lines = _read_gitignore(root)
@@ -196,64 +194,69 @@ def _walk_root(
             lines = _read_gitignore(start)
             if lines:
                 layers = (*layers, _layer(start_rel, lines))
-    stack.append((start, start_rel, depth, layers, False))
-    while stack:
-        folder, rel_dir, depth, layers, inside_excluded = stack.pop()
-        try:
-            with os.scandir(folder) as it:
-                names = sorted((e.name, e) for e in it)
-        except OSError as exc:
-            yield SkipEntry(folder, "error", f"cannot list directory: {exc.strerror}")
+    yield from _walk_dir(start, start_rel, depth, layers, False, root, options,
+                         matcher, budget, visited)  # fmt: skip
+
+
+def _walk_dir(
+    folder: Path, rel_dir: str, depth: int, layers: tuple[_Layer, ...],
+    inside_excluded: bool, root: Path, options: WalkOptions, matcher: Matcher,
+    budget: list[int], visited: set[tuple[int, int]],
+) -> Iterator[FileEntry | SkipEntry]:  # fmt: skip
+    """Depth-first in name order, so output is sorted by root-relative path."""
+    try:
+        with os.scandir(folder) as it:
+            names = sorted((e.name, e) for e in it)
+    except OSError as exc:
+        yield SkipEntry(folder, "error", f"cannot list directory: {exc.strerror}")
+        return
+    for name, entry in names:
+        rel = f"{rel_dir}/{name}" if rel_dir else name
+        path = Path(entry.path)
+        if name == ".gitignore":
             continue
-        subdirs: list[tuple[Path, str, int, tuple[_Layer, ...], bool]] = []
-        for name, entry in names:
-            rel = f"{rel_dir}/{name}" if rel_dir else name
-            path = Path(entry.path)
-            if name.startswith(".") and not options.hidden:
-                if name not in (".gitignore",):
-                    yield SkipEntry(path, "hidden")
-                continue
-            try:
-                is_link = entry.is_symlink()
-                is_dir = entry.is_dir(follow_symlinks=options.follow_symlinks)
-            except OSError as exc:
-                yield SkipEntry(path, "error", str(exc.strerror))
-                continue
-            if is_link and not options.follow_symlinks:
-                yield SkipEntry(path, "symlink")
-                continue
-            if is_dir:
-                excluded = matcher.excluded(rel, True, layers) or inside_excluded
-                if excluded and not matcher.may_reinclude(layers):
-                    yield SkipEntry(path, "ignored")
-                    continue
-                if depth + 1 > options.max_depth:
-                    yield SkipEntry(path, "walk-limit", "max depth reached")
-                    continue
-                try:
-                    st = os.stat(path)
-                except OSError as exc:
-                    yield SkipEntry(path, "error", str(exc.strerror))
-                    continue
-                key = (st.st_dev, st.st_ino)
-                if key in visited:
-                    yield SkipEntry(path, "symlink", "directory already walked (cycle)")
-                    continue
-                visited.add(key)
-                sub_layers = layers
-                if options.use_gitignore:
-                    lines = _read_gitignore(path)
-                    if lines:
-                        sub_layers = (*layers, _layer(rel, lines))
-                subdirs.append((path, rel, depth + 1, sub_layers, excluded))
-                continue
-            if name == ".gitignore":
-                continue
+        if name.startswith(".") and not options.hidden:
+            yield SkipEntry(path, "hidden")
+            continue
+        try:
+            is_link = entry.is_symlink()
+            is_dir = entry.is_dir(follow_symlinks=options.follow_symlinks)
+        except OSError as exc:
+            yield SkipEntry(path, "error", str(exc.strerror))
+            continue
+        if is_link and not options.follow_symlinks:
+            yield SkipEntry(path, "symlink")
+            continue
+        if not is_dir:
             yield from _entry_for(
                 path, root, rel, depth, options, matcher, layers, inside_excluded,
                 budget,
             )  # fmt: skip
-        stack.extend(reversed(subdirs))
+            continue
+        excluded = matcher.excluded(rel, True, layers) or inside_excluded
+        if excluded and not matcher.may_reinclude(layers):
+            yield SkipEntry(path, "ignored")
+            continue
+        if depth + 1 > options.max_depth:
+            yield SkipEntry(path, "walk-limit", "max depth reached")
+            continue
+        try:
+            st = os.stat(path)
+        except OSError as exc:
+            yield SkipEntry(path, "error", str(exc.strerror))
+            continue
+        key = (st.st_dev, st.st_ino)
+        if key in visited:
+            yield SkipEntry(path, "symlink", "directory already walked (cycle)")
+            continue
+        visited.add(key)
+        sub_layers = layers
+        if options.use_gitignore:
+            lines = _read_gitignore(path)
+            if lines:
+                sub_layers = (*layers, _layer(rel, lines))
+        yield from _walk_dir(path, rel, depth + 1, sub_layers, excluded, root,
+                             options, matcher, budget, visited)  # fmt: skip
 
 
 def _entry_for(

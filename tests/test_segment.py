@@ -1,0 +1,103 @@
+"""Segmentation: sizes, headings, blocks, line numbers, chunk ids."""
+
+from docindex.models import Extracted, Unit
+from docindex.segment import segment_document, slugify
+
+
+def seg(text: str, size: int = 400, markdown: bool = True, rel: str = "a.md"):
+    body, segments = segment_document(
+        Extracted(units=(Unit(text=text, markdown=markdown),)), rel, size
+    )
+    return body, segments
+
+
+def test_lines_are_one_based_and_text_matches_offsets() -> None:
+    text = "\n".join(f"line {i} " + "word " * 10 for i in range(1, 41))
+    body, segments = seg(text, size=200, markdown=False)
+    assert segments[0].start_line == 1
+    lines = text.split("\n")
+    for s in segments:
+        assert body[s.char_start : s.char_end] == s.text
+        assert s.text.split("\n")[0] == lines[s.start_line - 1]
+        assert s.end_line - s.start_line + 1 == len(s.text.split("\n"))
+        assert len(s.text) <= 260
+
+
+def test_never_starts_on_blank_line() -> None:
+    text = "para one\n\n\n\npara two\n\n" * 30
+    _, segments = seg(text, size=60, markdown=False)
+    for s in segments:
+        assert s.text.split("\n")[0].strip()
+
+
+def test_markdown_segments_do_not_cross_headings_and_carry_path() -> None:
+    text = "# Guide\nintro\n## Install\nrun pip\n### On Windows\nuse py\n## Use\ngo\n"
+    _, segments = seg(text)
+    paths = [s.heading_path for s in segments]
+    assert paths == [
+        ("Guide",),
+        ("Guide", "Install"),
+        ("Guide", "Install", "On Windows"),
+        ("Guide", "Use"),
+    ]
+    assert [s.chunk_id for s in segments] == [
+        "a.md#guide",
+        "a.md#guide/install",
+        "a.md#guide/install/on-windows",
+        "a.md#guide/use",
+    ]
+
+
+def test_fenced_code_block_stays_whole() -> None:
+    code = "```python\n" + "\n".join(f"x{i} = {i}" for i in range(15)) + "\n```"
+    text = "# T\n" + "words here. " * 25 + "\n" + code + "\nafter\n"
+    _, segments = seg(text, size=200)
+    holder = [s for s in segments if "```python" in s.text]
+    assert len(holder) == 1 and holder[0].text.count("```") == 2
+
+
+def test_heading_in_code_fence_is_not_a_heading() -> None:
+    _, segments = seg("# A\n```\n# not a heading\n```\ntext\n")
+    assert [s.heading_path for s in segments] == [("A",)]
+
+
+def test_oversized_block_is_split_on_lines() -> None:
+    code = "```\n" + "\n".join("y = 1 + 2 + 3 + 4" for _ in range(100)) + "\n```"
+    _, segments = seg(code, size=200)
+    assert len(segments) > 5
+    assert all(len(s.text) <= 220 for s in segments)
+
+
+def test_long_line_is_cut_at_word_boundary() -> None:
+    text = ("alpha beta gamma delta " * 200).strip()
+    body, segments = seg(text, size=100, markdown=False)
+    assert len(segments) > 10
+    for s in segments:
+        assert s.start_line == 1
+        assert body[s.char_start : s.char_end] == s.text
+        assert not s.text.startswith(("lpha", "eta", "amma", "elta"))
+
+
+def test_chunk_ids_preamble_duplicates_cjk_and_single_file() -> None:
+    text = "preface\n# 安装\nx\n## Step\na\n## Step\nb\n"
+    _, segments = seg(text)
+    assert [s.chunk_id for s in segments] == [
+        "a.md#_preamble",
+        "a.md#安装",
+        "a.md#安装/step",
+        "a.md#安装/step-2",
+    ]
+    _, single = seg("just text\n", rel="n.txt", markdown=False)
+    assert [s.chunk_id for s in single] == ["n.txt"]
+
+
+def test_chunk_ids_stable_under_unrelated_edit() -> None:
+    before = seg("# A\nfoo\n# B\nbar\n")[1]
+    after = seg("# A\nfoo changed and longer\n# B\nbar\n")[1]
+    assert [s.chunk_id for s in before] == [s.chunk_id for s in after]
+
+
+def test_slugify() -> None:
+    assert slugify("Hello, World!") == "hello-world"
+    assert slugify("  a -- b  ") == "a-b"
+    assert slugify("全文 检索") == "全文-检索"

@@ -1,0 +1,54 @@
+"""The one tokenizer: normalisation, stemming, CJK n-grams, never raising."""
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from docindex.tokenize import cjk_ratio, has_cjk, query_terms, terms
+
+
+def test_nfkc_casefold_and_stem() -> None:
+    assert terms("Ｉｎｄｅｘｉｎｇ the FILES") == ["index", "the", "file"]
+
+
+def test_identifiers_split_on_underscore_and_keep_digits() -> None:
+    assert terms("max_docs x86 utf8") == ["max", "doc", "x86", "utf8"]
+
+
+def test_cjk_unigrams_and_bigrams_at_index_time() -> None:
+    assert terms("全文检索") == ["全", "文", "检", "索", "全文", "文检", "检索"]
+
+
+def test_cjk_query_uses_longest_ngrams() -> None:
+    assert query_terms("全文检索") == ["全文", "文检", "检索"]
+    assert query_terms("索") == ["索"]
+
+
+def test_trigram_depth() -> None:
+    assert "全文检" in terms("全文检索", cjk_ngram=3)
+    assert query_terms("全文检索", cjk_ngram=3) == ["全文检", "文检索"]
+
+
+def test_japanese_korean_and_astral_han() -> None:
+    assert "検索" in terms("検索エンジン")
+    assert "エン" in terms("検索エンジン")
+    assert "색인" in terms("검색 색인")
+    astral = "\U00020000\U00020001"
+    assert astral in terms(astral)
+
+
+def test_stopwords_dropped_from_queries_only_when_others_remain() -> None:
+    assert query_terms("how do I configure the index") == ["configur", "index"]
+    assert query_terms("the who") == ["the", "who"]
+    assert "the" in terms("the index")
+
+
+def test_mixed_script() -> None:
+    assert query_terms("SQLite 全文检索") == ["sqlite", "全文", "文检", "检索"]
+    assert has_cjk("abc 中") and not has_cjk("abc")
+    assert cjk_ratio("中文ab") == 0.5
+
+
+@given(st.text())
+def test_tokenizer_never_raises(text: str) -> None:
+    for term in terms(text) + query_terms(text):
+        assert term and " " not in term
