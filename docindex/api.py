@@ -154,14 +154,37 @@ def stats(db: str | None) -> dict[str, Any]:
         wal = Path(f"{ws.db}-wal")
         return {
             "db": str(ws.db),
+            **{k: v for k, v in counts.items() if k != "roots"},
             "roots": list(store.roots().values()),
-            **counts,
             "types": store.kinds(),
             "db_bytes": size + (wal.stat().st_size if wal.exists() else 0),
             "embedder": store.get_meta("embedder"),
             "tokenizer": store.get_meta("tokenizer"),
             "facets": store.facet_values(),
         }
+
+
+def watch(
+    db: str | None, *, roots: list[str] | None = None, debounce_ms: int = 300,
+    on_batch: Callable[..., None], stop_event: Any,
+    on_notice: Callable[[str], None] | None = None,
+) -> None:  # fmt: skip
+    """Keep the index current until ``stop_event`` is set; see ``docindex watch --help``.
+
+    The index is created if missing (with ``--root``). Its store uses a short
+    busy timeout so a batch that meets another writer is retried, not stuck.
+    """
+    from .store import Store
+    from .watch import watch as core_watch
+
+    ws = workspace.load(db, extra_roots=roots, must_exist=False)
+    busy = min(ws.config.busy_timeout_s, 2.0)
+
+    def open_store() -> Store:
+        return Store.open(ws.db, create=True, busy_timeout=busy)
+
+    core_watch(open_store, ws.config, debounce_ms=debounce_ms, on_batch=on_batch,
+               stop_event=stop_event, on_notice=on_notice)  # fmt: skip
 
 
 def _check(cond: bool, message: str) -> None:

@@ -67,6 +67,11 @@ def _first_nonblank(text: str) -> int:
     return 0
 
 
+def _plain(text: str) -> str:
+    """Drop Markdown's own ``**`` so the only ``**`` in a snippet are our highlights."""
+    return text.replace(MARK_OPEN, "")
+
+
 def make_snippet(
     text: str, qset: set[str], chars: int, highlight: bool, cfg: Any
 ) -> str:
@@ -100,10 +105,10 @@ def make_snippet(
         for s, e, _ in spans:
             if s < start or e > end:
                 continue
-            pieces.append(text[pos:s])
-            pieces.append(f"{MARK_OPEN}{text[s:e]}{MARK_CLOSE}")
+            pieces.append(_plain(text[pos:s]))
+            pieces.append(f"{MARK_OPEN}{_plain(text[s:e])}{MARK_CLOSE}")
             pos = e
-    pieces.append(text[pos:end])
+    pieces.append(_plain(text[pos:end]) if highlight else text[pos:end])
     snippet = "".join(pieces)
     snippet = " ".join(snippet.split())
     if highlight:
