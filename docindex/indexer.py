@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -107,14 +108,15 @@ def _limits(cfg: Config) -> ExtractLimits:
 def prepare(job: _Job, cfg: Config) -> Prepared:
     """Read, hash, extract, segment, tokenise and embed one file (worker-safe)."""
     try:
-        with open(job.path, "rb") as fh:
-            data = fh.read(cfg.max_file_bytes + 1)
+        data = _read_regular(job.path, cfg.max_file_bytes + 1)
     except FileNotFoundError:
         return Prepared(job, skip="error", message="file vanished before it was read")
     except IsADirectoryError:
         return Prepared(job, skip="unsupported", message="is a directory")
     except OSError as exc:
         return Prepared(job, skip="error", message=f"cannot read: {exc.strerror}")
+    if data is None:
+        return Prepared(job, skip="unsupported", message="not a regular file")
     if len(data) > cfg.max_file_bytes:
         return Prepared(
             job, skip="too-large", message=f"over {cfg.max_file_bytes} bytes"
@@ -134,6 +136,8 @@ def prepare(job: _Job, cfg: Config) -> Prepared:
         kind = "txt"  # unknown suffix, content sniffed as text
     try:
         extracted = _extract(kind, data, job.rel_path, cfg)
+    except ExtractTimeout as exc:
+        return Prepared(job, hash=digest, skip="timeout", message=str(exc))
     except ExtractionError as exc:
         return Prepared(job, hash=digest, skip=exc.reason, message=str(exc))
     except Exception as exc:  # one bad file is a skip reason, never an aborted scan
@@ -162,6 +166,30 @@ def prepare(job: _Job, cfg: Config) -> Prepared:
     )  # fmt: skip
 
 
+def _read_regular(path: str, limit: int) -> bytes | None:
+    """Up to ``limit`` bytes of ``path``, or None when it is not a regular file.
+
+    Opened non-blocking and checked with fstat: a file replaced by a FIFO or a
+    device between the walk and the read must not block the scan (issue #8).
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    fd = os.open(path, flags)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks: list[bytes] = []
+        remaining = limit
+        while remaining > 0:
+            chunk = os.read(fd, min(remaining, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def _extract(kind: str, data: bytes, name: str, cfg: Config) -> Any:
     extractor = get_extractor(kind)
     limits = _limits(cfg)
@@ -169,6 +197,10 @@ def _extract(kind: str, data: bytes, name: str, cfg: Config) -> Any:
         return extractor(data, name, limits)
     with _deadline(limits.timeout_s):
         return extractor(data, name, limits)
+
+
+class ExtractTimeout(BaseException):
+    """Raised by the alarm; a BaseException so no library's ``except Exception`` eats it."""
 
 
 class _deadline:
@@ -188,7 +220,7 @@ class _deadline:
             return
 
         def _fire(signum: int, frame: object) -> None:
-            raise ExtractionError("timeout", f"extraction took over {self.seconds:g} s")
+            raise ExtractTimeout(f"extraction took over {self.seconds:g} s")
 
         self.previous = signal.signal(signal.SIGALRM, _fire)
         signal.setitimer(signal.ITIMER_REAL, self.seconds)
