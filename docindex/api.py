@@ -79,7 +79,17 @@ def reindex(
         overrides["embedding_provider"] = provider
     if not full:
         return scan(db, path=path, force=True, provider=provider, progress=progress)
-    ws = workspace.load(db, overrides, must_exist=True)
+    from .errors import IndexCorruptError
+
+    try:
+        ws = workspace.load(db, overrides, must_exist=True)
+    except IndexCorruptError as exc:
+        # Its roots and settings live in the damaged file (issue #8).
+        raise IndexCorruptError(
+            f"index {workspace.resolve_db(db)} is damaged beyond a rebuild: its "
+            "roots and settings cannot be read; delete it and run "
+            "`docindex scan DIR` again, or point --db elsewhere"
+        ) from exc
     tmp = ws.db.with_name(ws.db.name + ".rebuild")
     for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
         leftover.unlink(missing_ok=True)
@@ -90,27 +100,33 @@ def reindex(
         result = core_scan(store, ws.config, on_progress=on_progress)
         store.checkpoint()
     # Take the write lock on the old index while swapping, so no writer is lost.
-    with Store.open(ws.db, busy_timeout=ws.config.busy_timeout_s) as old, old.atomic():
-        os.replace(tmp, ws.db)
+    try:
+        old = Store.open(ws.db, busy_timeout=ws.config.busy_timeout_s)
+    except IndexCorruptError:
+        os.replace(tmp, ws.db)  # nobody can write a damaged index anyway
+    else:
+        with old, old.atomic():
+            os.replace(tmp, ws.db)
     for side in (Path(f"{ws.db}-wal"), Path(f"{ws.db}-shm")):
         side.unlink(missing_ok=True)
     return result
 
 
-def _options(options: dict[str, Any]) -> QueryOptions:
+def _options(options: dict[str, Any], text: str | None = None) -> QueryOptions:
     opts = dict(options)
     cursor = opts.pop("cursor", None)
     if cursor:
         from .cursor import decode_cursor
 
-        opts["offset"] = decode_cursor(cursor, opts)
+        # The cursor was signed with the query text (see _add_cursor).
+        opts["offset"] = decode_cursor(cursor, {**opts, "query": text})
     return QueryOptions(**opts)
 
 
 def query(db: str | None, text: str, options: dict[str, Any]) -> QueryResult:
     """Run one query; see ``docindex query --help``."""
     ws = workspace.load(db)
-    opts = _options(options)
+    opts = _options(options, text)
     with ws.open(readonly=_readonly_ok(ws.db)) as store:
         result = search(store, text, ws.config, opts)
     _add_cursor(result, options)
@@ -193,3 +209,94 @@ def _check(cond: bool, message: str) -> None:
 
 
 ProgressCallback = Callable[..., None]
+
+
+# -- navigation (issue #6) ------------------------------------------------------
+
+
+def _nav_workspace(db: str | None, roots: list[str] | None) -> workspace.Workspace:
+    return workspace.load(db, extra_roots=roots)
+
+
+def outline(
+    db: str | None, file: str, *, depth: int = 6, roots: list[str] | None = None,
+    cwd: Path | None = None,
+) -> Any:  # fmt: skip
+    """A document's title and headings; see ``docindex outline --help``."""
+    from . import navigate
+
+    ws = _nav_workspace(db, roots)
+    with ws.open(readonly=_readonly_ok(ws.db)) as store:
+        return navigate.outline(store, ws.config.roots, file, depth=depth, cwd=cwd)
+
+
+def show(
+    db: str | None, target: str, *, context: int = 0, roots: list[str] | None = None,
+    cwd: Path | None = None,
+) -> Any:  # fmt: skip
+    """A chunk and its neighbours; see ``docindex show --help``."""
+    from . import navigate
+
+    ws = _nav_workspace(db, roots)
+    with ws.open(readonly=_readonly_ok(ws.db)) as store:
+        return navigate.show(store, ws.config.roots, target, context=context, cwd=cwd)
+
+
+def section(
+    db: str | None, file: str, heading: str, *, include_subsections: bool = True,
+    roots: list[str] | None = None, cwd: Path | None = None,
+) -> Any:  # fmt: skip
+    """One heading's section; see ``docindex section --help``."""
+    from . import navigate
+
+    ws = _nav_workspace(db, roots)
+    with ws.open(readonly=_readonly_ok(ws.db)) as store:
+        return navigate.section(store, ws.config.roots, file, heading,
+                                include_subsections=include_subsections, cwd=cwd)  # fmt: skip
+
+
+def list_documents(
+    db: str | None, *, path_glob: str | None = None, types: tuple[str, ...] = (),
+    limit: int = 50, offset: int = 0, roots: list[str] | None = None,
+) -> Any:  # fmt: skip
+    """Indexed documents, a page at a time; see ``docindex list --help``."""
+    from . import navigate
+
+    ws = _nav_workspace(db, roots)
+    with ws.open(readonly=_readonly_ok(ws.db)) as store:
+        return navigate.list_documents(store, ws.config.roots, path_glob=path_glob,
+                                       types=types, limit=limit, offset=offset)  # fmt: skip
+
+
+def related(
+    db: str | None, target: str, *, top: int = 10, same_file: bool = False,
+    roots: list[str] | None = None, cwd: Path | None = None,
+) -> Any:  # fmt: skip
+    """Nearest chunks by vector; see ``docindex related --help``."""
+    from . import navigate
+
+    ws = _nav_workspace(db, roots)
+    with ws.open(readonly=_readonly_ok(ws.db)) as store:
+        return navigate.related(store, ws.config.roots, target, top=top,
+                                same_file=same_file, cwd=cwd)  # fmt: skip
+
+
+def index_vocabulary(db: str | None, roots: list[str] | None = None) -> dict[str, Any]:
+    """Types and front-matter facet values in the index (for MCP schema enums).
+
+    Returns ``{"roots": [...], "types": [...], "facets": {key: [values]}}``;
+    empty lists when no index exists yet.
+    """
+    from .errors import IndexNotFoundError
+
+    try:
+        ws = _nav_workspace(db, roots)
+    except IndexNotFoundError:
+        return {"roots": [str(Path(r).resolve()) for r in roots or []], "types": [],
+                "facets": {}}  # fmt: skip
+    with ws.open(readonly=_readonly_ok(ws.db)) as store:
+        return {
+            "roots": list(ws.config.roots),
+            "types": sorted(store.kinds()),
+            "facets": store.facet_values(),
+        }

@@ -28,7 +28,7 @@ class _Group(click.Group):
         except sqlite3.Error as exc:
             from .store import translate
 
-            raise click.ClickException(str(translate(exc, "the index"))) from None
+            raise click.ClickException(str(translate(exc, ""))) from None
         except KeyboardInterrupt:
             click.echo(
                 "interrupted; the index keeps its last committed state", err=True
@@ -281,6 +281,244 @@ def stats(db: str | None, as_json: bool) -> None:
         print_stats(_out_console(), data)
 
 
+@cli.command()
+@click.option(
+    "--root",
+    "roots",
+    multiple=True,
+    type=click.Path(file_okay=False),
+    help="Add a root directory (repeatable; remembered by the index).",
+)
+@click.option(
+    "--debounce-ms",
+    type=click.IntRange(0, 60_000),
+    default=300,
+    show_default=True,
+    help="Quiet time before a batch of changes is applied.",
+)
+@db_option
+@json_option
+def watch(
+    roots: tuple[str, ...], debounce_ms: int, db: str | None, as_json: bool
+) -> None:
+    """Catch up, then keep the index current as files change, until Ctrl-C or SIGTERM.
+
+    Prints one line per applied batch on stdout (`+added ~updated -removed in N ms`,
+    or one JSON object per line with --json); warnings go to stderr.
+    """
+    import signal
+    import threading
+
+    from . import api
+    from .render import to_json
+
+    stop = threading.Event()
+
+    def _on_signal(signum: int, frame: object) -> None:
+        if stop.is_set():  # a second signal: give up on the pending batch
+            raise KeyboardInterrupt
+        stop.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _on_signal)
+
+    def on_batch(report: Any) -> None:
+        if as_json:
+            click.echo(to_json(report))
+        else:
+            line = f"+{report.added} ~{report.updated} -{report.removed}"
+            line += f" in {report.took_ms:.0f} ms"
+            if report.kind != "changes":
+                line += f" ({report.fallback or report.kind})"
+            click.echo(line)
+        for err in report.errors:
+            click.echo(f"{err['reason']}: {err['path']}: {err['message']}", err=True)
+        sys.stdout.flush()
+
+    def on_notice(message: str) -> None:
+        click.echo(f"warning: {message}", err=True)
+
+    api.watch(
+        db,
+        roots=list(roots),
+        debounce_ms=debounce_ms,
+        on_batch=on_batch,
+        stop_event=stop,
+        on_notice=on_notice,
+    )
+
+
 def main() -> None:
     """Entry point for ``python -m docindex``."""
     cli(prog_name="docindex")
+
+
+# -- navigation and the MCP server (issue #6) -----------------------------------
+
+
+@cli.command()
+@click.argument("file")
+@click.option(
+    "--depth",
+    type=click.IntRange(1, 6),
+    default=6,
+    show_default=True,
+    help="Deepest heading level to show.",
+)
+@db_option
+@json_option
+def outline(file: str, depth: int, db: str | None, as_json: bool) -> None:
+    """Show FILE's title and headings with their levels and lines.
+
+    FILE is relative to a root (or to the current directory), or absolute inside
+    a root.
+    """
+    from . import api
+    from .render import print_outline, to_json
+
+    result = api.outline(db, file, depth=depth, cwd=Path.cwd())
+    if as_json:
+        click.echo(to_json(result))
+    else:
+        print_outline(_out_console(), result)
+
+
+@cli.command()
+@click.argument("target", metavar="CHUNK_ID|FILE[:LINE]")
+@click.option(
+    "--context",
+    "-C",
+    type=click.IntRange(0, 50),
+    default=0,
+    show_default=True,
+    help="Neighbouring chunks to show on each side.",
+)
+@db_option
+@json_option
+def show(target: str, context: int, db: str | None, as_json: bool) -> None:
+    """Show a chunk (by chunk id, or the one holding FILE:LINE) with its neighbours."""
+    from . import api
+    from .render import print_shown, to_json
+
+    result = api.show(db, target, context=context, cwd=Path.cwd())
+    if as_json:
+        click.echo(to_json(result))
+    else:
+        print_shown(_out_console(), result)
+
+
+@cli.command()
+@click.argument("file")
+@click.argument("heading")
+@click.option(
+    "--no-subsections", is_flag=True, help="Stop at the next heading of any level."
+)
+@db_option
+@json_option
+def section(file: str, heading: str, no_subsections: bool, db: str | None,
+            as_json: bool) -> None:  # fmt: skip
+    """Print the section of FILE under HEADING (case-insensitive) with its lines."""
+    from . import api
+    from .render import print_section, to_json
+
+    result = api.section(db, file, heading, include_subsections=not no_subsections,
+                         cwd=Path.cwd())  # fmt: skip
+    if as_json:
+        click.echo(to_json(result))
+    else:
+        print_section(_out_console(), result)
+
+
+@cli.command(name="list")
+@click.option(
+    "--path",
+    "path_glob",
+    metavar="GLOB",
+    help="Only documents whose root-relative path matches GLOB.",
+)
+@click.option(
+    "--type",
+    "types",
+    multiple=True,
+    metavar="EXT",
+    help="Only documents of this type (md, txt, pdf, ...; repeatable).",
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(1, 10_000),
+    default=50,
+    show_default=True,
+    help="Documents per page.",
+)
+@click.option(
+    "--offset",
+    type=click.IntRange(0),
+    default=0,
+    show_default=True,
+    help="Documents to skip.",
+)
+@db_option
+@json_option
+def list_(path_glob: str | None, types: tuple[str, ...], limit: int, offset: int,
+          db: str | None, as_json: bool) -> None:  # fmt: skip
+    """List indexed documents with title, type, size and segment count."""
+    from . import api
+    from .render import print_documents, to_json
+
+    result = api.list_documents(db, path_glob=path_glob, types=types, limit=limit,
+                                offset=offset)  # fmt: skip
+    if as_json:
+        click.echo(to_json(result))
+    else:
+        print_documents(_out_console(), result, offset)
+
+
+@cli.command()
+@click.argument("target", metavar="FILE[#CHUNK]")
+@click.option(
+    "--top",
+    "-n",
+    type=click.IntRange(1, 1000),
+    default=10,
+    show_default=True,
+    help="Number of related chunks.",
+)
+@click.option(
+    "--same-file",
+    is_flag=True,
+    help="Also return chunks of the same file (never the source chunk).",
+)
+@db_option
+@json_option
+def related(target: str, top: int, same_file: bool, db: str | None,
+            as_json: bool) -> None:  # fmt: skip
+    """Chunks nearest by vector to a chunk, or to FILE's centroid (other files only)."""
+    from . import api
+    from .render import print_related, to_json
+
+    result = api.related(db, target, top=top, same_file=same_file, cwd=Path.cwd())
+    if as_json:
+        click.echo(to_json(result))
+    else:
+        print_related(_out_console(), result)
+
+
+@cli.command()
+@click.option(
+    "--root",
+    "roots",
+    multiple=True,
+    type=click.Path(file_okay=False),
+    help="A root the tools may read and index (repeatable).",
+)
+@db_option
+def mcp(roots: tuple[str, ...], db: str | None) -> None:
+    """Serve the index to agents over MCP (stdio); needs `pip install 'docindex[mcp]'`.
+
+    Tools: doc_scan, doc_query, doc_reindex, doc_stats, get_doc, get_outline,
+    get_section, find_related, list_documents, search_batch. No tool reads or
+    indexes anything outside the roots.
+    """
+    from .mcp_server import serve
+
+    serve(db, list(roots))

@@ -53,6 +53,8 @@ class Config:
     title_weight: float = 2.0
     workers: int = 0
     extract_timeout_s: float = 30.0
+    max_sheet_rows: int = 100_000
+    max_pdf_pages: int = 2_000
     busy_timeout_s: float = 10.0
 
     def replace(self, **changes: Any) -> Config:

@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .tokenize import STOPWORDS, iter_terms, normalize
+from .tokenize import STOPWORDS, normalize, terms
 
 if TYPE_CHECKING:
     import numpy as np
@@ -28,6 +28,36 @@ if TYPE_CHECKING:
 _WORD = re.compile(r"[a-z][a-z0-9]*")
 SUBWORD_WEIGHT = 0.35
 _MAX_CACHE = 400_000
+_N_LOG_TF = 64
+_LOG_TF = [0.0] + [1.0 + math.log(tf) for tf in range(1, _N_LOG_TF)]
+
+
+def _LOG_TF_NP() -> Any:
+    """``1 + math.log(tf)`` for small tf as a float64 array (math.log, not np.log)."""
+    import numpy as np
+
+    return np.array(_LOG_TF, dtype=np.float64)
+
+
+class _Buffer:
+    """A growable 1-d numpy array (amortised doubling) for the feature vocabulary."""
+
+    def __init__(self, dtype: str) -> None:
+        import numpy as np
+
+        self.data = np.empty(1024, dtype=dtype)
+        self.n = 0
+
+    def extend(self, values: list[Any]) -> None:
+        import numpy as np
+
+        end = self.n + len(values)
+        if end > len(self.data):
+            grown = np.empty(max(end, 2 * len(self.data)), dtype=self.data.dtype)
+            grown[: self.n] = self.data[: self.n]
+            self.data = grown
+        self.data[self.n : end] = values
+        self.n = end
 
 
 class NgramEmbedder:
@@ -46,7 +76,7 @@ class NgramEmbedder:
         self.dim = dim
         self.cjk_ngram = cjk_ngram
         self.use_stem = use_stem
-        self._cache: dict[str, tuple[Any, Any]] = {}
+        self._reset_vocab()
 
     def params(self) -> dict[str, Any]:
         """What the index records and checks on open."""
@@ -60,13 +90,8 @@ class NgramEmbedder:
             "subword_weight": SUBWORD_WEIGHT,
         }
 
-    def _features(self, term: str) -> tuple[Any, Any]:
-        """Bucket indices and signed weights of one term (cached)."""
-        hit = self._cache.get(term)
-        if hit is not None:
-            return hit
-        import numpy as np
-
+    def _term_features(self, term: str) -> tuple[list[int], list[float]]:
+        """Bucket indices and signed weights of one term: itself plus sub-words."""
         keys = [term]
         weights = [1.0]
         if _WORD.fullmatch(term) and len(term) >= 4:
@@ -77,21 +102,57 @@ class NgramEmbedder:
             w = SUBWORD_WEIGHT / math.sqrt(len(grams))
             keys.extend("#" + g for g in grams)
             weights.extend([w] * len(grams))
-        idx = np.empty(len(keys), dtype=np.int64)
-        val = np.empty(len(keys), dtype=np.float32)
-        for i, (key, weight) in enumerate(zip(keys, weights, strict=True)):
+        idx: list[int] = []
+        val: list[float] = []
+        for key, weight in zip(keys, weights, strict=True):
             h = zlib.crc32(key.encode("utf-8"))
-            idx[i] = h % self.dim
-            val[i] = weight if (h >> 31) & 1 else -weight
-        if len(self._cache) > _MAX_CACHE:
-            self._cache.clear()
-        self._cache[term] = (idx, val)
+            idx.append(h % self.dim)
+            val.append(weight if (h >> 31) & 1 else -weight)
         return idx, val
 
+    def _term_ids(self, counts: Counter[str]) -> list[int]:
+        """Vocabulary ids of ``counts``' terms, adding new terms' features."""
+        vocab = self._vocab
+        ids = list(map(vocab.get, counts))
+        if None in ids:
+            new_idx: list[int] = []
+            new_val: list[float] = []
+            starts: list[int] = []
+            lens: list[int] = []
+            used = self._feat_idx.n
+            for i, term in enumerate(counts):
+                if ids[i] is not None:
+                    continue
+                tid = vocab.get(term)  # a term repeated within this batch
+                if tid is None:
+                    idx, val = self._term_features(term)
+                    tid = vocab[term] = len(vocab)
+                    starts.append(used + len(new_idx))
+                    lens.append(len(idx))
+                    new_idx.extend(idx)
+                    new_val.extend(val)
+                ids[i] = tid
+            self._feat_idx.extend(new_idx)
+            self._feat_val.extend(new_val)
+            self._starts.extend(starts)
+            self._lens.extend(lens)
+        return ids  # type: ignore[return-value]
+
+    def _reset_vocab(self) -> None:
+        self._vocab: dict[str, int] = {}
+        self._feat_idx = _Buffer("int64")
+        self._feat_val = _Buffer("float32")
+        self._starts = _Buffer("int64")
+        self._lens = _Buffer("int64")
+
     def _term_counts(self, text: str) -> Counter[str]:
-        counts = Counter(
-            iter_terms(text, cjk_ngram=self.cjk_ngram, use_stem=self.use_stem)
+        return self._count(
+            terms(text, cjk_ngram=self.cjk_ngram, use_stem=self.use_stem)
         )
+
+    @staticmethod
+    def _count(term_list: Sequence[str]) -> Counter[str]:
+        counts = Counter(term_list)
         for stop in STOPWORDS.intersection(counts):
             del counts[stop]
         return counts
@@ -105,25 +166,62 @@ class NgramEmbedder:
             texts: the embedding inputs (already prefixed with title/headings).
             weights: optional per-term multipliers (query-time idf).
         """
+        return self._embed_counts([self._term_counts(t) for t in texts], weights)
+
+    def embed_terms(self, term_lists: Sequence[Sequence[str]]) -> FloatArray:
+        """``embed`` for texts already tokenised with ``tokenize.terms``.
+
+        ``embed_terms([terms(t) for t in texts])`` equals ``embed(texts)`` bit
+        for bit; the indexer uses it to tokenise each segment once (issue #7).
+        """
+        return self._embed_counts([self._count(t) for t in term_lists], None)
+
+    def _embed_counts(
+        self, rows: Sequence[Counter[str]], weights: dict[str, float] | None
+    ) -> FloatArray:
+        # One bincount for the whole batch (issue #7). Bit-identical to a
+        # per-term ``val * w`` and per-row bincount: the float32 products are
+        # the same, and bincount adds each bucket's values in the same order.
         import numpy as np
 
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for row, text in enumerate(texts):
-            counts = self._term_counts(text)
-            if not counts:
-                continue
-            idx_parts = []
-            val_parts = []
-            for term, tf in counts.items():
-                idx, val = self._features(term)
-                w = 1.0 + math.log(tf)
-                if weights is not None:
-                    w *= weights.get(term, 1.0)
-                idx_parts.append(idx)
-                val_parts.append(val * w)
-            idx_all = np.concatenate(idx_parts)
-            val_all = np.concatenate(val_parts)
-            out[row] = np.bincount(idx_all, weights=val_all, minlength=self.dim)
+        dim = self.dim
+        n = len(rows)
+        if len(self._vocab) > _MAX_CACHE:
+            self._reset_vocab()
+        ids: list[int] = []
+        tfs: list[int] = []
+        row_terms: list[int] = []
+        for counts in rows:
+            ids.extend(self._term_ids(counts))
+            tfs.extend(counts.values())
+            row_terms.append(len(counts))
+        if not ids:
+            return np.zeros((n, dim), dtype=np.float32)
+        # Gather every term's features in order: the same sequence of values
+        # the per-term loop produced, so bincount adds them in the same order.
+        tid = np.array(ids, dtype=np.int64)
+        lens = self._lens.data[tid]
+        starts = self._starts.data[tid]
+        total = int(lens.sum())
+        first = np.cumsum(lens) - lens
+        pos = np.arange(total, dtype=np.int64) + np.repeat(starts - first, lens)
+        idx_all = self._feat_idx.data[pos]
+        if n > 1:
+            term_row = np.repeat(np.arange(n, dtype=np.int64) * dim, row_terms)
+            idx_all += np.repeat(term_row, lens)
+        # w = 1 + log(tf) (times idf) in float64, rounded to float32 as the
+        # scalar product ``val * w`` rounds it.
+        tf = np.array(tfs, dtype=np.int64)
+        w = _LOG_TF_NP()[np.minimum(tf, _N_LOG_TF - 1)]
+        if tf.max() >= _N_LOG_TF:
+            big = np.flatnonzero(tf >= _N_LOG_TF)
+            w[big] = [1.0 + math.log(int(t)) for t in tf[big]]
+        if weights is not None:
+            terms_in_order = [t for counts in rows for t in counts]
+            w *= np.array([weights.get(t, 1.0) for t in terms_in_order], dtype=np.float64)
+        val_all = self._feat_val.data[pos] * np.repeat(w.astype(np.float32), lens)
+        summed = np.bincount(idx_all, weights=val_all, minlength=n * dim)
+        out = summed.reshape(n, dim).astype(np.float32)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         np.divide(out, norms, out=out, where=norms > 0)
         return out

@@ -77,6 +77,7 @@ class Prepared:
     segments: tuple[Segment, ...] = ()
     fts: tuple[tuple[str, str], ...] = ()
     vectors: tuple[bytes, ...] | None = None
+    notes: tuple[tuple[str, str], ...] = ()
 
 
 def title_text(title: str | None, rel_path: str) -> str:
@@ -102,7 +103,11 @@ def embed_input(title: str | None, heading: Sequence[str], text: str) -> str:
 
 
 def _limits(cfg: Config) -> ExtractLimits:
-    return ExtractLimits(timeout_s=cfg.extract_timeout_s)
+    return ExtractLimits(
+        timeout_s=cfg.extract_timeout_s,
+        max_sheet_rows=cfg.max_sheet_rows,
+        max_pages=cfg.max_pdf_pages,
+    )
 
 
 def prepare(job: _Job, cfg: Config) -> Prepared:
@@ -161,7 +166,8 @@ def prepare(job: _Job, cfg: Config) -> Prepared:
         vectors = tuple(quantize(embedder.embed(inputs)))
     return Prepared(
         job, hash=digest, kind=extracted.kind, title=extracted.title,
-        meta=dict(extracted.meta), body=body, segments=tuple(segments), fts=fts,
+        meta=_facets(extracted.meta), notes=_notes(extracted.meta), body=body,
+        segments=tuple(segments), fts=fts,
         vectors=vectors,
     )  # fmt: skip
 
@@ -188,6 +194,18 @@ def _read_regular(path: str, limit: int) -> bytes | None:
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+_NOTE_KEYS = ("truncated", "page_errors")
+
+
+def _facets(meta: dict[str, str]) -> dict[str, str]:
+    """Front-matter facets only; extractor notes are reported, not stored as facets."""
+    return {k: v for k, v in meta.items() if k not in _NOTE_KEYS}
+
+
+def _notes(meta: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    return tuple((k, meta[k]) for k in _NOTE_KEYS if k in meta)
 
 
 def _extract(kind: str, data: bytes, name: str, cfg: Config) -> Any:
@@ -483,6 +501,10 @@ def _apply(
             result.skip("max-embedded", job.path,
                         f"max_embedded={cfg.max_embedded} reached")  # fmt: skip
         _store_prepared(store, rid, prep, vectors)
+        for key, value in prep.notes:
+            # Indexed, but not whole: a capped sheet or PDF is never silent (#4).
+            reason = "truncated" if key == "truncated" else "partial"
+            result.skip(reason, job.path, f"{key}: {value}")
         n_docs += 1
         n_segments += len(prep.segments)
         n_embedded += len(vectors or ())

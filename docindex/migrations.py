@@ -107,6 +107,11 @@ def migrate(conn: sqlite3.Connection) -> list[str]:
             continue
         conn.execute("BEGIN IMMEDIATE")
         try:
+            # Another process may have migrated while we waited for the write
+            # lock (two first scans at once, issue #8): look again under the lock.
+            if fn.__name__ in applied(conn):
+                conn.execute("COMMIT")
+                continue
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS _docindex_migrations "
                 "(name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"

@@ -94,6 +94,24 @@ class Hit:
     explain: dict[str, object] | None = None
 
 
+def printable(path: str) -> str:
+    """``path`` with undecodable file-name bytes shown as backslash escapes.
+
+    A non-UTF-8 name decodes to lone surrogates (os.fsdecode), which JSON
+    output and the console cannot encode (issue #8).
+    """
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        raw = path.encode("utf-8", "surrogateescape" if _escapes_only(path) else "replace")
+        return raw.decode("utf-8", "backslashreplace")
+    return path
+
+
+def _escapes_only(text: str) -> bool:
+    return all(not 0xD800 <= ord(c) <= 0xDFFF or 0xDC80 <= ord(c) <= 0xDCFF for c in text)
+
+
 @dataclass(slots=True)
 class ScanResult:
     """Counts from one scan; mutable while the scan runs, returned when it ends."""
@@ -113,4 +131,6 @@ class ScanResult:
         """Count a skipped file under ``reason`` and keep a message for real errors."""
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
         if path is not None and message:
-            self.errors.append({"path": path, "reason": reason, "message": message})
+            self.errors.append(
+                {"path": printable(path), "reason": reason, "message": message}
+            )

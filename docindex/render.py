@@ -60,6 +60,9 @@ def print_hits(console: Any, result: Any, *, explain: bool = False) -> None:
 
     if not result.hits:
         console.print(Text("no hits", style="dim"))
+        hint = getattr(result, "hint", None)
+        if hint and hint.get("suggestion"):  # issue #6: say why, and what to try
+            console.print(Text(f"hint: {hint['suggestion']}", style="yellow"))
         return
     for hit in result.hits:
         head = Text()
@@ -129,3 +132,103 @@ def print_stats(console: Any, stats: dict[str, Any]) -> None:
             value = json.dumps(value, ensure_ascii=False)
         table.add_row(key, str(value))
     console.print(table)
+
+
+# -- navigation (issue #6) ------------------------------------------------------
+
+
+def _where(start: int, end: int, page: Any = None, slide: Any = None,
+           sheet: Any = None) -> str:  # fmt: skip
+    lines = f"{start}-{end}" if end != start else f"{start}"
+    if page is not None:
+        return f"p. {page}, lines {lines}"
+    if slide is not None:
+        return f"slide {slide}, lines {lines}"
+    if sheet is not None:
+        return f"{sheet}, lines {lines}"
+    return f"lines {lines}"
+
+
+def print_outline(console: Any, outline: Any) -> None:
+    """A document's headings, indented by level, with their lines."""
+    from rich.text import Text
+
+    console.print(Text(f"{outline.title}  ({outline.rel_path})", style="bold"))
+    if not outline.outline:
+        console.print(Text("no headings", style="dim"))
+    for entry in outline.outline:
+        line = Text("  " * (entry.level - 1))
+        line.append(entry.text)
+        line.append(f"  :{entry.line}", style="cyan")
+        line.append(f"  {entry.chunk_id}", style="dim")
+        console.print(line, soft_wrap=True)
+
+
+def print_shown(console: Any, shown: Any) -> None:
+    """A chunk with its neighbours; the requested chunk is marked."""
+    from rich.text import Text
+
+    for chunk in [*shown.before, shown.chunk, *shown.after]:
+        head = Text()
+        marked = chunk is shown.chunk
+        head.append("> " if marked else "  ", style="bold green")
+        head.append(chunk.chunk_id, style="bold magenta" if marked else "magenta")
+        head.append(f"  chunk {chunk.position} of {shown.total}", style="dim")
+        loc = _where(chunk.start_line, chunk.end_line, chunk.page, chunk.slide,
+                     chunk.sheet)  # fmt: skip
+        head.append(f"  {loc}", style="cyan")
+        console.print(head, soft_wrap=True)
+        console.print(Text(chunk.text), soft_wrap=True)
+
+
+def print_section(console: Any, section: Any) -> None:
+    """A section's heading, line range and text."""
+    from rich.text import Text
+
+    head = Text(f"{section.rel_path}:{section.start_line}-{section.end_line}",
+                style="bold magenta")  # fmt: skip
+    head.append(f"  {section.heading}", style="dim")
+    console.print(head, soft_wrap=True)
+    console.print(Text(section.text), soft_wrap=True)
+
+
+def print_documents(console: Any, listing: Any, offset: int = 0) -> None:
+    """Indexed documents as a table, with a paging footer."""
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(box=None)
+    for name in ("path", "type", "size", "segments", "title"):
+        table.add_column(
+            name, justify="right" if name in ("size", "segments") else "left"
+        )
+    for doc in listing.documents:
+        table.add_row(
+            doc.rel_path, doc.type, str(doc.size), str(doc.segments), doc.title
+        )
+    console.print(table)
+    shown = (
+        f"{offset + 1}-{offset + len(listing.documents)}" if listing.documents else "0"
+    )
+    more = (
+        f"; next: --offset {offset + len(listing.documents)}"
+        if listing.has_more
+        else ""
+    )
+    console.print(Text(f"{shown} of {listing.total} documents{more}", style="dim"))
+
+
+def print_related(console: Any, related: Any) -> None:
+    """Related chunks: score, path:line, chunk id and a snippet."""
+    from rich.text import Text
+
+    if not related.hits:
+        console.print(Text("nothing related", style="dim"))
+    for hit in related.hits:
+        head = Text()
+        head.append(f"{hit.score:.3f} ", style="bold green")
+        head.append(hit.rel_path, style="bold magenta")
+        head.append(f":{hit.line}", style="cyan")
+        head.append(f"  {hit.chunk_id}", style="dim")
+        console.print(head, soft_wrap=True)
+        console.print(Text(f"    {hit.snippet}"), soft_wrap=False)

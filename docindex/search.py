@@ -104,7 +104,9 @@ def _filters(opts: QueryOptions) -> tuple[str, tuple[Any, ...]]:
     return " AND ".join(clauses), tuple(params)
 
 
-def search(store: Store, text: str, cfg: Config, opts: QueryOptions) -> QueryResult:
+def search(
+    store: Store, text: str, cfg: Config, opts: QueryOptions, *, hint: bool = True
+) -> QueryResult:
     """Run one query against an open index.
 
     Args:
@@ -112,14 +114,18 @@ def search(store: Store, text: str, cfg: Config, opts: QueryOptions) -> QueryRes
         text: the user's query (any string; never FTS5 syntax).
         cfg: settings (ranking weights, tokenizer, embedder).
         opts: per-query options.
+        hint: explain an empty first page in ``result.hint`` (issue #6).
 
     Returns:
         A QueryResult with hits best first.
     """
     started = time.perf_counter()
+    text, opts = _utf8(text), _utf8_options(opts)
     result = QueryResult(query=text, mode=opts.mode)
     qterms = query_terms(text, cjk_ngram=cfg.cjk_ngram, use_stem=cfg.stem)
     if not qterms:
+        if hint:
+            result.hint = _zero_hint(store, text, cfg, opts)
         result.took_ms = _ms(started)
         return result
     where, params = _filters(opts)
@@ -186,8 +192,39 @@ def search(store: Store, text: str, cfg: Config, opts: QueryOptions) -> QueryRes
             }
             explain["fused"] = round(score, 6)
         result.hits.append(_hit(store, row, score, qterms, cfg, opts, raw, explain))
+    if hint and not result.hits and opts.offset == 0:
+        result.hint = _zero_hint(store, text, cfg, opts)
     result.took_ms = _ms(started)
     return result
+
+
+def _utf8(text: str) -> str:
+    """``text`` with lone surrogates (undecodable argv bytes) replaced by ``?``.
+
+    SQLite cannot bind them and JSON output cannot print them (issue #8).
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+def _utf8_options(opts: QueryOptions) -> QueryOptions:
+    import dataclasses
+
+    return dataclasses.replace(
+        opts,
+        types=tuple(_utf8(t) for t in opts.types),
+        path_glob=_utf8(opts.path_glob) if opts.path_glob else opts.path_glob,
+        where=tuple((_utf8(k), _utf8(v)) for k, v in opts.where),
+    )
+
+
+def _zero_hint(store: Store, text: str, cfg: Config, opts: QueryOptions) -> Any:
+    from .hints import zero_result_hint
+
+    return zero_result_hint(store, text, cfg, opts)
 
 
 def _semantic(

@@ -68,22 +68,30 @@ class SegmentRow:
 def translate(exc: sqlite3.Error, path: Path | str) -> DocindexError:
     """Turn an sqlite3 error into a one-line DocindexError that says what to do."""
     msg = str(exc)
+    # The CLI passes "" when it does not know which file failed.
+    index = f"index {path}" if str(path) else "the index"
     if "locked" in msg or "busy" in msg:
-        return IndexBusyError(f"index is busy (another docindex is writing): {path}")
+        where = f": {path}" if str(path) else ""
+        return IndexBusyError(f"index is busy (another docindex is writing){where}")
     if isinstance(exc, sqlite3.DatabaseError) and (
         "malformed" in msg or "not a database" in msg or "corrupt" in msg
     ):
         return IndexCorruptError(
-            f"index {path} is damaged ({msg}); run `docindex reindex --full` "
+            f"{index} is damaged ({msg}); run `docindex reindex --full` "
             "or point --db elsewhere"
         )
     if "readonly" in msg or "read-only" in msg:
-        return DocindexError(f"index {path} is read-only: {msg}")
+        return DocindexError(
+            f"{index} is read-only ({msg}); the file and its folder must be writable"
+        )
     if "disk is full" in msg or "database or disk is full" in msg:
-        return DocindexError(f"disk full while writing {path}; the index is unchanged")
+        return DocindexError(f"disk full while writing {index}; the index is unchanged")
     if "unable to open" in msg:
-        return DocindexError(f"cannot open index {path}: {msg}")
-    return DocindexError(f"index error in {path}: {msg}")
+        return DocindexError(
+            f"cannot open {index}: {msg} (a WAL index needs a writable folder "
+            "for its -wal and -shm files)"
+        )
+    return DocindexError(f"error in {index}: {msg}")
 
 
 class Store:
@@ -199,20 +207,29 @@ class Store:
         self._depth += 1
         try:
             yield
-        except BaseException:
+        except BaseException as exc:
             self._depth -= 1
-            if self._depth == 0:
-                conn.execute("ROLLBACK")
-            else:
-                conn.execute(f"ROLLBACK TO sp{self._depth}")
-                conn.execute(f"RELEASE sp{self._depth}")
+            # SQLITE_FULL, IOERR or NOMEM may already have rolled the whole
+            # transaction back; a second ROLLBACK would then hide the real
+            # error behind "no transaction is active" (issue #8).
+            with contextlib.suppress(sqlite3.Error):
+                if conn.in_transaction:
+                    if self._depth == 0:
+                        conn.execute("ROLLBACK")
+                    else:
+                        conn.execute(f"ROLLBACK TO sp{self._depth}")
+                        conn.execute(f"RELEASE sp{self._depth}")
+            if self._depth == 0 and isinstance(exc, sqlite3.Error):
+                raise translate(exc, self.path) from exc
             raise
         self._depth -= 1
         if self._depth == 0:
             try:
                 conn.execute("COMMIT")
             except sqlite3.Error as exc:
-                conn.execute("ROLLBACK")
+                with contextlib.suppress(sqlite3.Error):
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
                 raise translate(exc, self.path) from exc
         else:
             conn.execute(f"RELEASE sp{self._depth}")
@@ -529,6 +546,27 @@ class Store:
         """Fold the WAL back into the database file."""
         with contextlib.suppress(sqlite3.Error):
             self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def documents_at(self, pairs: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
+        """Kind and facets of the documents at (root path, rel_path) pairs (issue #6).
+
+        Returns dicts with ``id``, ``root``, ``rel_path``, ``kind`` and ``meta``
+        (the front-matter facets), in the order of ``pairs``; unknown pairs are
+        left out.
+        """
+        out: list[dict[str, Any]] = []
+        for root, rel_path in pairs:
+            row = self.conn.execute(
+                "SELECT d.id, d.kind, d.meta FROM documents d JOIN roots r "
+                "ON r.id = d.root_id WHERE r.path = ? AND d.rel_path = ?",
+                (root, rel_path),
+            ).fetchone()
+            if row is not None:
+                out.append({
+                    "id": int(row[0]), "root": root, "rel_path": rel_path,
+                    "kind": row[1], "meta": json.loads(row[2]) if row[2] else {},
+                })  # fmt: skip
+        return out
 
 
 def _chunks(ids: Sequence[Any]) -> Iterator[Sequence[Any]]:

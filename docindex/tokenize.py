@@ -14,6 +14,7 @@ and two-character queries work without a word segmenter.
 
 from __future__ import annotations
 
+import operator
 import re
 import unicodedata
 from collections.abc import Iterator
@@ -30,6 +31,10 @@ _CJK = (
 )
 _TOKEN_RE = re.compile(rf"([{_CJK}]+)|([^\W_{_CJK}]+)")
 _CJK_RE = re.compile(rf"[{_CJK}]")
+_concat = operator.add
+# word -> term memo for the index-time loop; cleared when full (cheap refill).
+_STEMS: dict[str, str] = {}
+_STEMS_MAX = 200_000
 
 # Dropped from queries only (never from the index), and only when the query
 # has other words: "how do I configure X" should rank on "configure X".
@@ -69,6 +74,9 @@ def iter_terms(
     Yields:
         Terms, in text order.
     """
+    if not query:
+        yield from terms(text, cjk_ngram=cjk_ngram, use_stem=use_stem)
+        return
     for match in _TOKEN_RE.finditer(normalize(text)):
         cjk, word = match.groups()
         if word is not None:
@@ -76,19 +84,41 @@ def iter_terms(
             continue
         assert cjk is not None
         n = len(cjk)
-        if query:
-            size = min(cjk_ngram, n)
-            for i in range(n - size + 1):
-                yield cjk[i : i + size]
-            continue
-        for size in range(1, cjk_ngram + 1):
-            for i in range(n - size + 1):
-                yield cjk[i : i + size]
+        size = min(cjk_ngram, n)
+        for i in range(n - size + 1):
+            yield cjk[i : i + size]
 
 
 def terms(text: str, *, cjk_ngram: int = 2, use_stem: bool = True) -> list[str]:
-    """Index-time terms of ``text`` as a list."""
-    return list(iter_terms(text, cjk_ngram=cjk_ngram, use_stem=use_stem))
+    """Index-time terms of ``text`` as a list, in text order.
+
+    A latin word gives its (stemmed) term; a CJK run gives all its 1-grams,
+    then all its 2-grams, and so on up to ``cjk_ngram``. This is the hot loop of
+    a scan (issue #7): ``findall`` and a local stem memo keep it in C as much as
+    possible; the output is exactly the generator's it replaced.
+    """
+    out: list[str] = []
+    append = out.append
+    extend = out.extend
+    memo = _STEMS if use_stem else None
+    for cjk, word in _TOKEN_RE.findall(normalize(text)):
+        if word:
+            if memo is None:
+                append(word)
+                continue
+            term = memo.get(word)
+            if term is None:
+                if len(memo) >= _STEMS_MAX:
+                    memo.clear()
+                term = memo[word] = stem(word)
+            append(term)
+            continue
+        extend(cjk)
+        if cjk_ngram >= 2 and len(cjk) >= 2:
+            extend(map(_concat, cjk, cjk[1:]))
+            for size in range(3, min(cjk_ngram, len(cjk)) + 1):
+                extend(cjk[i : i + size] for i in range(len(cjk) - size + 1))
+    return out
 
 
 def query_terms(text: str, *, cjk_ngram: int = 2, use_stem: bool = True) -> list[str]:

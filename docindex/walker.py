@@ -116,11 +116,28 @@ class Matcher:
         return self.user.negates or any(g.negates for g in gitignores)
 
 
+MAX_GITIGNORE_BYTES = 1024 * 1024
+
+
 def _read_gitignore(folder: Path) -> list[str] | None:
+    # O_NONBLOCK and the regular-file check: a FIFO named .gitignore must not
+    # block the walk forever, nor a huge one cost its size in memory (issue #8).
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
     try:
-        data = (folder / ".gitignore").read_bytes()
+        fd = os.open(folder / ".gitignore", flags)
     except OSError:
         return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb") as fh:
+            fd = -1
+            data = fh.read(MAX_GITIGNORE_BYTES)
+    except OSError:
+        return None
+    finally:
+        if fd >= 0:
+            os.close(fd)
     return data.decode("utf-8", "replace").splitlines()
 
 
@@ -218,6 +235,10 @@ def _walk_dir(
         if name.startswith(".") and not options.hidden:
             yield SkipEntry(path, "hidden")
             continue
+        if not _utf8_name(name):
+            # The index stores paths as UTF-8 text (issue #8).
+            yield SkipEntry(path, "bad-name", "file name is not valid UTF-8")
+            continue
         try:
             is_link = entry.is_symlink()
             is_dir = entry.is_dir(follow_symlinks=options.follow_symlinks)
@@ -299,6 +320,15 @@ def _entry_for(
         yield SkipEntry(path, "too-large", f"{st.st_size} bytes")
         return
     yield FileEntry(path, root, rel, st.st_size, st.st_mtime_ns)
+
+
+def _utf8_name(name: str) -> bool:
+    """False for a name with undecodable bytes (surrogate escapes from os.fsdecode)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _reincluded(matcher: Matcher, rel: str, layers: tuple[_Layer, ...]) -> bool:

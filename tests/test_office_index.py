@@ -78,3 +78,13 @@ def test_every_shared_sample_is_indexed_or_skipped(tmp_path: Path, shared: Path)
     allowed = {"no-text-layer", "encrypted", "corrupt", "unsupported", "empty",
                "ignored", "hidden", "binary"}  # fmt: skip
     assert set(out["skipped"]) <= allowed, out["skipped"]
+
+
+def test_capped_sheet_is_reported(tmp_path: Path, monkeypatch) -> None:
+    root = tmp_path / "big"
+    root.mkdir()
+    _build_xlsx(root / "big.xlsx", big_rows=500)
+    monkeypatch.setenv("DOCINDEX_MAX_SHEET_ROWS", "100")
+    out = run_json("scan", str(root))
+    assert out["indexed"] == 1 and out["skipped"] == {"truncated": 1}
+    assert "Big:100" in out["errors"][0]["message"]
