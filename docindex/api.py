@@ -90,6 +90,12 @@ def reindex(
             "roots and settings cannot be read; delete it and run "
             "`docindex scan DIR` again, or point --db elsewhere"
         ) from exc
+    if not ws.config.roots:  # e.g. a 0-byte file: nothing says what to rebuild
+        from .errors import IndexNotFoundError
+
+        raise IndexNotFoundError(
+            f"index {ws.db} records no roots to rebuild; run `docindex scan DIR`"
+        )
     tmp = ws.db.with_name(ws.db.name + ".rebuild")
     for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
         leftover.unlink(missing_ok=True)

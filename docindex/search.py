@@ -1,16 +1,25 @@
-"""Keyword (FTS5 bm25), vector (numpy cosine) and weighted RRF fusion -> Hits.
+"""Keyword (FTS5 bm25), vector (numpy cosine) and weighted fusion -> Hits.
 
-Scores (issue #3): each list contributes ``w / (k + rank)``; the fused sum is
-divided by the best sum possible for the lists that ran (every list ranking
-the hit first), so a score lies in [0, 1], a hit that every list ranks first
-scores 1.0 in any mode, and ``--min-score`` means the same thing everywhere.
+Scores (issue #3) lie in [0, 1] and mean the same thing in every mode. Each
+list's raw score is divided by that list's best raw score (bm25 for lexical,
+cosine for semantic), so every list's top hit has 1.0; ``auto`` mode fuses the
+two by a weighted mean of these normalised scores::
+
+    score(d) = (lexical(d) / max lexical + w * semantic(d) / max semantic) / (1 + w)
+
+with ``w = cfg.semantic_weight`` (0.5) and a missing list counting 0. A hit
+that both lists rank first scores 1.0; a single-mode query's best hit scores
+1.0 too, so ``--min-score`` is "share of the best possible score" everywhere.
+Weighted Reciprocal Rank Fusion (``rrf``, ``k = cfg.rrf_k``) is the other
+fusion (``fusion = "rrf"``); on the evaluation sets it ranked worse than the
+score fusion because the n-gram list is weaker than bm25 (see bench/eval.py).
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +27,7 @@ from .config import Config
 from .models import Hit
 from .snippet import best_line, make_snippet
 from .store import SegmentRow, Store
-from .tokenize import has_cjk, query_terms
+from .tokenize import query_terms
 
 MODES = ("auto", "lexical", "semantic")
 MAX_TOP = 1000
@@ -104,6 +113,79 @@ def _filters(opts: QueryOptions) -> tuple[str, tuple[Any, ...]]:
     return " AND ".join(clauses), tuple(params)
 
 
+def fuse_scores(
+    lists: Mapping[str, Sequence[tuple[int, float]]], weights: Mapping[str, float]
+) -> dict[int, float]:
+    """Weighted mean of max-normalised raw scores, in [0, 1].
+
+    Args:
+        lists: list name -> (id, raw score) pairs; higher raw is better.
+        weights: list name -> weight (a missing name weighs 1.0).
+
+    Returns:
+        id -> sum of ``w * raw / max raw`` over the lists, divided by the sum
+        of the weights of the non-empty lists. Raw scores <= 0 count 0.
+    """
+    total = 0.0
+    scores: dict[int, float] = {}
+    for name, pairs in lists.items():
+        if not pairs:
+            continue
+        weight = weights.get(name, 1.0)
+        total += weight
+        top = max(raw for _, raw in pairs)
+        if top <= 0:
+            continue
+        for sid, raw in pairs:
+            if raw > 0:
+                scores[sid] = scores.get(sid, 0.0) + weight * raw / top
+    if total <= 0:
+        return {}
+    return {sid: min(1.0, s / total) for sid, s in scores.items()}
+
+
+def _fuse(lists: dict[str, list[tuple[int, float]]], cfg: Config) -> dict[int, float]:
+    """Fuse the lists that ran with ``cfg.fusion`` (a lone list keeps weight 1)."""
+    weights = {"lexical": 1.0, "semantic": cfg.semantic_weight}
+    if len([p for p in lists.values() if p]) <= 1:
+        weights = {name: 1.0 for name in lists}
+    if cfg.fusion == "rrf":
+        names = list(lists)
+        return rrf(
+            [[sid for sid, _ in lists[n]] for n in names],
+            [weights[n] for n in names],
+            cfg.rrf_k,
+        )
+    return fuse_scores(lists, weights)
+
+
+def _best_per_document(
+    store: Store, ranked: list[tuple[int, float]], want: int
+) -> tuple[list[tuple[int, float]], dict[int, SegmentRow]]:
+    """Keep each document's best segment (``ranked`` is best first).
+
+    ``total`` is then exact when every candidate was looked at, else a lower
+    bound (the scan stops once a page's worth of documents is found).
+    """
+    rows: dict[int, SegmentRow] = {}
+    per_doc: list[tuple[int, float]] = []
+    seen: set[int] = set()
+    step = max(64, want * 4)
+    for start in range(0, len(ranked), step):
+        chunk = ranked[start : start + step]
+        got = store.segments_by_id([sid for sid, _ in chunk])
+        for sid, score in chunk:
+            row = got.get(sid)
+            if row is None or row.doc_id in seen:
+                continue
+            seen.add(row.doc_id)
+            rows[sid] = row
+            per_doc.append((sid, score))
+        if len(per_doc) > want:
+            break
+    return per_doc, rows
+
+
 def search(
     store: Store, text: str, cfg: Config, opts: QueryOptions, *, hint: bool = True
 ) -> QueryResult:
@@ -130,51 +212,38 @@ def search(
         return result
     where, params = _filters(opts)
     pool = max(200, min(2000, (opts.top + opts.offset) * 20))
-    lists: list[list[int]] = []
-    weights: list[float] = []
-    raw: dict[str, dict[int, tuple[int, float]]] = {}
-    lexical: list[tuple[int, float]] = []
-    if opts.mode in ("auto", "lexical") or opts.mode == "semantic":
+    lists: dict[str, list[tuple[int, float]]] = {}
+    semantic: list[tuple[int, float]] | None = None
+    if opts.mode == "semantic":
+        # Pure semantic ranking scores every vector (one matrix product), so a
+        # query with no word in common with a document can still find it.
+        semantic = _semantic(store, text, cfg, None, where, params, pool)
+    if opts.mode != "semantic" or semantic is None:
         match = " OR ".join(quote_fts(t) for t in qterms)
-        lexical = store.lexical(match, pool, cfg.title_weight, where, params)
-    if opts.mode in ("auto", "lexical"):
-        lists.append([sid for sid, _ in lexical])
-        weights.append(1.0)
-        raw["lexical"] = {sid: (i, s) for i, (sid, s) in enumerate(lexical, start=1)}
-        result.used.append("lexical")
+        lists["lexical"] = store.lexical(match, pool, cfg.title_weight, where, params)
+    if opts.mode == "auto":
+        # auto re-scores the lexical candidates by cosine; scoring every vector
+        # costs more and gained nothing measurable (bench/eval.py, issue #3).
+        candidates = [sid for sid, _ in lists["lexical"]]
+        semantic = _semantic(store, text, cfg, candidates, where, params, pool)
     if opts.mode in ("auto", "semantic"):
-        semantic = _semantic(store, text, cfg, [sid for sid, _ in lexical])
         if semantic is None:
             result.degraded = True
-            if opts.mode == "semantic":
-                lists.append([sid for sid, _ in lexical])
-                weights.append(1.0)
-                raw["lexical"] = {sid: (i, s) for i, (sid, s) in enumerate(lexical, 1)}
-                result.used.append("lexical")
         elif semantic:
-            weight = cfg.semantic_weight if opts.mode == "auto" else 1.0
-            if opts.mode == "auto" and has_cjk(text):
-                weight = cfg.semantic_weight  # n-gram vectors are language-neutral
-            lists.append([sid for sid, _ in semantic])
-            weights.append(weight)
-            raw["semantic"] = {sid: (i, s) for i, (sid, s) in enumerate(semantic, 1)}
-            result.used.append("semantic")
-    fused = rrf(lists, weights, cfg.rrf_k)
+            lists["semantic"] = semantic
+    result.used = [name for name, pairs in lists.items() if pairs]
+    fused = _fuse(lists, cfg)
+    raw = {
+        name: {sid: (i, s) for i, (sid, s) in enumerate(pairs, start=1)}
+        for name, pairs in lists.items()
+    }
     ranked = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
     ranked = [(sid, s) for sid, s in ranked if s >= opts.min_score]
-    rows = store.segments_by_id(
-        [sid for sid, _ in ranked[: (opts.top + opts.offset) * 8 + 50]]
-    )
+    want = opts.top + opts.offset
     if opts.files:
-        seen_docs: set[int] = set()
-        per_doc = []
-        for sid, score in ranked:
-            row = rows.get(sid)
-            if row is None or row.doc_id in seen_docs:
-                continue
-            seen_docs.add(row.doc_id)
-            per_doc.append((sid, score))
-        ranked = per_doc
+        ranked, rows = _best_per_document(store, ranked, want)
+    else:
+        rows = store.segments_by_id([sid for sid, _ in ranked[:want]])
     result.total = len(ranked)
     page = ranked[opts.offset : opts.offset + opts.top]
     if opts.offset + opts.top < len(ranked):
@@ -228,20 +297,38 @@ def _zero_hint(store: Store, text: str, cfg: Config, opts: QueryOptions) -> Any:
 
 
 def _semantic(
-    store: Store, text: str, cfg: Config, candidates: list[int]
-) -> list[tuple[int, float]] | None:
-    """Cosine ranking of candidate segments; None when no vectors are available."""
+    store: Store, text: str, cfg: Config, candidates: list[int] | None,
+    where: str, params: tuple[Any, ...], limit: int,
+) -> list[tuple[int, float]] | None:  # fmt: skip
+    """Cosine ranking, best first (positive cosines only, at most ``limit``).
+
+    Args:
+        candidates: segment ids to score, or None for every vector (filtered
+            by ``where``).
+
+    Returns:
+        None when the semantic path is unavailable (provider ``none`` or an
+        index without vectors); otherwise (segment id, cosine) pairs.
+    """
     from .indexer import _embedder
 
     embedder = _embedder(cfg)
     if embedder is None or store.get_meta("embedder") is None:
         return None
-    if not candidates:
-        return []
     import numpy as np
 
     from .embed import dequantize
 
+    if candidates is None:
+        ids, blobs = store.all_vectors(where, params)
+        if not ids and not where:
+            return None
+    elif candidates:
+        ids, blobs = store.vectors(candidates)
+    else:
+        return []
+    if not ids:
+        return []
     qt = embedder.query_terms(text)
     n_total = max(1, store.count_segments())
     dfs = store.doc_freqs(qt)
@@ -249,13 +336,13 @@ def _semantic(
     qvec = embedder.embed([text], weights=idf)[0]
     if not np.any(qvec):
         return []
-    ids, blobs = store.vectors(candidates)
-    if not ids:
-        return None
-    matrix = dequantize(blobs, embedder.dim)
-    sims = matrix @ qvec
-    order = np.lexsort((np.asarray(ids), -sims))
-    return [(ids[i], float(sims[i])) for i in order if sims[i] > 0]
+    sims = dequantize(blobs, embedder.dim) @ qvec
+    id_arr = np.asarray(ids)
+    if len(ids) > limit:
+        keep = np.argpartition(-sims, limit - 1)[:limit]
+        sims, id_arr = sims[keep], id_arr[keep]
+    order = np.lexsort((id_arr, -sims))
+    return [(int(id_arr[i]), float(sims[i])) for i in order if sims[i] > 0]
 
 
 def _hit(

@@ -68,13 +68,16 @@ class SegmentRow:
 def translate(exc: sqlite3.Error, path: Path | str) -> DocindexError:
     """Turn an sqlite3 error into a one-line DocindexError that says what to do."""
     msg = str(exc)
+    # Python 3.11+ names the primary/extended result code (SQLITE_CORRUPT_VTAB...).
+    code = getattr(exc, "sqlite_errorname", "") or ""
     # The CLI passes "" when it does not know which file failed.
     index = f"index {path}" if str(path) else "the index"
     if "locked" in msg or "busy" in msg:
         where = f": {path}" if str(path) else ""
         return IndexBusyError(f"index is busy (another docindex is writing){where}")
-    if isinstance(exc, sqlite3.DatabaseError) and (
-        "malformed" in msg or "not a database" in msg or "corrupt" in msg
+    if code.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or (
+        isinstance(exc, sqlite3.DatabaseError)
+        and ("malformed" in msg or "not a database" in msg or "corrupt" in msg)
     ):
         return IndexCorruptError(
             f"{index} is damaged ({msg}); run `docindex reindex --full` "
@@ -284,17 +287,21 @@ class Store:
 
     def insert_document(
         self, root_id: int, rel_path: str, kind: str, title: str | None, size: int,
-        mtime_ns: int, hash_: str, body: str, meta: dict[str, str], n_segments: int,
-        indexed_at: float,
+        mtime_ns: int, hash_: str, body: str | bytes, meta: dict[str, str],
+        n_segments: int, indexed_at: float,
     ) -> int:  # fmt: skip
-        """Insert a document row (text compressed) and its facets; return its id."""
+        """Insert a document row and its facets; return its id.
+
+        ``body`` is the text, or the text already compressed with
+        ``compress_body`` (the indexer compresses in its worker processes).
+        """
         cur = self.conn.execute(
             "INSERT INTO documents (root_id, rel_path, kind, title, size, mtime_ns, "
             "hash, body, meta, n_segments, indexed_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 root_id, rel_path, kind, title, size, mtime_ns, hash_,
-                zlib.compress(body.encode("utf-8"), 6),
+                body if isinstance(body, bytes) else compress_body(body),
                 json.dumps(meta, ensure_ascii=False) if meta else None,
                 n_segments, indexed_at,
             ),
@@ -567,6 +574,11 @@ class Store:
                     "kind": row[1], "meta": json.loads(row[2]) if row[2] else {},
                 })  # fmt: skip
         return out
+
+
+def compress_body(text: str) -> bytes:
+    """How ``documents.body`` stores a document's text: zlib level 6 over UTF-8."""
+    return zlib.compress(text.encode("utf-8"), 6)
 
 
 def _chunks(ids: Sequence[Any]) -> Iterator[Sequence[Any]]:

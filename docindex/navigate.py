@@ -1,0 +1,562 @@
+"""Structure-aware navigation over an open index (issue #6).
+
+Outline, show (a chunk with its neighbours), section, list and related: what
+an agent needs after a search hit. Every file or chunk argument is a path
+relative to a root, or absolute inside one; anything that resolves outside
+the roots (``..``, absolute paths elsewhere, symlinks pointing out) raises
+:class:`OutsideRootsError` before the index is asked.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import DocindexError, OutsideRootsError
+from .segment import _FENCE, _HEADING
+from .store import SegmentRow, Store
+
+MARKDOWN_KINDS = ("md", "docx")  # kinds whose text carries ``#`` headings
+_LINE_SUFFIX = re.compile(r"^(.*):(\d+)$")
+_PART_SUFFIX = re.compile(r"~\d+$")
+
+
+@dataclass(frozen=True, slots=True)
+class OutlineEntry:
+    """One heading: its level (1-6), text, 1-based line and the chunk it opens."""
+
+    level: int
+    text: str
+    line: int
+    chunk_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Outline:
+    """A document's title and headings (``docindex outline --json``)."""
+
+    path: str
+    rel_path: str
+    title: str
+    outline: list[OutlineEntry]
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One segment with its text and location."""
+
+    chunk_id: str
+    position: int
+    start_line: int
+    end_line: int
+    heading_path: list[str]
+    text: str
+    page: int | None = None
+    slide: int | None = None
+    sheet: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """A chunk plus neighbours of the same file: chunk ``position`` of ``total``."""
+
+    path: str
+    rel_path: str
+    title: str
+    type: str
+    position: int
+    total: int
+    chunk: Chunk
+    before: list[Chunk]
+    after: list[Chunk]
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """A heading's section with its start and end lines (``docindex section``)."""
+
+    path: str
+    rel_path: str
+    heading: str
+    level: int
+    start_line: int
+    end_line: int
+    include_subsections: bool
+    chunk_ids: list[str]
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentInfo:
+    """One indexed document (``docindex list --json``)."""
+
+    path: str
+    rel_path: str
+    title: str
+    type: str
+    size: int
+    segments: int
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentList:
+    """A page of documents, the total that match, and whether more follow."""
+
+    documents: list[DocumentInfo]
+    total: int
+    has_more: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RelatedHit:
+    """A chunk near the source by vector, with its cosine score in [0, 1]."""
+
+    path: str
+    rel_path: str
+    chunk_id: str
+    line: int
+    start_line: int
+    end_line: int
+    title: str
+    heading_path: list[str]
+    score: float
+    snippet: str
+    page: int | None = None
+    slide: int | None = None
+    sheet: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Related:
+    """Nearest chunks to ``source`` (a chunk id or a file's rel_path)."""
+
+    source: str
+    hits: list[RelatedHit]
+
+
+@dataclass(frozen=True, slots=True)
+class _Doc:
+    id: int
+    root: str
+    rel_path: str
+    title: str
+    kind: str
+
+    @property
+    def path(self) -> str:
+        return _join(self.root, self.rel_path)
+
+
+# -- resolving arguments inside the roots ---------------------------------------
+
+
+def _join(root: str, rel_path: str) -> str:
+    return str(Path(root, *rel_path.split("/")))
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _candidates(
+    roots: Sequence[str], arg: str, cwd: Path | None
+) -> list[tuple[str, str]]:
+    """(root, rel_path) pairs ``arg`` may name, each checked to stay in its root.
+
+    Raises:
+        OutsideRootsError: no interpretation of ``arg`` stays inside a root,
+            lexically and after resolving symlinks.
+    """
+    root_paths = [Path(r) for r in roots]
+    given = Path(os.path.expanduser(arg))
+    if given.is_absolute():
+        bases = [given]
+    else:
+        bases = [r / given for r in root_paths]
+        if cwd is not None:
+            bases.append(cwd / given)
+    out: list[tuple[str, str]] = []
+    for base in bases:
+        lexical = Path(os.path.normpath(base))
+        real = lexical.resolve()
+        for root in root_paths:
+            if _inside(lexical, root) and any(_inside(real, r) for r in root_paths):
+                pair = (str(root), lexical.relative_to(root).as_posix())
+                if pair not in out:
+                    out.append(pair)
+                break
+    if not out:
+        raise OutsideRootsError(
+            f"{arg} is outside the index's roots ({', '.join(roots) or 'none'})"
+        )
+    return out
+
+
+def resolve_inside(roots: Sequence[str], arg: str, cwd: Path | None = None) -> Path:
+    """Absolute path of ``arg`` (relative to a root, or absolute inside one).
+
+    Raises:
+        OutsideRootsError: ``arg`` escapes every root.
+    """
+    root, rel = _candidates(roots, arg, cwd)[0]
+    return Path(_join(root, rel)) if rel != "." else Path(root)
+
+
+def _root_ids(store: Store, roots: Sequence[str]) -> dict[str, int]:
+    known = {path: rid for rid, path in store.roots().items()}
+    return {r: known[r] for r in roots if r in known}
+
+
+def _doc_of(store: Store, doc_id: int) -> _Doc:
+    row = store.document(doc_id)
+    if row is None:  # deleted between two statements
+        raise DocindexError("the document is no longer in the index")
+    title = row["title"] or row["rel_path"].rsplit("/", 1)[-1]
+    return _Doc(doc_id, row["root"], row["rel_path"], title, row["kind"])
+
+
+def resolve_file(
+    store: Store, roots: Sequence[str], arg: str, *, cwd: Path | None = None
+) -> _Doc:
+    """The indexed document ``arg`` names (relative to a root, or absolute in one).
+
+    Args:
+        store: the index.
+        roots: the configured roots (absolute, resolved).
+        arg: the path as given.
+        cwd: also try ``arg`` relative to this directory (the CLI passes its cwd).
+
+    Raises:
+        OutsideRootsError: ``arg`` escapes every root.
+        DocindexError: the file is not in the index.
+    """
+    ids = _root_ids(store, roots)
+    for root, rel in _candidates(roots, arg, cwd):
+        if root in ids:
+            doc_id = store.find_document(ids[root], rel)
+            if doc_id is not None:
+                return _doc_of(store, doc_id)
+    raise DocindexError(f"{arg} is not in the index (run `docindex scan` first?)")
+
+
+def _chunk_rows(
+    store: Store, roots: Sequence[str], arg: str, cwd: Path | None
+) -> list[SegmentRow]:
+    """Segments whose chunk id is ``arg``; its path part is checked against the roots.
+
+    The path part may be root-relative (the stored form) or absolute inside a
+    root, in which case it is rewritten to the stored form.
+    """
+    file_part = arg.split("#", 1)[0]
+    plain = _PART_SUFFIX.sub("", file_part)
+    if not plain:
+        return []
+    rest = arg[len(plain) :]  # "~2", "#anchor", "#anchor~2" or ""
+    for root, rel in _candidates(roots, plain, cwd):
+        rows = [r for r in store.segments_by_chunk_id(rel + rest) if r.root == root]
+        if rows:
+            return rows
+    return []
+
+
+def _chunk(store: Store, row: SegmentRow, position: int) -> Chunk:
+    text = store.body(row.doc_id)[row.char_start : row.char_end]
+    return Chunk(
+        chunk_id=row.chunk_id, position=position, start_line=row.start_line,
+        end_line=row.end_line, heading_path=list(row.heading), text=text,
+        page=row.page, slide=row.slide, sheet=row.sheet,
+    )  # fmt: skip
+
+
+# -- outline and section --------------------------------------------------------
+
+
+def _headings(text: str) -> list[tuple[int, str, int]]:
+    """(level, text, 0-based line) of Markdown headings outside code fences."""
+    out: list[tuple[int, str, int]] = []
+    in_fence: str | None = None
+    for i, line in enumerate(text.split("\n")):
+        fence = _FENCE.match(line)
+        if fence:
+            marker = fence.group(1)
+            if in_fence is None:
+                in_fence = marker[0] * 3
+            elif marker.startswith(in_fence):
+                in_fence = None
+            continue
+        if in_fence is None:
+            match = _HEADING.match(line)
+            if match:
+                out.append((len(match.group(1)), match.group(2).strip(), i))
+    return out
+
+
+def _opening_chunk(segments: list[SegmentRow], line: int) -> str:
+    """Id of the first chunk at or after ``line`` (a bare heading opens its child)."""
+    for seg in segments:
+        if seg.end_line >= line:
+            return seg.chunk_id
+    return segments[-1].chunk_id if segments else ""
+
+
+def _doc_headings(store: Store, doc: _Doc) -> list[tuple[int, str, int]]:
+    if doc.kind not in MARKDOWN_KINDS:
+        return []
+    return [(lvl, txt, i + 1) for lvl, txt, i in _headings(store.body(doc.id))]
+
+
+def outline(
+    store: Store, roots: Sequence[str], file: str, *, depth: int = 6,
+    cwd: Path | None = None,
+) -> Outline:  # fmt: skip
+    """Title and headings (level <= ``depth``) of one document, with lines.
+
+    Args:
+        store: the index.
+        roots: the configured roots.
+        file: a path relative to a root or absolute inside one.
+        depth: deepest heading level to include (1-6).
+        cwd: also resolve ``file`` relative to this directory.
+
+    Returns:
+        The document's Outline; PDF, PPTX and XLSX files have no headings.
+
+    Raises:
+        OutsideRootsError: ``file`` escapes the roots.
+        DocindexError: the file is not indexed.
+    """
+    doc = resolve_file(store, roots, file, cwd=cwd)
+    segments = store.segments_of(doc.id)
+    entries = [
+        OutlineEntry(level, text, line, _opening_chunk(segments, line))
+        for level, text, line in _doc_headings(store, doc)
+        if level <= depth
+    ]
+    return Outline(doc.path, doc.rel_path, doc.title, entries)
+
+
+def section(
+    store: Store, roots: Sequence[str], file: str, heading: str, *,
+    include_subsections: bool = True, cwd: Path | None = None,
+) -> Section:  # fmt: skip
+    """The section under ``heading`` (case-insensitive; first match in the file).
+
+    An exact heading text wins; otherwise a heading containing ``heading``.
+    The section ends before the next heading of the same or a higher level
+    (with subsections) or before the next heading of any level (without).
+
+    Raises:
+        OutsideRootsError: ``file`` escapes the roots.
+        DocindexError: the file is not indexed or has no such heading.
+    """
+    doc = resolve_file(store, roots, file, cwd=cwd)
+    heads = _doc_headings(store, doc)
+    wanted = heading.strip().casefold()
+    index = next((i for i, h in enumerate(heads) if h[1].casefold() == wanted), None)
+    if index is None:
+        index = next(
+            (i for i, h in enumerate(heads) if wanted in h[1].casefold()), None
+        )
+    if index is None:
+        raise DocindexError(f"no heading {heading!r} in {doc.rel_path}")
+    level, text, start = heads[index]
+    body_lines = store.body(doc.id).split("\n")
+    end = len(body_lines)
+    for lvl, _, line in heads[index + 1 :]:
+        if not include_subsections or lvl <= level:
+            end = line - 1
+            break
+    while end > start and not body_lines[end - 1].strip():
+        end -= 1
+    chunk_ids = [
+        s.chunk_id
+        for s in store.segments_of(doc.id)
+        if s.start_line <= end and s.end_line >= start
+    ]
+    return Section(
+        path=doc.path, rel_path=doc.rel_path, heading=text, level=level,
+        start_line=start, end_line=end, include_subsections=include_subsections,
+        chunk_ids=chunk_ids, text="\n".join(body_lines[start - 1 : end]),
+    )  # fmt: skip
+
+
+# -- show -----------------------------------------------------------------------
+
+
+def show(
+    store: Store, roots: Sequence[str], target: str, *, context: int = 0,
+    cwd: Path | None = None,
+) -> Shown:  # fmt: skip
+    """A chunk (by id, or ``FILE[:LINE]``) plus ``context`` chunks either side.
+
+    Args:
+        store: the index.
+        roots: the configured roots.
+        target: a chunk id (``guide.md#install``), a file, or ``file:LINE``.
+        context: neighbouring chunks of the same file to include on each side.
+        cwd: also resolve relative paths against this directory.
+
+    Raises:
+        OutsideRootsError: the path part escapes the roots.
+        DocindexError: no such chunk, file or line.
+    """
+    rows = _chunk_rows(store, roots, target, cwd)
+    if rows:
+        doc_id, ordinal = rows[0].doc_id, rows[0].ordinal
+        segments = store.segments_of(doc_id)
+        index = next(i for i, s in enumerate(segments) if s.ordinal == ordinal)
+    else:
+        match = _LINE_SUFFIX.match(target)
+        file, line = (match.group(1), int(match.group(2))) if match else (target, None)
+        doc = resolve_file(store, roots, file, cwd=cwd)
+        doc_id = doc.id
+        segments = store.segments_of(doc_id)
+        if not segments:
+            raise DocindexError(f"{doc.rel_path} has no indexed text")
+        index = _segment_at(segments, line)
+    doc = _doc_of(store, doc_id)
+    lo, hi = max(0, index - max(0, context)), index + max(0, context) + 1
+    chunks = [_chunk(store, s, i + 1) for i, s in enumerate(segments[lo:hi], lo)]
+    mid = index - lo
+    return Shown(
+        path=doc.path, rel_path=doc.rel_path, title=doc.title, type=doc.kind,
+        position=index + 1, total=len(segments), chunk=chunks[mid],
+        before=chunks[:mid], after=chunks[mid + 1 :],
+    )  # fmt: skip
+
+
+def _segment_at(segments: list[SegmentRow], line: int | None) -> int:
+    """Index of the segment holding ``line`` (else the next one, else the last)."""
+    if line is None:
+        return 0
+    for i, seg in enumerate(segments):
+        if seg.start_line <= line <= seg.end_line:
+            return i
+    for i, seg in enumerate(segments):
+        if seg.start_line > line:
+            return i
+    return len(segments) - 1
+
+
+# -- list and related -----------------------------------------------------------
+
+
+def list_documents(
+    store: Store, roots: Sequence[str], *, path_glob: str | None = None,
+    types: Sequence[str] = (), limit: int = 50, offset: int = 0,
+) -> DocumentList:  # fmt: skip
+    """Indexed documents under the roots, sorted by root and path.
+
+    Args:
+        store: the index.
+        roots: the configured roots; documents of other roots are not listed.
+        path_glob: SQLite GLOB over the root-relative path (``guide/*.md``).
+        types: document types to keep (``md``, ``pdf``, ...).
+        limit: page size.
+        offset: documents to skip.
+    """
+    where, params = _doc_filter(store, roots, path_glob, types)
+    rows, total = store.documents(where, params, limit=limit, offset=offset)
+    docs = [
+        DocumentInfo(
+            path=_join(r["root"], r["rel_path"]),
+            rel_path=r["rel_path"],
+            title=r["title"] or r["rel_path"].rsplit("/", 1)[-1],
+            type=r["type"],
+            size=int(r["size"]),
+            segments=int(r["segments"]),
+        )  # fmt: skip
+        for r in rows
+    ]
+    return DocumentList(docs, total, offset + len(docs) < total)
+
+
+def _doc_filter(
+    store: Store, roots: Sequence[str], path_glob: str | None, types: Sequence[str]
+) -> tuple[str, tuple[object, ...]]:
+    ids = list(_root_ids(store, roots).values()) or [-1]
+    clauses = [f"d.root_id IN ({','.join('?' * len(ids))})"]
+    params: list[object] = list(ids)
+    if types:
+        clauses.append(f"d.kind IN ({','.join('?' * len(types))})")
+        params.extend(t.lower().lstrip(".") for t in types)
+    if path_glob:
+        clauses.append("d.rel_path GLOB ?")
+        params.append(path_glob)
+    return " AND ".join(clauses), tuple(params)
+
+
+def related(
+    store: Store, roots: Sequence[str], target: str, *, top: int = 10,
+    same_file: bool = False, cwd: Path | None = None,
+) -> Related:  # fmt: skip
+    """Chunks nearest by vector to a chunk, or to a file's centroid.
+
+    Args:
+        store: the index (built with an embedding provider).
+        roots: the configured roots; results stay inside them.
+        target: ``FILE`` or ``FILE#CHUNK`` (a chunk id).
+        top: how many chunks to return.
+        same_file: also return chunks of the source file (never the source chunk).
+        cwd: also resolve relative paths against this directory.
+
+    Raises:
+        OutsideRootsError: the path part escapes the roots.
+        DocindexError: unknown file or chunk, or an index without vectors.
+    """
+    import numpy as np
+
+    from .embed import dequantize
+
+    emb = store.get_meta("embedder")
+    if not emb:
+        raise DocindexError("this index has no vectors (embedding provider none)")
+    rows = _chunk_rows(store, roots, target, cwd)
+    if rows:
+        doc_id, source, source_ids = rows[0].doc_id, rows[0].chunk_id, [rows[0].id]
+    else:
+        doc = resolve_file(store, roots, target, cwd=cwd)
+        doc_id, source = doc.id, doc.rel_path
+        source_ids = [s.id for s in store.segments_of(doc_id)]
+    dim = int(emb["dim"])
+    _, blobs = store.vectors(source_ids)
+    if not blobs:
+        raise DocindexError(f"{source} has no vectors")
+    query = dequantize(blobs, dim).mean(axis=0)
+    norm = float(np.linalg.norm(query))
+    if norm == 0:
+        return Related(source, [])
+    query /= norm
+    where, params = _doc_filter(store, roots, None, ())
+    if not same_file:
+        where, params = f"{where} AND d.id != ?", (*params, doc_id)
+    ids, cand = store.all_vectors(where, params)
+    if not ids:
+        return Related(source, [])
+    sims = dequantize(cand, dim) @ query
+    order = np.lexsort((np.asarray(ids), -sims))
+    skip = set(source_ids) if len(source_ids) == 1 else set()
+    best = [
+        (ids[i], float(sims[i])) for i in order if sims[i] > 0 and ids[i] not in skip
+    ]
+    best = best[: max(0, top)]
+    found = store.segments_by_id([sid for sid, _ in best])
+    hits = [
+        _related_hit(store, found[sid], score) for sid, score in best if sid in found
+    ]
+    return Related(source, hits)
+
+
+def _related_hit(store: Store, row: SegmentRow, score: float) -> RelatedHit:
+    text = store.body(row.doc_id)[row.char_start : row.char_end]
+    snippet = " ".join(text.split())[:200]
+    return RelatedHit(
+        path=_join(row.root, row.rel_path), rel_path=row.rel_path,
+        chunk_id=row.chunk_id, line=row.start_line, start_line=row.start_line,
+        end_line=row.end_line, title=row.title or row.rel_path.rsplit("/", 1)[-1],
+        heading_path=list(row.heading), score=round(min(1.0, score), 4),
+        snippet=snippet, page=row.page, slide=row.slide, sheet=row.sheet,
+    )  # fmt: skip
