@@ -103,13 +103,17 @@ def printable(path: str) -> str:
     try:
         path.encode("utf-8")
     except UnicodeEncodeError:
-        raw = path.encode("utf-8", "surrogateescape" if _escapes_only(path) else "replace")
+        raw = path.encode(
+            "utf-8", "surrogateescape" if _escapes_only(path) else "replace"
+        )
         return raw.decode("utf-8", "backslashreplace")
     return path
 
 
 def _escapes_only(text: str) -> bool:
-    return all(not 0xD800 <= ord(c) <= 0xDFFF or 0xDC80 <= ord(c) <= 0xDCFF for c in text)
+    return all(
+        not 0xD800 <= ord(c) <= 0xDFFF or 0xDC80 <= ord(c) <= 0xDCFF for c in text
+    )
 
 
 @dataclass(slots=True)
@@ -126,6 +130,8 @@ class ScanResult:
     segments: int = 0
     embedded: int = 0
     took_ms: float = 0.0
+    degraded: bool = False
+    warnings: list[str] = field(default_factory=list)
 
     def skip(self, reason: str, path: str | None = None, message: str = "") -> None:
         """Count a skipped file under ``reason`` and keep a message for real errors."""
