@@ -134,7 +134,10 @@ def query(db: str | None, text: str, options: dict[str, Any]) -> QueryResult:
     ws = workspace.load(db)
     opts = _options(options, text)
     with ws.open(readonly=_readonly_ok(ws.db)) as store:
-        result = search(store, text, ws.config, opts)
+        # One read transaction: a query that spans a scan's commit would find
+        # FTS rowids in the old snapshot and their segments gone in the new (#8).
+        with store.atomic(immediate=False):
+            result = search(store, text, ws.config, opts)
     _add_cursor(result, options)
     return result
 
@@ -147,7 +150,8 @@ def batch_query(
     opts = _options(options)
     with ws.open(readonly=_readonly_ok(ws.db)) as store:
         for line in lines:
-            result = search(store, line, ws.config, opts)
+            with store.atomic(immediate=False):  # one snapshot per query
+                result = search(store, line, ws.config, opts)
             _add_cursor(result, options)
             yield result
 

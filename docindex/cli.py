@@ -522,3 +522,53 @@ def mcp(roots: tuple[str, ...], db: str | None) -> None:
     from .mcp_server import serve
 
     serve(db, list(roots))
+
+
+@cli.command(name="eval")
+@click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--mode", type=click.Choice(["auto", "lexical", "semantic", "all"]),
+              default="all", show_default=True, help="Which mode(s) to score.")
+@click.option("--queries", "n_queries", type=click.IntRange(1), default=None,
+              help="Sample this many judged queries (default: all of them).")
+@click.option("--seed", type=int, default=13, show_default=True,
+              help="Seed for --queries sampling (same seed, same queries).")
+@click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
+@json_option
+def eval_(folder: Path, mode: str, n_queries: int | None, seed: int, quiet: bool,
+          as_json: bool) -> None:  # fmt: skip
+    """Measure ranking quality on a BEIR-layout judged set in FOLDER.
+
+    FOLDER holds corpus.jsonl, queries-test.jsonl or queries.jsonl, and
+    qrels/test.tsv. A throwaway index is built in a temporary folder (your
+    index is not touched), the judged queries run with --files --top 100, and
+    nDCG@10, Recall@100 and MRR@10 are printed per mode. Ranking settings come
+    from DOCINDEX_* variables (e.g. DOCINDEX_SEMANTIC_WEIGHT=0.3).
+    """
+    from .config import Config, from_env
+    from .evaluate import MODES, evaluate
+    from .render import print_eval, to_json
+
+    modes = MODES if mode == "all" else (mode,)
+    progress = _progress(not (as_json or quiet))
+    with progress as on_progress:
+        report = evaluate(
+            folder, modes=modes, n_queries=n_queries, seed=seed,
+            cfg=from_env(Config()), on_progress=_eval_progress(on_progress),
+        )  # fmt: skip
+    if as_json:
+        click.echo(to_json(report))
+    else:
+        print_eval(_out_console(), report)
+
+
+def _eval_progress(on_progress: Any) -> Any:
+    """Adapt the scan progress bar to evaluate()'s (phase, done, total) events."""
+    if on_progress is None:
+        return None
+    from .indexer import Progress
+
+    def report(phase: str, done: int, total: int) -> None:
+        label = "" if phase == "index" else f"querying ({phase} mode)"
+        on_progress(Progress(phase, done, total or None, label))
+
+    return report

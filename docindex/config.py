@@ -49,8 +49,9 @@ class Config:
     embedding_dim: int = 256
     embedding_model: str = ""
     rrf_k: float = 60.0
-    semantic_weight: float = 0.5
-    title_weight: float = 2.0
+    semantic_weight: float = 0.15
+    title_weight: float = 1.0
+    fusion: str = "score"
     workers: int = 0
     extract_timeout_s: float = 30.0
     max_sheet_rows: int = 100_000
@@ -118,6 +119,7 @@ def validate(cfg: Config) -> Config:
          "embedding_provider must be ngram, none or minilm"),
         (50 <= cfg.segment_chars <= 100_000, "segment_chars must be in 50..100000"),
         (cfg.rrf_k > 0, "rrf_k must be > 0"),
+        (cfg.fusion in ("score", "rrf"), "fusion must be score or rrf"),
         (0.0 <= cfg.semantic_weight <= 10.0, "semantic_weight must be in 0..10"),
         (cfg.max_docs > 0 and cfg.max_segments > 0, "caps must be positive"),
         (cfg.max_depth >= 0, "max_depth must be >= 0"),
@@ -198,3 +200,10 @@ def config_file_for(db: Path, environ: dict[str, str] | None = None) -> Path | N
         return Path(env["DOCINDEX_CONFIG"])
     candidate = db.parent / CONFIG_NAME
     return candidate if candidate.is_file() else None
+
+
+def cache_dir(environ: dict[str, str] | None = None) -> Path:
+    """Per-user cache folder (the neural provider's optimised model, issue #9)."""
+    env = os.environ if environ is None else environ
+    base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "docindex"

@@ -15,6 +15,7 @@ import re
 import zlib
 from collections import Counter
 from collections.abc import Sequence
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from .tokenize import STOPWORDS, normalize, terms
@@ -43,18 +44,19 @@ class _Buffer:
     """A growable 1-d numpy array (amortised doubling) for the feature vocabulary."""
 
     def __init__(self, dtype: str) -> None:
-        import numpy as np
-
-        self.data = np.empty(1024, dtype=dtype)
+        self.dtype = dtype
+        self.data: Any = None  # allocated on first use: numpy stays unimported
         self.n = 0
 
     def extend(self, values: list[Any]) -> None:
         import numpy as np
 
         end = self.n + len(values)
-        if end > len(self.data):
-            grown = np.empty(max(end, 2 * len(self.data)), dtype=self.data.dtype)
-            grown[: self.n] = self.data[: self.n]
+        size = 0 if self.data is None else len(self.data)
+        if end > size:
+            grown = np.empty(max(end, 2 * size, 1024), dtype=self.dtype)
+            if self.n:
+                grown[: self.n] = self.data[: self.n]
             self.data = grown
         self.data[self.n : end] = values
         self.n = end
@@ -110,51 +112,43 @@ class NgramEmbedder:
             val.append(weight if (h >> 31) & 1 else -weight)
         return idx, val
 
-    def _term_ids(self, counts: Counter[str]) -> list[int]:
-        """Vocabulary ids of ``counts``' terms, adding new terms' features."""
+    def _add_terms(self, new: Sequence[str]) -> None:
+        """Give new terms vocabulary ids and append their features."""
         vocab = self._vocab
-        ids = list(map(vocab.get, counts))
-        if None in ids:
-            new_idx: list[int] = []
-            new_val: list[float] = []
-            starts: list[int] = []
-            lens: list[int] = []
-            used = self._feat_idx.n
-            for i, term in enumerate(counts):
-                if ids[i] is not None:
-                    continue
-                tid = vocab.get(term)  # a term repeated within this batch
-                if tid is None:
-                    idx, val = self._term_features(term)
-                    tid = vocab[term] = len(vocab)
-                    starts.append(used + len(new_idx))
-                    lens.append(len(idx))
-                    new_idx.extend(idx)
-                    new_val.extend(val)
-                ids[i] = tid
-            self._feat_idx.extend(new_idx)
-            self._feat_val.extend(new_val)
-            self._starts.extend(starts)
-            self._lens.extend(lens)
-        return ids  # type: ignore[return-value]
+        new_idx: list[int] = []
+        new_val: list[float] = []
+        starts: list[int] = []
+        lens: list[int] = []
+        stops: list[bool] = []
+        used = self._feat_idx.n
+        for term in new:
+            idx, val = self._term_features(term)
+            vocab[term] = len(vocab)
+            starts.append(used + len(new_idx))
+            lens.append(len(idx))
+            stops.append(term in STOPWORDS)
+            new_idx.extend(idx)
+            new_val.extend(val)
+        self._feat_idx.extend(new_idx)
+        self._feat_val.extend(new_val)
+        self._starts.extend(starts)
+        self._lens.extend(lens)
+        self._stop.extend(stops)
 
     def _reset_vocab(self) -> None:
+        # term -> id, and per id: its features' slice of _feat_idx/_feat_val and
+        # whether it is a stopword. A pure cache of _term_features.
         self._vocab: dict[str, int] = {}
         self._feat_idx = _Buffer("int64")
         self._feat_val = _Buffer("float32")
         self._starts = _Buffer("int64")
         self._lens = _Buffer("int64")
+        self._stop = _Buffer("bool")
 
     def _term_counts(self, text: str) -> Counter[str]:
-        return self._count(
-            terms(text, cjk_ngram=self.cjk_ngram, use_stem=self.use_stem)
-        )
-
-    @staticmethod
-    def _count(term_list: Sequence[str]) -> Counter[str]:
-        counts = Counter(term_list)
+        counts = Counter(terms(text, cjk_ngram=self.cjk_ngram, use_stem=self.use_stem))
         for stop in STOPWORDS.intersection(counts):
-            del counts[stop]
+            dict.__delitem__(counts, stop)  # skips Counter's Python-level __delitem__
         return counts
 
     def embed(
@@ -166,7 +160,8 @@ class NgramEmbedder:
             texts: the embedding inputs (already prefixed with title/headings).
             weights: optional per-term multipliers (query-time idf).
         """
-        return self._embed_counts([self._term_counts(t) for t in texts], weights)
+        kw = {"cjk_ngram": self.cjk_ngram, "use_stem": self.use_stem}
+        return self._embed_lists([terms(t, **kw) for t in texts], weights)
 
     def embed_terms(self, term_lists: Sequence[Sequence[str]]) -> FloatArray:
         """``embed`` for texts already tokenised with ``tokenize.terms``.
@@ -174,51 +169,58 @@ class NgramEmbedder:
         ``embed_terms([terms(t) for t in texts])`` equals ``embed(texts)`` bit
         for bit; the indexer uses it to tokenise each segment once (issue #7).
         """
-        return self._embed_counts([self._count(t) for t in term_lists], None)
+        return self._embed_lists(term_lists, None)
 
-    def _embed_counts(
-        self, rows: Sequence[Counter[str]], weights: dict[str, float] | None
+    def _embed_lists(
+        self, term_lists: Sequence[Sequence[str]], weights: dict[str, float] | None
     ) -> FloatArray:
-        # One bincount for the whole batch (issue #7). Bit-identical to a
-        # per-term ``val * w`` and per-row bincount: the float32 products are
-        # the same, and bincount adds each bucket's values in the same order.
+        # Vectorised over the whole batch (issue #7), bit-identical to the
+        # per-text loop: for each text, its distinct non-stopword terms in
+        # first-occurrence order, each adding float32(val * (1 + log tf) [* w])
+        # for its features in order; one float64 bincount adds each bucket's
+        # values in that same order.
         import numpy as np
 
         dim = self.dim
-        n = len(rows)
+        n = len(term_lists)
         if len(self._vocab) > _MAX_CACHE:
             self._reset_vocab()
-        ids: list[int] = []
-        tfs: list[int] = []
-        row_terms: list[int] = []
-        for counts in rows:
-            ids.extend(self._term_ids(counts))
-            tfs.extend(counts.values())
-            row_terms.append(len(counts))
-        if not ids:
+        flat = list(chain.from_iterable(term_lists))
+        if not flat:
             return np.zeros((n, dim), dtype=np.float32)
-        # Gather every term's features in order: the same sequence of values
-        # the per-term loop produced, so bincount adds them in the same order.
-        tid = np.array(ids, dtype=np.int64)
-        lens = self._lens.data[tid]
-        starts = self._starts.data[tid]
+        vocab = self._vocab
+        new = [term for term in set(flat) if term not in vocab]
+        if new:
+            self._add_terms(sorted(new))
+        tid = np.fromiter(map(vocab.__getitem__, flat), dtype=np.int64, count=len(flat))
+        row = np.repeat(np.arange(n, dtype=np.int64), [len(t) for t in term_lists])
+        keep = ~self._stop.data[tid]
+        tid, row = tid[keep], row[keep]
+        if not len(tid):
+            return np.zeros((n, dim), dtype=np.float32)
+        n_vocab = len(vocab)
+        keys, first, tf = np.unique(
+            row * n_vocab + tid, return_index=True, return_counts=True
+        )
+        order = np.argsort(first, kind="stable")
+        keys, tf = keys[order], tf[order]
+        u_tid, u_row = keys % n_vocab, keys // n_vocab
+        lens = self._lens.data[u_tid]
+        starts = self._starts.data[u_tid]
         total = int(lens.sum())
-        first = np.cumsum(lens) - lens
-        pos = np.arange(total, dtype=np.int64) + np.repeat(starts - first, lens)
-        idx_all = self._feat_idx.data[pos]
-        if n > 1:
-            term_row = np.repeat(np.arange(n, dtype=np.int64) * dim, row_terms)
-            idx_all += np.repeat(term_row, lens)
-        # w = 1 + log(tf) (times idf) in float64, rounded to float32 as the
-        # scalar product ``val * w`` rounds it.
-        tf = np.array(tfs, dtype=np.int64)
+        pos = np.arange(total, dtype=np.int64) + np.repeat(
+            starts - (np.cumsum(lens) - lens), lens
+        )
+        idx_all = self._feat_idx.data[pos] + np.repeat(u_row * dim, lens)
+        # w = 1 + math.log(tf) (times idf) in float64, then rounded to float32
+        # as the scalar product ``val * w`` rounds it.
         w = _LOG_TF_NP()[np.minimum(tf, _N_LOG_TF - 1)]
         if tf.max() >= _N_LOG_TF:
             big = np.flatnonzero(tf >= _N_LOG_TF)
             w[big] = [1.0 + math.log(int(t)) for t in tf[big]]
         if weights is not None:
-            terms_in_order = [t for counts in rows for t in counts]
-            w *= np.array([weights.get(t, 1.0) for t in terms_in_order], dtype=np.float64)
+            names = list(vocab)
+            w *= np.array([weights.get(names[i], 1.0) for i in u_tid], dtype=np.float64)
         val_all = self._feat_val.data[pos] * np.repeat(w.astype(np.float32), lens)
         summed = np.bincount(idx_all, weights=val_all, minlength=n * dim)
         out = summed.reshape(n, dim).astype(np.float32)
@@ -236,7 +238,9 @@ def quantize(vectors: FloatArray) -> list[bytes]:
     import numpy as np
 
     peak = np.abs(vectors).max(axis=1)
-    scale = np.where(peak > 0, peak / 127.0, 1.0).astype("<f4")
+    # A denormal peak / 127 underflows to 0 in float32: such a row encodes as 0.
+    scale = (peak / np.float32(127.0)).astype("<f4")
+    scale = np.where(scale > 0, scale, np.float32(1.0)).astype("<f4")
     q = np.rint(vectors / scale[:, None]).astype(np.int8)
     return [scale[i].tobytes() + q[i].tobytes() for i in range(len(vectors))]
 
@@ -255,9 +259,29 @@ def dequantize(blobs: Sequence[bytes], dim: int) -> FloatArray:
 
 
 def make_embedder(
-    provider: str, dim: int, cjk_ngram: int, use_stem: bool
-) -> NgramEmbedder | None:
-    """Return the embedder for a provider name, or None for ``none``."""
+    provider: str, dim: int, cjk_ngram: int, use_stem: bool, model: str = ""
+) -> Any:
+    """Return the embedder for a provider name, or None for ``none``.
+
+    ``minilm`` (issue #9) needs the ``neural`` extra; without it (or without
+    the model folder ``model`` names) this returns the ngram embedder with a
+    ``degraded`` attribute holding the one-line reason.
+    """
     if provider == "none":
         return None
+    if provider == "minilm":
+        from .embed_minilm import INSTALL_HINT, MiniLMEmbedder, unavailable_reason
+
+        reason = unavailable_reason(model)
+        if reason is None:
+            from .config import cache_dir
+
+            return MiniLMEmbedder(model, cache_dir=cache_dir())
+        fallback = NgramEmbedder(dim=dim, cjk_ngram=cjk_ngram, use_stem=use_stem)
+        fallback.degraded_reason = reason  # type: ignore[attr-defined]
+        fallback.degraded = (  # type: ignore[attr-defined]
+            f"minilm embeddings unavailable ({reason}); using ngram instead "
+            f"({INSTALL_HINT})"
+        )
+        return fallback
     return NgramEmbedder(dim=dim, cjk_ngram=cjk_ngram, use_stem=use_stem)

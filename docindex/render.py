@@ -109,6 +109,8 @@ def print_scan(console: Any, result: ScanResult) -> None:
         f"unchanged {result.unchanged}",
     ]
     console.print(", ".join(parts) + f" in {result.took_ms / 1000:.2f} s")
+    for warning in result.warnings:
+        console.print(f"warning: {warning}", style="yellow", markup=False, soft_wrap=True)
     if result.skipped:
         skipped = ", ".join(f"{k} {v}" for k, v in sorted(result.skipped.items()))
         console.print(f"skipped: {skipped}", style="dim")
@@ -232,3 +234,27 @@ def print_related(console: Any, related: Any) -> None:
         head.append(f"  {hit.chunk_id}", style="dim")
         console.print(head, soft_wrap=True)
         console.print(Text(f"    {hit.snippet}"), soft_wrap=False)
+
+
+def print_eval(console: Any, report: Any) -> None:
+    """``docindex eval``: one row per mode with nDCG@10, Recall@100 and MRR@10."""
+    from rich.table import Table
+
+    sampled = (
+        f", {report.queries} of {report.judged_queries} judged queries (seed {report.seed})"
+        if report.queries < report.judged_queries
+        else f", {report.queries} judged queries"
+    )
+    table = Table(
+        title=f"{report.dataset}: {report.documents} documents{sampled}",
+        title_justify="left",
+    )
+    for name in ("mode", "nDCG@10", "Recall@100", "MRR@10", "ms/query"):
+        table.add_column(name, justify="left" if name == "mode" else "right")
+    for m in report.modes:
+        mode = f"{m.mode} (degraded)" if m.degraded else m.mode
+        table.add_row(
+            mode, f"{m.ndcg_at_10:.4f}", f"{m.recall_at_100:.4f}", f"{m.mrr_at_10:.4f}",
+            f"{m.median_query_ms:.1f}",
+        )  # fmt: skip
+    console.print(table)

@@ -25,11 +25,13 @@ from typing import Any
 
 from .config import Config
 from .models import Hit
-from .snippet import best_line, make_snippet
+from .snippet import best_line, make_snippet, match_spans
 from .store import SegmentRow, Store
 from .tokenize import query_terms
 
 MODES = ("auto", "lexical", "semantic")
+ALL_VECTORS_MAX = 50_000  # --mode semantic scores every vector up to this many
+SEMANTIC_POOL = 2000  # lexical candidates --mode semantic scores past that
 MAX_TOP = 1000
 
 
@@ -67,8 +69,12 @@ class QueryResult:
 
 
 def quote_fts(term: str) -> str:
-    """Quote one term for FTS5 MATCH: user text never reaches FTS5 as syntax."""
-    return '"' + term.replace('"', '""') + '"'
+    """Quote one term for FTS5 MATCH: user text never reaches FTS5 as syntax.
+
+    NUL characters are dropped: FTS5 reads a quoted string up to the first NUL
+    and reports "unterminated string" (issue #8).
+    """
+    return '"' + term.replace("\x00", "").replace('"', '""') + '"'
 
 
 def rrf(
@@ -214,14 +220,30 @@ def search(
     pool = max(200, min(2000, (opts.top + opts.offset) * 20))
     lists: dict[str, list[tuple[int, float]]] = {}
     semantic: list[tuple[int, float]] | None = None
-    if opts.mode == "semantic":
+    every_vector = opts.mode == "semantic" and store.max_segment_id() <= ALL_VECTORS_MAX
+    if every_vector:
         # Pure semantic ranking scores every vector (one matrix product), so a
-        # query with no word in common with a document can still find it.
+        # query with no word in common with a document can still find it. Past
+        # ALL_VECTORS_MAX reading every vector costs seconds (bench/query_speed.py)
+        # and the lexical candidates (a larger pool) are scored instead.
         semantic = _semantic(store, text, cfg, None, where, params, pool)
-    if opts.mode != "semantic" or semantic is None:
+    if opts.mode != "semantic" or not every_vector or semantic is None:
         match = " OR ".join(quote_fts(t) for t in qterms)
-        lists["lexical"] = store.lexical(match, pool, cfg.title_weight, where, params)
-    if opts.mode == "auto":
+        size = SEMANTIC_POOL if opts.mode == "semantic" else pool
+        lists["lexical"] = store.lexical(match, size, cfg.title_weight, where, params)
+    if opts.mode == "semantic" and not every_vector:
+        candidates = [sid for sid, _ in lists.pop("lexical")]
+        semantic = _semantic(store, text, cfg, candidates, where, params, pool)
+        if semantic is None:
+            lexical = store.lexical(match, pool, cfg.title_weight, where, params)
+            lists["lexical"] = lexical
+    # Language gate (issue #9): an English-only neural model gets no weight
+    # on a mostly-CJK or mostly-[UNK] query; --explain shows it as "gate".
+    gate = _dense_gate(cfg, text) if opts.mode == "auto" else None
+    result.degraded = _provider_degraded(cfg)  # minilm chosen but not installed
+    if gate is not None:
+        semantic = []
+    elif opts.mode == "auto":
         # auto re-scores the lexical candidates by cosine; scoring every vector
         # costs more and gained nothing measurable (bench/eval.py, issue #3).
         candidates = [sid for sid, _ in lists["lexical"]]
@@ -252,7 +274,7 @@ def search(
         row = rows.get(sid) or store.segments_by_id([sid]).get(sid)
         if row is None:
             continue
-        explain = None
+        explain: dict[str, Any] | None = None
         if opts.explain:
             explain = {
                 name: {"rank": r[sid][0], "raw": round(r[sid][1], 6)}
@@ -260,6 +282,8 @@ def search(
                 if sid in r
             }
             explain["fused"] = round(score, 6)
+            if gate is not None:
+                explain["gate"] = gate
         result.hits.append(_hit(store, row, score, qterms, cfg, opts, raw, explain))
     if hint and not result.hits and opts.offset == 0:
         result.hint = _zero_hint(store, text, cfg, opts)
@@ -296,6 +320,20 @@ def _zero_hint(store: Store, text: str, cfg: Config, opts: QueryOptions) -> Any:
     return zero_result_hint(store, text, cfg, opts)
 
 
+def _dense_gate(cfg: Config, text: str) -> str | None:
+    """Why the dense list is off for this query (neural provider only), or None."""
+    from .embed_minilm import dense_gate
+    from .indexer import _embedder
+
+    return dense_gate(_embedder(cfg), text)
+
+
+def _provider_degraded(cfg: Config) -> bool:
+    from .indexer import _embedder
+
+    return bool(getattr(_embedder(cfg), "degraded", None))
+
+
 def _semantic(
     store: Store, text: str, cfg: Config, candidates: list[int] | None,
     where: str, params: tuple[Any, ...], limit: int,
@@ -313,8 +351,13 @@ def _semantic(
     from .indexer import _embedder
 
     embedder = _embedder(cfg)
-    if embedder is None or store.get_meta("embedder") is None:
+    recorded = store.get_meta("embedder")
+    if embedder is None or recorded is None:
         return None
+    if "minilm" in (embedder.name, recorded.get("provider")) and (
+        recorded != embedder.params()
+    ):
+        return None  # vectors from another model (or minilm not installed): issue #9
     import numpy as np
 
     from .embed import dequantize
@@ -325,12 +368,14 @@ def _semantic(
             return None
     elif candidates:
         ids, blobs = store.vectors(candidates)
+        if not ids and store.counts()["embedded"] == 0:
+            return None  # an index scanned without vectors (e.g. max_embedded = 0)
     else:
         return []
     if not ids:
         return []
     qt = embedder.query_terms(text)
-    n_total = max(1, store.count_segments())
+    n_total = max(1, store.max_segment_id())  # ~count(*), without a table scan
     dfs = store.doc_freqs(qt)
     idf = {t: math.log(1 + n_total / (1 + dfs.get(t, 0))) for t in qt}
     qvec = embedder.embed([text], weights=idf)[0]
@@ -353,8 +398,9 @@ def _hit(
     body = store.body(row.doc_id)
     text = body[row.char_start : row.char_end]
     qset = set(qterms)
-    snippet = make_snippet(text, qset, opts.snippet_chars, opts.highlight, cfg)
-    offset_line = best_line(text, qset, cfg)
+    spans = match_spans(text, qset, cfg)
+    snippet = make_snippet(text, qset, opts.snippet_chars, opts.highlight, cfg, spans)
+    offset_line = best_line(text, qset, cfg, spans)
     line = row.start_line + offset_line
     cell = None
     if row.cells and offset_line < len(row.cells):

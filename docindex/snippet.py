@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .stem import stem
-from .tokenize import _CJK_RE, word_spans
+from .tokenize import _CJK_RE, _TOKEN_RE, normalize
 
 MARK_OPEN = "**"
 MARK_CLOSE = "**"
@@ -20,8 +20,12 @@ def match_spans(text: str, qset: set[str], cfg: Any) -> list[tuple[int, int, str
     """(start, end, term) of every query-term occurrence in ``text``, in order."""
     spans: list[tuple[int, int, str]] = []
     max_n = cfg.cjk_ngram
-    for start, end, word in word_spans(text):
-        if _CJK_RE.match(word):
+    for match in _TOKEN_RE.finditer(text):
+        start, end = match.span()
+        raw = match.group(0)
+        # NFKC leaves ASCII alone and casefold is lower() there: skip the slow path.
+        word = raw.lower() if raw.isascii() else normalize(raw)
+        if match.group(1) is not None:
             covered_until = start
             for i in range(len(word)):
                 for n in range(min(max_n, len(word) - i), 0, -1):
@@ -41,9 +45,15 @@ def match_spans(text: str, qset: set[str], cfg: Any) -> list[tuple[int, int, str
     return spans
 
 
-def best_line(text: str, qset: set[str], cfg: Any) -> int:
-    """0-based line inside ``text`` with the most distinct query terms (earliest wins)."""
-    spans = match_spans(text, qset, cfg)
+def best_line(
+    text: str, qset: set[str], cfg: Any, spans: list[tuple[int, int, str]] | None = None
+) -> int:
+    """0-based line inside ``text`` with the most distinct query terms (earliest wins).
+
+    ``spans`` may pass ``match_spans(text, qset, cfg)`` already computed.
+    """
+    if spans is None:
+        spans = match_spans(text, qset, cfg)
     if not spans:
         return _first_nonblank(text)
     line_starts = [0]
@@ -73,11 +83,16 @@ def _plain(text: str) -> str:
 
 
 def make_snippet(
-    text: str, qset: set[str], chars: int, highlight: bool, cfg: Any
-) -> str:
-    """A one-line window of about ``chars`` characters around the densest matches."""
+    text: str, qset: set[str], chars: int, highlight: bool, cfg: Any,
+    spans: list[tuple[int, int, str]] | None = None,
+) -> str:  # fmt: skip
+    """A one-line window of about ``chars`` characters around the densest matches.
+
+    ``spans`` may pass ``match_spans(text, qset, cfg)`` already computed.
+    """
     chars = max(20, chars)
-    spans = match_spans(text, qset, cfg)
+    if spans is None:
+        spans = match_spans(text, qset, cfg)
     if spans:
         best = (-1, -1, 0)
         for i, (s, _, _) in enumerate(spans):

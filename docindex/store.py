@@ -30,6 +30,7 @@ from .errors import (
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 _MAX_VARS = 900
+FTS_HASHSIZE = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,9 +198,23 @@ class Store:
     # -- transactions ------------------------------------------------------
 
     @contextlib.contextmanager
-    def atomic(self, immediate: bool = True) -> Iterator[None]:
-        """One transaction, nesting as SAVEPOINTs; rolls back on any exception."""
+    def atomic(self, immediate: bool = True, savepoint: bool = True) -> Iterator[None]:
+        """One transaction, nesting as SAVEPOINTs; rolls back on any exception.
+
+        With ``savepoint=False`` a nested block opens no SAVEPOINT and an error
+        inside it rolls back the enclosing transaction (the exception goes up
+        through it). The indexer uses that per document: FTS5 flushes its
+        pending terms to a new on-disk segment at every SAVEPOINT, which made
+        a scan ~2x slower (issue #7).
+        """
         conn = self.conn
+        if self._depth and not savepoint:
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+            return
         if self._depth == 0:
             try:
                 conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
@@ -331,6 +346,22 @@ class Store:
         self.conn.executemany(
             "INSERT INTO fts (rowid, title, body) VALUES (?, ?, ?)", rows
         )
+
+    def tune_fts_for_bulk(self) -> None:
+        """Let FTS5 buffer 16 MB of terms before it writes a segment (issue #7).
+
+        The default (1 MB) makes a big scan write and merge many small
+        segments: 16 MB saved ~30% of the FTS insert time on the shared
+        corpus. The setting persists in ``fts_config``; it costs memory only
+        while writing.
+        """
+        row = self.conn.execute(
+            "SELECT v FROM fts_config WHERE k = 'hashsize'"
+        ).fetchone()
+        if row is None or int(row[0]) != FTS_HASHSIZE:
+            self.conn.execute(
+                "INSERT INTO fts (fts, rank) VALUES ('hashsize', ?)", (FTS_HASHSIZE,)
+            )
 
     def delete_fts(self, rows: Iterable[tuple[int, str, str]]) -> None:
         """Remove FTS rows by replaying the exact tokens they were indexed with."""
@@ -470,6 +501,25 @@ class Store:
                 blobs.append(blob)
         return out_ids, blobs
 
+    def pending_vectors(
+        self, after: int, limit: int
+    ) -> list[tuple[int, int, int, int, str | None]]:
+        """Segments without a vector and id > ``after``, in id order (issue #9).
+
+        Returns:
+            (id, doc_id, char_start, char_end, heading JSON) rows.
+        """
+        cur = self.conn.execute(
+            "SELECT id, doc_id, char_start, char_end, heading FROM segments "
+            "WHERE id > ? AND vec IS NULL ORDER BY id LIMIT ?",
+            (after, limit),
+        )
+        return [(int(a), int(b), int(c), int(d), e) for a, b, c, d, e in cur]
+
+    def set_vectors(self, rows: Iterable[tuple[bytes, int]]) -> None:
+        """Store (vector blob, segment id) pairs."""
+        self.conn.executemany("UPDATE segments SET vec = ? WHERE id = ?", rows)
+
     def all_vectors(
         self, where: str = "", params: tuple[Any, ...] = ()
     ) -> tuple[list[int], list[bytes]]:
@@ -497,9 +547,25 @@ class Store:
                 out[term] = int(n)
         return out
 
+    def fill_counts(self) -> tuple[int, int]:
+        """(documents, segments) from the documents table alone (no table scan)."""
+        row = self.conn.execute(
+            "SELECT count(*), coalesce(sum(n_segments), 0) FROM documents"
+        ).fetchone()
+        return int(row[0]), int(row[1])
+
+    def count_embedded(self) -> int:
+        """Number of segments with a vector (reads the whole segments table)."""
+        sql = "SELECT count(*) FROM segments WHERE vec IS NOT NULL"
+        return int(self.conn.execute(sql).fetchone()[0])
+
     def count_segments(self) -> int:
         """Number of segments in the index."""
         return int(self.conn.execute("SELECT count(*) FROM segments").fetchone()[0])
+
+    def max_segment_id(self) -> int:
+        """Largest segment id: a bound on the segment count without a table scan."""
+        return int(self.conn.execute("SELECT max(id) FROM segments").fetchone()[0] or 0)
 
     def counts(self) -> dict[str, int]:
         """Document, segment, vector and root counts."""

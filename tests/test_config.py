@@ -14,7 +14,7 @@ def test_defaults() -> None:
     assert cfg.max_docs == 20_000 and cfg.max_segments == 300_000
     assert cfg.max_file_bytes == 5 * 1024 * 1024 and cfg.max_depth == 64
     assert cfg.max_walked_files == 200_000 and cfg.cjk_ngram == 2
-    assert cfg.rrf_k == 60 and cfg.semantic_weight == 0.5
+    assert cfg.rrf_k == 60 and cfg.semantic_weight == 0.15
 
 
 def test_toml_grouped_and_flat(tmp_path: Path) -> None:

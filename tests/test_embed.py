@@ -1,0 +1,106 @@
+"""The feature-hashed embedder: stable, spread, normalised; int8 blobs round-trip."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from docindex.embed import NgramEmbedder, dequantize, make_embedder, quantize
+
+TEXTS = [
+    "Indexing documents with SQLite FTS5",
+    "我们学习中文检索",
+    "日本語の検索 and 한국어",
+]
+
+
+def test_embedding_is_stable_across_processes() -> None:
+    """CRC-32 hashing, never the per-process salted hash(): same bytes elsewhere."""
+    code = (
+        "import sys\n"
+        "from docindex.embed import NgramEmbedder\n"
+        f"v = NgramEmbedder(dim=256).embed({TEXTS!r})\n"
+        "sys.stdout.buffer.write(v.astype('<f4').tobytes())\n"
+    )
+    env_runs = []
+    for seed in ("1", "2"):
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            check=True,
+            env={"PYTHONHASHSEED": seed, "PATH": ""},
+        )
+        env_runs.append(out.stdout)
+    here = NgramEmbedder(dim=256).embed(TEXTS).astype("<f4").tobytes()
+    assert env_runs[0] == env_runs[1] == here
+
+
+def test_cjk_characters_spread_over_buckets() -> None:
+    """The original mapped 你 and 习 to one bucket; they must differ now."""
+    emb = NgramEmbedder(dim=256)
+    a, b = emb.embed(["你", "习"])
+    assert np.flatnonzero(a).tolist() != np.flatnonzero(b).tolist()
+    assert float(a @ b) < 0.5
+    # All 1-character CJK features of a common sentence hit many buckets.
+    text = "我们学习中文检索系统的设计与实现方法"
+    assert np.count_nonzero(emb.embed([text])[0]) >= len(set(text))
+
+
+def test_vectors_are_unit_length_or_zero() -> None:
+    emb = NgramEmbedder(dim=128)
+    vecs = emb.embed([*TEXTS, "", "   ", "the a of"])
+    norms = np.linalg.norm(vecs, axis=1)
+    assert np.allclose(norms[:3], 1.0, atol=1e-5)
+    assert np.all(norms[3:5] == 0.0)
+    assert vecs.dtype == np.float32 and vecs.shape == (6, 128)
+
+
+def test_subword_ngrams_bring_word_forms_close() -> None:
+    emb = NgramEmbedder(dim=1024)
+    index, indexing, banana = emb.embed(["reindex", "reindexing", "banana"])
+    assert float(index @ indexing) > float(index @ banana) + 0.3
+
+
+def test_query_weights_change_the_vector() -> None:
+    emb = NgramEmbedder(dim=256)
+    plain = emb.embed(["rotate keys"])[0]
+    weighted = emb.embed(["rotate keys"], weights={"key": 5.0})[0]
+    assert not np.allclose(plain, weighted)
+    assert np.isclose(np.linalg.norm(weighted), 1.0, atol=1e-5)
+
+
+def test_provider_none_has_no_embedder() -> None:
+    assert make_embedder("none", 256, 2, True) is None
+    assert isinstance(make_embedder("ngram", 64, 2, True), NgramEmbedder)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    arrays(
+        np.float32,
+        st.tuples(st.integers(1, 5), st.sampled_from([16, 64])),
+        elements=st.floats(-1, 1, width=32, allow_nan=False),
+    )
+)
+def test_quantize_round_trip(matrix: np.ndarray) -> None:
+    """int8 blobs decode to within half a quantisation step of the input."""
+    blobs = quantize(matrix)
+    dim = matrix.shape[1]
+    assert all(len(b) == dim + 4 for b in blobs)
+    back = dequantize(blobs, dim)
+    assert back.shape == matrix.shape
+    peak = np.abs(matrix).max(axis=1, keepdims=True)
+    step = np.where(peak > 0, peak / 127.0, 1.0)
+    assert np.all(np.abs(back - matrix) <= step * 0.5 + 1e-6)
+
+
+def test_quantized_cosine_matches_float_cosine() -> None:
+    emb = NgramEmbedder(dim=256)
+    vecs = emb.embed(TEXTS)
+    back = dequantize(quantize(vecs), 256)
+    assert np.allclose(back @ vecs[0], vecs @ vecs[0], atol=0.02)

@@ -1,0 +1,233 @@
+"""Ranking: fusion maths, modes and degradation, --explain, --files, --min-score, snippets."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from conftest import run, run_json
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from docindex.search import fuse_scores, rrf
+from docindex.snippet import make_snippet
+
+DOCS = {
+    "fetch.md": "# Fetching data\n\nThe client fetched the data and fetches more later.\n",
+    "keys.md": "# Key rotation\n\nRotate the signing keys every ninety days.\n\n"
+    "## Revoking\n\nRevoke a key at once when it leaks.\n",
+    "cache.md": "# Caching\n\nThe cache keeps fetched pages for an hour.\n",
+    "zh.md": "# 学习\n\n我们每天学习中文。检索系统帮助我们学习。\n",
+    "ja.md": "# 検索\n\n日本語の全文検索を試します。\n",
+}
+
+Tree = Callable[[dict[str, str | bytes]], Path]
+
+
+@pytest.fixture
+def indexed(tree: Tree) -> Path:
+    root = tree(DOCS)
+    run("scan", str(root), "--quiet")
+    return root
+
+
+# -- fusion maths ---------------------------------------------------------------
+
+ranked_lists = st.lists(
+    st.lists(st.integers(0, 30), unique=True, max_size=12), min_size=1, max_size=4
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(ranked_lists, st.data())
+def test_rrf_ignores_the_order_of_its_input_lists(lists: list[list[int]], data: st.DataObject) -> None:  # fmt: skip
+    weights = [data.draw(st.floats(0.1, 3.0)) for _ in lists]
+    order = data.draw(st.permutations(range(len(lists))))
+    a = rrf(lists, weights)
+    b = rrf([lists[i] for i in order], [weights[i] for i in order])
+    assert a.keys() == b.keys()
+    assert all(abs(a[k] - b[k]) < 1e-12 for k in a)
+    assert all(0.0 <= s <= 1.0 for s in a.values())
+
+
+def test_rrf_normalises_best_possible_to_one() -> None:
+    fused = rrf([[1, 2, 3], [1, 3, 2]], [1.0, 0.5])
+    assert fused[1] == pytest.approx(1.0)
+    assert fused[1] > fused[2] and fused[1] > fused[3]
+    # A lone list's top hit scores 1.0 too.
+    assert rrf([[7, 8]], [0.5])[7] == pytest.approx(1.0)
+    assert rrf([[], []], [1.0, 1.0]) == {}
+
+
+def test_rrf_weights_decide_disagreements() -> None:
+    lists = [[1, 2], [2, 1]]
+    assert rrf(lists, [1.0, 0.2])[1] > rrf(lists, [1.0, 0.2])[2]
+    assert rrf(lists, [0.2, 1.0])[2] > rrf(lists, [0.2, 1.0])[1]
+    tie = rrf(lists, [1.0, 1.0])
+    assert tie[1] == pytest.approx(tie[2])
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.dictionaries(st.integers(0, 20), st.floats(0.01, 50), min_size=1),
+    st.dictionaries(st.integers(0, 20), st.floats(0.01, 1), max_size=20),
+    st.floats(0.0, 3.0),
+)
+def test_fuse_scores_bounded_and_order_independent(
+    lex: dict[int, float], sem: dict[int, float], weight: float
+) -> None:
+    lists = {"lexical": list(lex.items()), "semantic": list(sem.items())}
+    weights = {"lexical": 1.0, "semantic": weight}
+    a = fuse_scores(lists, weights)
+    b = fuse_scores(dict(reversed(list(lists.items()))), weights)
+    assert a == pytest.approx(b)
+    assert all(0.0 <= s <= 1.0 for s in a.values())
+    if not sem:
+        assert max(a.values()) == pytest.approx(1.0)  # a lone list's top hit is 1.0
+
+
+def test_fuse_scores_formula() -> None:
+    lists = {"lexical": [(1, 10.0), (2, 5.0)], "semantic": [(2, 0.4), (1, 0.2)]}
+    fused = fuse_scores(lists, {"lexical": 1.0, "semantic": 0.5})
+    assert fused[1] == pytest.approx((1.0 + 0.5 * 0.5) / 1.5)
+    assert fused[2] == pytest.approx((0.5 + 0.5 * 1.0) / 1.5)
+    both_first = fuse_scores({"lexical": [(3, 2.0)], "semantic": [(3, 0.9)]}, {})
+    assert both_first[3] == pytest.approx(1.0)
+
+
+# -- modes, degradation, scores -------------------------------------------------
+
+
+def test_auto_mode_uses_both_lists(indexed: Path) -> None:
+    out = run_json("query", "rotate signing keys")
+    assert out["mode"] == "auto" and out["degraded"] is False
+    assert out["used"] == ["lexical", "semantic"]
+    assert out["hits"][0]["rel_path"] == "keys.md"
+    assert out["hits"][0]["score"] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("mode", ["auto", "lexical", "semantic"])
+def test_every_mode_scores_in_unit_interval_best_first(
+    indexed: Path, mode: str
+) -> None:
+    out = run_json("query", "fetched data cache", "--mode", mode)
+    scores = [h["score"] for h in out["hits"]]
+    assert scores and scores == sorted(scores, reverse=True)
+    assert all(0.0 <= s <= 1.0 for s in scores)
+    assert scores[0] == pytest.approx(1.0)
+
+
+def test_semantic_mode_finds_sub_word_matches(indexed: Path) -> None:
+    """No shared word, but shared character n-grams: only vectors can find it."""
+    out = run_json("query", "revokings", "--mode", "semantic")
+    assert out["used"] == ["semantic"]
+    assert any(h["rel_path"] == "keys.md" for h in out["hits"])
+
+
+def test_ties_are_broken_stably(tree: Tree) -> None:
+    root = tree({f"d{i}.md": "same words here\n" for i in range(5)})
+    run("scan", str(root), "--quiet")
+    first = run_json("query", "same words", "--mode", "lexical")
+    again = run_json("query", "same words", "--mode", "lexical")
+    assert [h["rel_path"] for h in first["hits"]] == [
+        h["rel_path"] for h in again["hits"]
+    ]
+    assert [h["rel_path"] for h in first["hits"]] == [f"d{i}.md" for i in range(5)]
+
+
+def test_provider_none_degrades_to_lexical(tree: Tree) -> None:
+    root = tree(DOCS)
+    run("scan", str(root), "--quiet", "--provider", "none")
+    for mode in ("auto", "semantic"):
+        out = run_json("query", "rotate keys", "--mode", mode)
+        assert out["degraded"] is True
+        assert out["used"] == ["lexical"]
+        assert out["hits"][0]["rel_path"] == "keys.md"
+        assert out["hits"][0]["score"] == pytest.approx(1.0)
+    lexical = run_json("query", "rotate keys", "--mode", "lexical")
+    assert lexical["degraded"] is False
+
+
+def test_empty_query_is_not_degraded(tree: Tree) -> None:
+    root = tree(DOCS)
+    run("scan", str(root), "--quiet", "--provider", "none")
+    out = run_json("query", "   ")
+    assert out["hits"] == [] and out["degraded"] is False
+
+
+def test_min_score_means_the_same_in_every_mode(indexed: Path) -> None:
+    for mode in ("auto", "lexical", "semantic"):
+        all_hits = run_json("query", "fetched cache keys", "--mode", mode)["hits"]
+        kept = run_json(
+            "query", "fetched cache keys", "--mode", mode, "--min-score", "0.6"
+        )
+        assert all(h["score"] >= 0.6 for h in kept["hits"])
+        assert len(kept["hits"]) == sum(h["score"] >= 0.6 for h in all_hits)
+
+
+def test_explain_shows_each_list_and_the_fused_score(indexed: Path) -> None:
+    out = run_json("query", "rotate keys", "--explain")
+    top = out["hits"][0]
+    assert top["explain"]["lexical"]["rank"] == 1
+    assert top["explain"]["lexical"]["raw"] > 0
+    assert 0 < top["explain"]["semantic"]["raw"] <= 1.0
+    assert top["explain"]["fused"] == pytest.approx(top["score"], abs=1e-4)
+    text = run("query", "rotate keys", "--explain").stdout
+    assert "lexical" in text and "fused" in text
+
+
+def test_files_gives_one_hit_per_document(indexed: Path) -> None:
+    segments = run_json("query", "key keys revoke rotate", "--top", "20")["hits"]
+    assert len({h["rel_path"] for h in segments}) < len(segments)
+    files = run_json("query", "key keys revoke rotate", "--files", "--top", "20")[
+        "hits"
+    ]
+    paths = [h["rel_path"] for h in files]
+    assert len(paths) == len(set(paths)) and paths[0] == "keys.md"
+
+
+def test_cjk_queries_rank_the_cjk_document(indexed: Path) -> None:
+    assert run_json("query", "学习")["hits"][0]["rel_path"] == "zh.md"
+    assert run_json("query", "検索")["hits"][0]["rel_path"] == "ja.md"
+
+
+# -- snippets -------------------------------------------------------------------
+
+CFG = SimpleNamespace(cjk_ngram=2, stem=True)
+
+
+def test_highlight_is_word_bounded_for_latin() -> None:
+    snippet = make_snippet("The client fetched the data.", {"fetch"}, 200, True, CFG)
+    assert "**fetched**" in snippet and "**fetch**ed" not in snippet
+    assert "pre**fetch" not in make_snippet("prefetch it", {"fetch"}, 200, True, CFG)
+
+
+def test_highlight_works_for_cjk() -> None:
+    snippet = make_snippet("我们每天学习中文。", {"学习"}, 200, True, CFG)
+    assert "**学习**" in snippet
+
+
+def test_window_sits_on_the_densest_matches() -> None:
+    text = "alpha " + "filler " * 60 + "beta gamma alpha beta gamma " + "filler " * 60
+    snippet = make_snippet(text, {"alpha", "beta", "gamma"}, 60, True, CFG)
+    assert "**beta**" in snippet and "**gamma**" in snippet
+    assert snippet.startswith("…")
+
+
+def test_no_highlight_leaves_text_plain(indexed: Path) -> None:
+    out = run_json("query", "fetched", "--no-highlight")
+    assert all("**" not in h["snippet"] for h in out["hits"])
+
+
+def test_index_without_vectors_degrades(
+    tree: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tree(DOCS)
+    monkeypatch.setenv("DOCINDEX_MAX_EMBEDDED", "0")
+    run("scan", str(root), "--quiet")
+    monkeypatch.delenv("DOCINDEX_MAX_EMBEDDED")
+    out = run_json("query", "rotate keys")
+    assert out["degraded"] is True and out["used"] == ["lexical"]
+    assert out["hits"][0]["rel_path"] == "keys.md"
