@@ -160,8 +160,10 @@ class NgramEmbedder:
             texts: the embedding inputs (already prefixed with title/headings).
             weights: optional per-term multipliers (query-time idf).
         """
-        kw = {"cjk_ngram": self.cjk_ngram, "use_stem": self.use_stem}
-        return self._embed_lists([terms(t, **kw) for t in texts], weights)
+        n, use_stem = self.cjk_ngram, self.use_stem
+        return self._embed_lists(
+            [terms(t, cjk_ngram=n, use_stem=use_stem) for t in texts], weights
+        )
 
     def embed_terms(self, term_lists: Sequence[Sequence[str]]) -> FloatArray:
         """``embed`` for texts already tokenised with ``tokenize.terms``.

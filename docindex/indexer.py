@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config import Config
 from .errors import (
@@ -26,16 +26,20 @@ from .errors import (
     ExtractionError,
     OutsideRootsError,
 )
-from .extract import ExtractLimits, get_extractor, kind_for
-from .extract.text import looks_binary
 from .models import ScanResult, Segment
-from .segment import segment_document
-from .store import Store
+from .store import Store, compress_body
 from .tokenize import terms
-from .walker import FileEntry, SkipEntry, WalkOptions, walk
+
+if TYPE_CHECKING:  # imported where used: a query needs none of them (issue #7)
+    from .extract import ExtractLimits
+    from .walker import FileEntry
 
 TOKENIZER_VERSION = 1
 POOL_THRESHOLD = 48  # files to prepare before a process pool pays for itself
+EMBED_BATCH = 512  # segments embedded at once: bounds a big file's memory (#8)
+CHUNK_BYTES = 256 * 1024  # a worker's unit of work: ~this many bytes of files
+CHUNK_FILES = 32
+IN_FLIGHT = 3  # chunks submitted ahead, per worker (bounds memory, issue #7)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,8 +77,8 @@ class Prepared:
     kind: str = ""
     title: str | None = None
     meta: dict[str, str] | None = None
-    body: str = ""
-    segments: tuple[Segment, ...] = ()
+    body_z: bytes = b""  # the text, compressed in the worker (store.compress_body)
+    rows: tuple[tuple[Any, ...], ...] = ()  # segment columns between doc_id and vec
     fts: tuple[tuple[str, str], ...] = ()
     vectors: tuple[bytes, ...] | None = None
     notes: tuple[tuple[str, str], ...] = ()
@@ -92,8 +96,11 @@ def fts_row(
 ) -> tuple[str, str]:
     """Pre-tokenised (title, body) columns for one segment; used to insert and delete."""
     head = " ".join((doc_title, *heading))
-    kw = {"cjk_ngram": cfg.cjk_ngram, "use_stem": cfg.stem}
-    return " ".join(terms(head, **kw)), " ".join(terms(text, **kw))
+    n, use_stem = cfg.cjk_ngram, cfg.stem
+    return (
+        " ".join(terms(head, cjk_ngram=n, use_stem=use_stem)),
+        " ".join(terms(text, cjk_ngram=n, use_stem=use_stem)),
+    )
 
 
 def embed_input(title: str | None, heading: Sequence[str], text: str) -> str:
@@ -103,6 +110,8 @@ def embed_input(title: str | None, heading: Sequence[str], text: str) -> str:
 
 
 def _limits(cfg: Config) -> ExtractLimits:
+    from .extract import ExtractLimits
+
     return ExtractLimits(
         timeout_s=cfg.extract_timeout_s,
         max_sheet_rows=cfg.max_sheet_rows,
@@ -112,6 +121,10 @@ def _limits(cfg: Config) -> ExtractLimits:
 
 def prepare(job: _Job, cfg: Config) -> Prepared:
     """Read, hash, extract, segment, tokenise and embed one file (worker-safe)."""
+    from .extract import kind_for
+    from .extract.text import looks_binary
+    from .segment import segment_document
+
     try:
         data = _read_regular(job.path, cfg.max_file_bytes + 1)
     except FileNotFoundError:
@@ -153,23 +166,68 @@ def prepare(job: _Job, cfg: Config) -> Prepared:
     if not segments:
         return Prepared(job, hash=digest, skip="empty", kind=extracted.kind)
     doc_title = title_text(extracted.title, job.rel_path)
-    fts = tuple(fts_row(cfg, doc_title, s.heading_path, s.text) for s in segments)
-    vectors = None
-    embedder = _embedder(cfg)
-    if embedder is not None:
-        from .embed import quantize
-
-        inputs = [
-            embed_input(extracted.title or doc_title, s.heading_path, s.text)
-            for s in segments
-        ]
-        vectors = tuple(quantize(embedder.embed(inputs)))
+    fts, vectors = _tokens_and_vectors(cfg, extracted.title, doc_title, segments)
+    rows = tuple(_segment_row(seg) for seg in segments)
     return Prepared(
         job, hash=digest, kind=extracted.kind, title=extracted.title,
-        meta=_facets(extracted.meta), notes=_notes(extracted.meta), body=body,
-        segments=tuple(segments), fts=fts,
+        meta=_facets(extracted.meta), notes=_notes(extracted.meta),
+        body_z=compress_body(body), rows=rows, fts=fts,
         vectors=vectors,
     )  # fmt: skip
+
+
+def _tokens_and_vectors(
+    cfg: Config, title: str | None, doc_title: str, segments: Sequence[Segment]
+) -> tuple[tuple[tuple[str, str], ...], tuple[bytes, ...] | None]:
+    """FTS rows and quantised vectors of a file's segments.
+
+    Each segment's text is tokenised once (issue #7): ``terms(context + "\\n" +
+    text)`` is ``terms(context) + terms(text)`` because a newline never joins
+    two terms, so the embedder gets exactly what ``embed(embed_input(...))``
+    would tokenise. Heading terms repeat along a section and are cached.
+    """
+
+    def tok(text: str) -> list[str]:
+        return terms(text, cjk_ngram=cfg.cjk_ngram, use_stem=cfg.stem)
+
+    embedder = _embedder(cfg)
+    by_terms = embedder is not None and hasattr(embedder, "embed_terms")
+    heads: dict[tuple[str, ...], str] = {}
+    contexts: dict[tuple[str, ...], list[str]] = {}
+    fts: list[tuple[str, str]] = []
+    term_lists: list[list[str]] = []
+    for seg in segments:
+        body_terms = tok(seg.text)
+        head = heads.get(seg.heading_path)
+        if head is None:
+            head = heads[seg.heading_path] = " ".join(
+                tok(" ".join((doc_title, *seg.heading_path)))
+            )
+        fts.append((head, " ".join(body_terms)))
+        if by_terms:
+            ctx = contexts.get(seg.heading_path)
+            if ctx is None:
+                parts = (title or doc_title, *seg.heading_path)
+                context = " > ".join(p for p in parts if p)
+                ctx = contexts[seg.heading_path] = tok(context) if context else []
+            term_lists.append(ctx + body_terms if ctx else body_terms)
+    if embedder is None or getattr(embedder, "deferred", False):
+        return tuple(fts), None  # neural vectors come in embed_pending (issue #9)
+    from .embed import quantize
+
+    # In batches: one batch for a 5 MB file's 10k segments peaked at ~400 MiB
+    # (issue #8). Rows are independent, so the vectors are bit-identical.
+    vectors: list[bytes] = []
+    for i in range(0, len(segments), EMBED_BATCH):
+        if by_terms:
+            matrix = embedder.embed_terms(term_lists[i : i + EMBED_BATCH])
+        else:
+            matrix = embedder.embed(
+                [embed_input(title or doc_title, s.heading_path, s.text)
+                 for s in segments[i : i + EMBED_BATCH]]
+            )  # fmt: skip
+        vectors.extend(quantize(matrix))
+    return tuple(fts), tuple(vectors)
 
 
 def _read_regular(path: str, limit: int) -> bytes | None:
@@ -209,6 +267,8 @@ def _notes(meta: dict[str, str]) -> tuple[tuple[str, str], ...]:
 
 
 def _extract(kind: str, data: bytes, name: str, cfg: Config) -> Any:
+    from .extract import get_extractor
+
     extractor = get_extractor(kind)
     limits = _limits(cfg)
     if kind in ("md", "txt"):
@@ -256,7 +316,8 @@ _EMBEDDERS: dict[tuple[Any, ...], Any] = {}
 
 
 def _embedder(cfg: Config) -> Any:
-    key = (cfg.embedding_provider, cfg.embedding_dim, cfg.cjk_ngram, cfg.stem)
+    key = (cfg.embedding_provider, cfg.embedding_dim, cfg.cjk_ngram, cfg.stem,
+           cfg.embedding_model)  # fmt: skip
     if key not in _EMBEDDERS:
         from .embed import make_embedder
 
@@ -270,18 +331,41 @@ def embedder_params(cfg: Config) -> dict[str, Any] | None:
     return None if emb is None else dict(emb.params())
 
 
-def _prepare_star(args: tuple[_Job, Config]) -> Prepared:
-    return prepare(*args)
+def _prepare_chunk(jobs: list[_Job], cfg: Config) -> list[Prepared]:
+    return [prepare(job, cfg) for job in jobs]
+
+
+def _chunked(jobs: Sequence[_Job]) -> Iterator[list[_Job]]:
+    """Consecutive runs of about CHUNK_BYTES (at most CHUNK_FILES files)."""
+    chunk: list[_Job] = []
+    size = 0
+    for job in jobs:
+        chunk.append(job)
+        size += job.size
+        if size >= CHUNK_BYTES or len(chunk) >= CHUNK_FILES:
+            yield chunk
+            chunk, size = [], 0
+    if chunk:
+        yield chunk
 
 
 def _prepare_all(jobs: Sequence[_Job], cfg: Config) -> Iterator[Prepared]:
+    """Prepare ``jobs`` in walk order, in worker processes when it pays.
+
+    At most ``IN_FLIGHT`` chunks per worker are submitted ahead of the one being
+    stored (issue #7): ``Executor.map`` would submit everything at once and
+    let prepared files pile up in memory whenever storing is the slower side.
+    Results come back in submission order, so one core or two build the same
+    index.
+    """
     workers = cfg.workers or min(2, os.cpu_count() or 1)
     if workers <= 1 or len(jobs) < POOL_THRESHOLD:
         for job in jobs:
             yield prepare(job, cfg)
         return
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    from collections import deque
+    from concurrent.futures import Future, ProcessPoolExecutor
 
     method = (
         "forkserver"
@@ -289,8 +373,22 @@ def _prepare_all(jobs: Sequence[_Job], cfg: Config) -> Iterator[Prepared]:
         else "spawn"
     )
     ctx = multiprocessing.get_context(method)
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        yield from pool.map(_prepare_star, ((j, cfg) for j in jobs), chunksize=4)
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+    try:
+        chunks = _chunked(jobs)
+        pending: deque[Future[list[Prepared]]] = deque()
+        for chunk in chunks:
+            pending.append(pool.submit(_prepare_chunk, chunk, cfg))
+            if len(pending) >= IN_FLIGHT * workers:
+                break
+        while pending:
+            done = pending.popleft().result()
+            for chunk in chunks:  # refill one slot
+                pending.append(pool.submit(_prepare_chunk, chunk, cfg))
+                break
+            yield from done
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 # -- the scan -----------------------------------------------------------------
@@ -311,6 +409,14 @@ def check_settings(store: Store, cfg: Config) -> None:
         )
     emb = store.get_meta("embedder")
     if emb is not None and emb != embedder_params(cfg):
+        why = getattr(_embedder(cfg), "degraded_reason", None)
+        if why and emb.get("provider") == "minilm":
+            from .embed_minilm import INSTALL_HINT
+
+            raise EmbedderMismatchError(
+                f"this index holds minilm vectors but {why}: {INSTALL_HINT}, "
+                "or run `docindex reindex --full --provider ngram`"
+            )
         raise EmbedderMismatchError(
             f"the index was built with embedder {emb.get('provider')} "
             f"(dim {emb.get('dim')}); run `docindex reindex --full` to rebuild it"
@@ -354,6 +460,10 @@ def scan(
     roots = [Path(r) for r in cfg.roots]
     if not roots:
         raise DocindexError("no roots to scan; pass a directory or --root")
+    embedder = _embedder(cfg)
+    if getattr(embedder, "degraded", None):
+        result.degraded = True
+        result.warnings.append(embedder.degraded)
     with store.atomic():
         check_settings(store, cfg)
         store.set_meta("tokenizer", {"version": TOKENIZER_VERSION,
@@ -361,14 +471,70 @@ def scan(
         store.set_meta("embedder", embedder_params(cfg))
         store.set_meta("settings", cfg.index_settings())
         _scan(store, cfg, roots, scopes, force, on_progress, result)
+    if getattr(embedder, "deferred", False):
+        embed_pending(store, cfg, on_progress=on_progress, result=result)
     result.took_ms = round((time.perf_counter() - started) * 1000, 1)
     return result
+
+
+EMBED_COMMIT = 512  # segments embedded per committed transaction
+
+
+def embed_pending(
+    store: Store, cfg: Config, *, on_progress: ProgressFn | None = None,
+    result: ScanResult | None = None,
+) -> int:  # fmt: skip
+    """Embed the segments that have no vector yet, committing every EMBED_COMMIT.
+
+    Neural embedding is slow (issue #9), so it runs after the lexical scan has
+    committed: an interrupted run keeps what it embedded and the next scan
+    embeds only the segments whose ``vec`` is still NULL. ``max_embedded``
+    caps the total as it does inline.
+
+    Returns:
+        The number of segments embedded.
+    """
+    import json
+
+    from .embed import quantize
+
+    embedder = _embedder(cfg)
+    if embedder is None:
+        return 0
+    counts = store.counts()
+    room = max(0, cfg.max_embedded - counts["embedded"])
+    total = min(room, counts["segments"] - counts["embedded"])
+    done, after = 0, 0
+    titles: dict[int, str] = {}
+    while done < total:
+        rows = store.pending_vectors(after, min(EMBED_COMMIT, total - done))
+        if not rows:
+            break
+        inputs = []
+        for _sid, doc_id, start, end, heading in rows:
+            if doc_id not in titles:
+                doc = store.document(doc_id) or {"title": None, "rel_path": ""}
+                titles[doc_id] = doc["title"] or title_text(None, doc["rel_path"])
+            head = tuple(json.loads(heading)) if heading else ()
+            inputs.append(embed_input(titles[doc_id], head, store.body(doc_id)[start:end]))
+        blobs = quantize(embedder.embed(inputs))
+        with store.atomic():
+            store.set_vectors(zip(blobs, (r[0] for r in rows), strict=True))
+        after = rows[-1][0]
+        done += len(rows)
+        if result is not None:
+            result.embedded += len(rows)
+        if on_progress:
+            on_progress(Progress("embed", done, total))
+    return done
 
 
 def _scan(
     store: Store, cfg: Config, roots: list[Path], scopes: Sequence[Path], force: bool,
     on_progress: ProgressFn | None, result: ScanResult,
 ) -> None:  # fmt: skip
+    from .walker import SkipEntry, WalkOptions, walk
+
     options = WalkOptions(
         exclude=cfg.exclude, use_gitignore=cfg.use_gitignore, hidden=cfg.hidden,
         follow_symlinks=cfg.follow_symlinks, max_depth=cfg.max_depth,
@@ -454,12 +620,16 @@ def _apply(
     known: dict[int, dict[str, Any]], result: ScanResult,
     on_progress: ProgressFn | None,
 ) -> None:  # fmt: skip
-    counts = store.counts()
-    n_docs, n_segments, n_embedded = (
-        counts["documents"],
-        counts["segments"],
-        counts["embedded"],
-    )
+    if not jobs:  # a no-op rescan must not count the segments (a table scan)
+        return
+    if len(jobs) >= POOL_THRESHOLD:
+        store.tune_fts_for_bulk()
+    # Counting segments or vectors reads the whole segments table (~50 MB per
+    # corpus copy, issue #7); documents.n_segments sums the same number, and
+    # n_segments bounds the vector count until the max_embedded check needs
+    # the exact figure.
+    n_docs, n_segments = store.fill_counts()
+    n_embedded, embedded_exact = n_segments, False
     total = len(jobs)
     for done, prep in enumerate(_prepare_all(jobs, cfg), start=1):
         job = prep.job
@@ -487,7 +657,7 @@ def _apply(
         elif n_docs >= cfg.max_docs:
             result.skip("max-docs", job.path, f"index holds max_docs={cfg.max_docs}")
             continue
-        if n_segments + len(prep.segments) > cfg.max_segments:
+        if n_segments + len(prep.rows) > cfg.max_segments:
             result.skip("max-segments", job.path,
                         f"index holds max_segments={cfg.max_segments}")  # fmt: skip
             if old is not None:
@@ -495,6 +665,12 @@ def _apply(
                 result.removed += 1
             continue
         vectors = prep.vectors
+        if (
+            vectors is not None
+            and n_embedded + len(vectors) > cfg.max_embedded
+            and not embedded_exact
+        ):
+            n_embedded, embedded_exact = store.count_embedded(), True
         if vectors is not None and n_embedded + len(vectors) > cfg.max_embedded:
             room = max(0, cfg.max_embedded - n_embedded)
             vectors = vectors[:room]
@@ -506,9 +682,9 @@ def _apply(
             reason = "truncated" if key == "truncated" else "partial"
             result.skip(reason, job.path, f"{key}: {value}")
         n_docs += 1
-        n_segments += len(prep.segments)
+        n_segments += len(prep.rows)
         n_embedded += len(vectors or ())
-        result.segments += len(prep.segments)
+        result.segments += len(prep.rows)
         result.embedded += len(vectors or ())
         if old is not None:
             result.updated += 1
@@ -522,32 +698,38 @@ def _segments_count(store: Store, doc_id: int) -> int:
     return int(found[0]) if found else 0
 
 
+def _segment_row(seg: Segment) -> tuple[Any, ...]:
+    """A segment's stored columns after ``doc_id`` and before ``vec`` (built in workers)."""
+    import json
+
+    seg_hash = hashlib.blake2b(
+        f"{seg.chunk_id}\0{seg.start_line}\0{seg.text}".encode(), digest_size=8
+    ).hexdigest()
+    return (
+        seg.ordinal, seg.chunk_id, seg.start_line, seg.end_line,
+        seg.char_start, seg.char_end,
+        json.dumps(list(seg.heading_path), ensure_ascii=False)
+        if seg.heading_path else None,
+        seg.page, seg.slide, seg.sheet,
+        json.dumps(list(seg.line_cells)) if seg.line_cells else None,
+        seg_hash,
+    )  # fmt: skip
+
+
 def _store_prepared(
     store: Store, root_id: int, prep: Prepared, vectors: tuple[bytes, ...] | None
 ) -> None:
-    import json
-
     job = prep.job
-    with store.atomic():
+    n_vec = len(vectors) if vectors is not None else 0
+    with store.atomic(savepoint=False):
         doc_id = store.insert_document(
             root_id, job.rel_path, prep.kind, prep.title, job.size, job.mtime_ns,
-            prep.hash, prep.body, prep.meta or {}, len(prep.segments), time.time(),
+            prep.hash, prep.body_z, prep.meta or {}, len(prep.rows), time.time(),
         )  # fmt: skip
-        rows = []
-        for i, seg in enumerate(prep.segments):
-            vec = vectors[i] if vectors is not None and i < len(vectors) else None
-            seg_hash = hashlib.blake2b(
-                f"{seg.chunk_id}\0{seg.start_line}\0{seg.text}".encode(), digest_size=8
-            ).hexdigest()
-            rows.append((
-                doc_id, seg.ordinal, seg.chunk_id, seg.start_line, seg.end_line,
-                seg.char_start, seg.char_end,
-                json.dumps(list(seg.heading_path), ensure_ascii=False)
-                if seg.heading_path else None,
-                seg.page, seg.slide, seg.sheet,
-                json.dumps(list(seg.line_cells)) if seg.line_cells else None,
-                seg_hash, vec,
-            ))  # fmt: skip
+        rows = [
+            (doc_id, *row, vectors[i] if i < n_vec else None)  # type: ignore[index]
+            for i, row in enumerate(prep.rows)
+        ]
         first = store.insert_segments(rows)
         store.insert_fts(
             (first + i, title, body) for i, (title, body) in enumerate(prep.fts)
@@ -568,7 +750,7 @@ def remove_document(store: Store, cfg: Config, doc_id: int) -> None:
         )
         for seg in store.segments_of(doc_id)
     ]
-    with store.atomic():
+    with store.atomic(savepoint=False):
         store.delete_fts(rows)
         store.delete_document(doc_id)
 

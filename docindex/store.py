@@ -641,6 +641,79 @@ class Store:
                 })  # fmt: skip
         return out
 
+    # -- document-level term statistics (issue #3, ``--files`` ranking) -----
+
+    def term_doc_counts(self, term: str) -> dict[int, tuple[int, int]]:
+        """doc id -> (title count, body count) of ``term`` in every document.
+
+        Reads the FTS5 positions through a temporary ``fts5vocab`` instance
+        table (no schema change). A document's title column repeats in each
+        of its segments, so its count is the largest per segment; body counts
+        are summed over the segments.
+        """
+        if not getattr(self, "_inst_vocab", False):
+            self.conn.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.fts_inst "
+                "USING fts5vocab(main, fts, instance)"
+            )
+            self._inst_vocab = True
+        out: dict[int, tuple[int, int]] = {}
+        for doc_id, title, body in self.conn.execute(
+            "SELECT doc_id, max(CASE WHEN col = 'title' THEN n ELSE 0 END), "
+            "sum(CASE WHEN col = 'body' THEN n ELSE 0 END) FROM ("
+            "SELECT s.doc_id AS doc_id, v.col AS col, count(*) AS n "
+            "FROM temp.fts_inst v JOIN segments s ON s.id = v.doc "
+            "WHERE v.term = ? GROUP BY v.doc, v.col) GROUP BY doc_id",
+            (term,),
+        ):
+            out[int(doc_id)] = (int(title), int(body))
+        return out
+
+    def doc_lengths(self, doc_ids: Sequence[int]) -> dict[int, int]:
+        """doc id -> characters in its segments (the bm25 document length)."""
+        out: dict[int, int] = {}
+        for chunk in _chunks(list(doc_ids)):
+            marks = ",".join("?" * len(chunk))
+            for doc_id, n in self.conn.execute(
+                "SELECT doc_id, sum(char_end - char_start) FROM segments "
+                f"WHERE doc_id IN ({marks}) GROUP BY doc_id",
+                tuple(chunk),
+            ):
+                out[int(doc_id)] = int(n or 0)
+        return out
+
+    def doc_stats(self) -> tuple[int, float]:
+        """(document count, mean document length in characters), cached.
+
+        The cache is keyed on ``PRAGMA data_version`` and this connection's
+        ``total_changes``, so a write by any connection refreshes it.
+        """
+        version = (
+            self.conn.execute("PRAGMA data_version").fetchone()[0],
+            self.conn.total_changes,
+        )
+        cached = getattr(self, "_doc_stats", None)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        n_docs = int(self.conn.execute("SELECT count(*) FROM documents").fetchone()[0])
+        chars = self.conn.execute(
+            "SELECT coalesce(sum(char_end - char_start), 0) FROM segments"
+        ).fetchone()[0]
+        stats = (n_docs, float(chars) / max(1, n_docs))
+        self._doc_stats = (version, stats)
+        return stats
+
+    def doc_ids_of(self, segment_ids: Sequence[int]) -> dict[int, int]:
+        """segment id -> doc id."""
+        out: dict[int, int] = {}
+        for chunk in _chunks(list(segment_ids)):
+            marks = ",".join("?" * len(chunk))
+            for sid, doc_id in self.conn.execute(
+                f"SELECT id, doc_id FROM segments WHERE id IN ({marks})", tuple(chunk)
+            ):
+                out[int(sid)] = int(doc_id)
+        return out
+
 
 def compress_body(text: str) -> bytes:
     """How ``documents.body`` stores a document's text: zlib level 6 over UTF-8."""

@@ -35,6 +35,10 @@ _concat = operator.add
 # word -> term memo for the index-time loop; cleared when full (cheap refill).
 _STEMS: dict[str, str] = {}
 _STEMS_MAX = 200_000
+# Every ASCII character that is not [a-z0-9] separates terms (after lower()).
+_ASCII_SEPARATORS = {
+    c: " " for c in range(128) if not (chr(c).islower() or chr(c).isdigit())
+}
 
 # Dropped from queries only (never from the index), and only when the query
 # has other words: "how do I configure X" should rank on "configure X".
@@ -97,6 +101,11 @@ def terms(text: str, *, cjk_ngram: int = 2, use_stem: bool = True) -> list[str]:
     a scan (issue #7): ``findall`` and a local stem memo keep it in C as much as
     possible; the output is exactly the generator's it replaced.
     """
+    if text.isascii():
+        # NFKC leaves ASCII alone and casefold is lower(); the tokens are the
+        # runs of [a-z0-9], which translate + split find ~5x faster than re.
+        words = text.lower().translate(_ASCII_SEPARATORS).split()
+        return _stem_words(words) if use_stem else words
     out: list[str] = []
     append = out.append
     extend = out.extend
@@ -118,6 +127,24 @@ def terms(text: str, *, cjk_ngram: int = 2, use_stem: bool = True) -> list[str]:
             extend(map(_concat, cjk, cjk[1:]))
             for size in range(3, min(cjk_ngram, len(cjk)) + 1):
                 extend(cjk[i : i + size] for i in range(len(cjk) - size + 1))
+    return out
+
+
+def _stem_words(words: list[str]) -> list[str]:
+    """Stem every word through the memo (all in C once the memo is warm)."""
+    memo = _STEMS
+    try:
+        return list(map(memo.__getitem__, words))
+    except KeyError:
+        pass
+    if len(memo) >= _STEMS_MAX:
+        memo.clear()
+    out = []
+    for word in words:
+        term = memo.get(word)
+        if term is None:
+            term = memo[word] = stem(word)
+        out.append(term)
     return out
 
 

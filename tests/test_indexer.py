@@ -1,0 +1,161 @@
+"""Indexer speed-ups keep results identical (issue #7): workers, tokens, vectors."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from docindex import indexer
+from docindex.config import Config
+from docindex.embed import NgramEmbedder
+from docindex.stem import stem
+from docindex.store import Store
+from docindex.tokenize import _CJK, normalize, terms
+
+
+def _reference_terms(text: str, cjk_ngram: int = 2, use_stem: bool = True) -> list[str]:
+    """The tokenizer as first written (a generator over one regex), for comparison."""
+    out = []
+    for cjk, word in re.findall(rf"([{_CJK}]+)|([^\W_{_CJK}]+)", normalize(text)):
+        if word:
+            out.append(stem(word) if use_stem else word)
+            continue
+        for size in range(1, cjk_ngram + 1):
+            out.extend(cjk[i : i + size] for i in range(len(cjk) - size + 1))
+    return out
+
+
+TEXT = st.text(
+    alphabet=st.sampled_from(list("aZ9_-' .\n\tIİﬁé²全文检索エン색\U00020000ǅ")),
+    max_size=60,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(TEXT, st.sampled_from([1, 2, 3]), st.booleans())
+def test_terms_match_the_reference(text: str, n: int, use_stem: bool) -> None:
+    assert terms(text, cjk_ngram=n, use_stem=use_stem) == _reference_terms(
+        text, n, use_stem
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=80))
+def test_ascii_fast_path_matches_the_reference(text: str) -> None:
+    assert terms(text) == _reference_terms(text)
+
+
+def test_embed_terms_is_embed_bit_for_bit() -> None:
+    texts = [
+        "Indexing the indexes: configure upstream health checks",
+        "全文检索 SQLite FTS5 全文检索 and the 検索エンジン",
+        "",
+        "the the the",  # only stopwords: a zero row
+        "word " * 70 + "other",  # tf above the log table
+    ]
+    a = NgramEmbedder().embed(texts)
+    b = NgramEmbedder().embed_terms([terms(t) for t in texts])
+    assert a.dtype == np.float32 and a.tobytes() == b.tobytes()
+    assert not a[3].any()
+    # Context + "\n" + text tokenises as context then text.
+    assert terms("Guide > Setup\nInstall it") == terms("Guide > Setup") + terms(
+        "Install it"
+    )
+
+
+def _files(n: int) -> dict[str, str]:
+    files = {}
+    for i in range(n):
+        filler = "text " * (i * 7)
+        files[f"d{i % 3}/f{i:02}.md"] = (
+            f"# Title {i}\n\n## Setup {i}\n\nInstall widget {i} and configure it.\n\n"
+            f"## 配置\n\n全文检索 第{i}节 settings for module_{i}.\n\n{filler}"
+        )
+    return files
+
+
+def _snapshot(db: Path) -> dict[str, Any]:
+    conn = sqlite3.connect(db)
+    try:
+        return {
+            "docs": conn.execute(
+                "SELECT id, rel_path, hash, body, n_segments FROM documents ORDER BY id"
+            ).fetchall(),
+            "segments": conn.execute(
+                "SELECT id, doc_id, ordinal, chunk_id, hash, heading, vec "
+                "FROM segments ORDER BY id"
+            ).fetchall(),
+            "vocab": conn.execute(
+                "SELECT term, doc, cnt FROM fts_vocab ORDER BY term"
+            ).fetchall(),
+            "match": conn.execute(
+                "SELECT rowid, bm25(fts) FROM fts WHERE fts MATCH 'widget OR 检索' "
+                "ORDER BY bm25(fts), rowid"
+            ).fetchall(),
+        }
+    finally:
+        conn.close()
+
+
+def test_one_or_two_workers_build_the_same_index(
+    tree: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tree(_files(14)).resolve()
+    # Small thresholds so 14 files go through the pool in several chunks.
+    monkeypatch.setattr(indexer, "POOL_THRESHOLD", 2)
+    monkeypatch.setattr(indexer, "CHUNK_FILES", 3)
+    monkeypatch.setattr(indexer, "IN_FLIGHT", 1)
+    snaps = []
+    for workers in (1, 2):
+        db = tmp_path / f"w{workers}.db"
+        cfg = Config(roots=(str(root),), workers=workers)
+        with Store.open(db, create=True) as store:
+            result = indexer.scan(store, cfg)
+        assert result.indexed == 14 and result.embedded == result.segments
+        snaps.append(_snapshot(db))
+    assert snaps[0] == snaps[1]
+
+
+def test_chunks_keep_walk_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(indexer, "CHUNK_FILES", 4)
+    monkeypatch.setattr(indexer, "CHUNK_BYTES", 100)
+    jobs = [indexer._Job(f"/x/{i}", f"{i}", "/x", 30, 0, None) for i in range(11)]
+    chunks = list(indexer._chunked(jobs))
+    assert [j for c in chunks for j in c] == jobs
+    assert [len(c) for c in chunks] == [4, 4, 3]
+
+
+def test_nested_block_without_savepoint_rolls_back_the_transaction(
+    tmp_path: Path,
+) -> None:
+    with Store.open(tmp_path / "a.db", create=True) as store:
+        with pytest.raises(RuntimeError), store.atomic():
+            store.set_meta("outer", 1)
+            with store.atomic(savepoint=False):
+                store.set_meta("inner", 2)
+                raise RuntimeError("boom")
+        assert store.get_meta("outer") is None and store.get_meta("inner") is None
+        with store.atomic(), store.atomic(savepoint=False):
+            store.set_meta("kept", 3)
+        assert store.get_meta("kept") == 3
+
+
+def test_caps_hold_without_counting_the_segments_table(
+    tree: Any, tmp_path: Path
+) -> None:
+    root = tree(_files(4)).resolve()
+    cfg = Config(roots=(str(root),), workers=1, max_embedded=7, max_segments=40)
+    with Store.open(tmp_path / "c.db", create=True) as store:
+        result = indexer.scan(store, cfg)
+        counts = store.counts()
+        assert result.embedded == counts["embedded"] == 7
+        assert "max-embedded" in result.skipped
+        assert counts["segments"] == result.segments <= 40
+        assert store.fill_counts() == (counts["documents"], counts["segments"])
