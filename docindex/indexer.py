@@ -555,7 +555,7 @@ def _scan(
                     if rid is not None:
                         complete[rid] = False
                 if entry.reason == "walk-limit" or (
-                    entry.reason == "error" and "directory" in entry.message
+                    entry.reason == "error" and entry.message.startswith("cannot list directory")
                 ):
                     for rid in root_ids.values():
                         complete[rid] = False
