@@ -10,6 +10,7 @@ count) unless a negation pattern could re-include something below it.
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 from collections.abc import Iterator, Sequence
@@ -119,6 +120,12 @@ class Matcher:
 MAX_GITIGNORE_BYTES = 1024 * 1024
 
 
+@functools.lru_cache(maxsize=16)
+def _matcher(exclude: tuple[str, ...]) -> Matcher:
+    """Compiled rules are reused: watch walks one scope per changed path."""
+    return Matcher(exclude)
+
+
 def _read_gitignore(folder: Path) -> list[str] | None:
     # O_NONBLOCK and the regular-file check: a FIFO named .gitignore must not
     # block the walk forever, nor a huge one cost its size in memory (issue #8).
@@ -156,7 +163,7 @@ def walk(
         (reasons: ignored, hidden, symlink, too-large, unsupported,
         missing-root, walk-limit, error).
     """
-    matcher = Matcher(options.exclude)
+    matcher = _matcher(options.exclude)
     budget = [options.max_walked_files]
     for root in sorted(roots):
         if not root.is_dir():
