@@ -54,7 +54,6 @@ def m001_initial(conn: sqlite3.Connection) -> None:
             vec BLOB
         );
         CREATE INDEX segments_doc ON segments (doc_id, ordinal);
-        CREATE INDEX segments_chunk ON segments (chunk_id);
         CREATE TABLE facets (
             doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
             key TEXT NOT NULL,

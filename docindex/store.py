@@ -427,8 +427,21 @@ class Store:
         return out
 
     def segments_by_chunk_id(self, chunk_id: str) -> list[SegmentRow]:
-        """Segments whose chunk id is ``chunk_id`` (one per root at most)."""
-        return self._segment_rows("s.chunk_id = ?", (chunk_id,))
+        """Segments whose chunk id is ``chunk_id`` (one per root at most).
+
+        A chunk id starts with its file's ``rel_path``; the candidates are the
+        prefixes ending before each ``#`` or ``~``, so the lookup goes through
+        the documents and ``segments_doc`` instead of a 13 MB index on
+        ``chunk_id`` (issue #7: index size).
+        """
+        cuts = [i for i, ch in enumerate(chunk_id) if ch in "#~"]
+        prefixes = sorted({chunk_id, *(chunk_id[:i] for i in cuts)})
+        marks = ",".join("?" * len(prefixes))
+        return self._segment_rows(
+            f"s.doc_id IN (SELECT id FROM documents WHERE rel_path IN ({marks})) "
+            "AND s.chunk_id = ?",
+            (*prefixes, chunk_id),
+        )
 
     def _segment_rows(self, where: str, params: tuple[Any, ...]) -> list[SegmentRow]:
         sql = (
@@ -641,52 +654,15 @@ class Store:
                 })  # fmt: skip
         return out
 
-    # -- document-level term statistics (issue #3, ``--files`` ranking) -----
-
-    def term_doc_counts(self, term: str) -> dict[int, tuple[int, int]]:
-        """doc id -> (title count, body count) of ``term`` in every document.
-
-        Reads the FTS5 positions through a temporary ``fts5vocab`` instance
-        table (no schema change). A document's title column repeats in each
-        of its segments, so its count is the largest per segment; body counts
-        are summed over the segments.
-        """
-        if not getattr(self, "_inst_vocab", False):
-            self.conn.execute(
-                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.fts_inst "
-                "USING fts5vocab(main, fts, instance)"
-            )
-            self._inst_vocab = True
-        out: dict[int, tuple[int, int]] = {}
-        for doc_id, title, body in self.conn.execute(
-            "SELECT doc_id, max(CASE WHEN col = 'title' THEN n ELSE 0 END), "
-            "sum(CASE WHEN col = 'body' THEN n ELSE 0 END) FROM ("
-            "SELECT s.doc_id AS doc_id, v.col AS col, count(*) AS n "
-            "FROM temp.fts_inst v JOIN segments s ON s.id = v.doc "
-            "WHERE v.term = ? GROUP BY v.doc, v.col) GROUP BY doc_id",
-            (term,),
-        ):
-            out[int(doc_id)] = (int(title), int(body))
-        return out
-
-    def doc_lengths(self, doc_ids: Sequence[int]) -> dict[int, int]:
-        """doc id -> characters in its segments (the bm25 document length)."""
-        out: dict[int, int] = {}
-        for chunk in _chunks(list(doc_ids)):
-            marks = ",".join("?" * len(chunk))
-            for doc_id, n in self.conn.execute(
-                "SELECT doc_id, sum(char_end - char_start) FROM segments "
-                f"WHERE doc_id IN ({marks}) GROUP BY doc_id",
-                tuple(chunk),
-            ):
-                out[int(doc_id)] = int(n or 0)
-        return out
+    # -- document-level statistics (issue #3, ``--files`` ranking) ---------
 
     def doc_stats(self) -> tuple[int, float]:
-        """(document count, mean document length in characters), cached.
+        """(FTS rows, mean terms per document), cached until the index changes.
 
-        The cache is keyed on ``PRAGMA data_version`` and this connection's
-        ``total_changes``, so a write by any connection refreshes it.
+        Both come from FTS5's own totals (the ``averages`` record, row 1 of
+        ``fts_data``: row count, then total tokens per column) and the
+        document count; the cache is keyed on ``PRAGMA data_version`` and this
+        connection's ``total_changes``, so a write by any connection refreshes it.
         """
         version = (
             self.conn.execute("PRAGMA data_version").fetchone()[0],
@@ -696,10 +672,11 @@ class Store:
         if cached is not None and cached[0] == version:
             return cached[1]
         n_docs = int(self.conn.execute("SELECT count(*) FROM documents").fetchone()[0])
-        chars = self.conn.execute(
-            "SELECT coalesce(sum(char_end - char_start), 0) FROM segments"
-        ).fetchone()[0]
-        stats = (n_docs, float(chars) / max(1, n_docs))
+        row = self.conn.execute("SELECT block FROM fts_data WHERE id = 1").fetchone()
+        totals = _varints(row[0]) if row and row[0] else []
+        n_rows = totals[0] if totals else 0
+        body_terms = totals[2] if len(totals) > 2 else 0
+        stats = (n_rows, body_terms / max(1, n_docs))
         self._doc_stats = (version, stats)
         return stats
 
@@ -718,6 +695,18 @@ class Store:
 def compress_body(text: str) -> bytes:
     """How ``documents.body`` stores a document's text: zlib level 6 over UTF-8."""
     return zlib.compress(text.encode("utf-8"), 6)
+
+
+def _varints(blob: bytes) -> list[int]:
+    """Decode SQLite's big-endian base-128 varints (FTS5 record format)."""
+    out: list[int] = []
+    value = 0
+    for byte in blob:
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            out.append(value)
+            value = 0
+    return out
 
 
 def _chunks(ids: Sequence[Any]) -> Iterator[Sequence[Any]]:
