@@ -230,6 +230,26 @@ class NgramEmbedder:
         np.divide(out, norms, out=out, where=norms > 0)
         return out
 
+    def query_vector(
+        self, text: str, weights: dict[str, float] | None = None
+    ) -> list[float]:
+        """Pure-Python ``embed([text], weights)[0]`` for one short text (a query).
+
+        Equal to the numpy path up to float32 rounding; it lets ``docindex query``
+        rank a few hundred candidates without importing numpy (issue #7: a
+        whole-process query pays ~0.1 s for that import).
+        """
+        vec = [0.0] * self.dim
+        for term, tf in self._term_counts(text).items():
+            idx, val = self._term_features(term)
+            w = 1.0 + math.log(tf)
+            if weights is not None:
+                w *= weights.get(term, 1.0)
+            for i, v in zip(idx, val, strict=True):
+                vec[i] += v * w
+        norm = math.sqrt(sum(x * x for x in vec))
+        return [x / norm for x in vec] if norm else vec
+
     def query_terms(self, text: str) -> list[str]:
         """Distinct terms of a query, for idf lookup."""
         return list(self._term_counts(normalize(text)))
@@ -245,6 +265,20 @@ def quantize(vectors: FloatArray) -> list[bytes]:
     scale = np.where(scale > 0, scale, np.float32(1.0)).astype("<f4")
     q = np.rint(vectors / scale[:, None]).astype(np.int8)
     return [scale[i].tobytes() + q[i].tobytes() for i in range(len(vectors))]
+
+
+def cosine_int8(query: Sequence[float], blobs: Sequence[bytes]) -> list[float]:
+    """Dot products of a unit query with int8 blobs, in pure Python (no numpy)."""
+    import array
+    import operator
+    import struct
+
+    out: list[float] = []
+    for blob in blobs:
+        (scale,) = struct.unpack_from("<f", blob)
+        ints = array.array("b", blob[4:])
+        out.append(scale * sum(map(operator.mul, query, ints)))
+    return out
 
 
 def dequantize(blobs: Sequence[bytes], dim: int) -> FloatArray:

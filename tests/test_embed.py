@@ -104,3 +104,20 @@ def test_quantized_cosine_matches_float_cosine() -> None:
     vecs = emb.embed(TEXTS)
     back = dequantize(quantize(vecs), 256)
     assert np.allclose(back @ vecs[0], vecs @ vecs[0], atol=0.02)
+
+
+def test_pure_python_query_path_matches_numpy() -> None:
+    import numpy as np
+
+    from docindex.embed import NgramEmbedder, cosine_int8, dequantize, quantize
+
+    emb = NgramEmbedder(dim=256)
+    docs = ["indexing the documents quickly", "全文检索与数据库索引", "unrelated cats"]
+    blobs = quantize(emb.embed(docs))
+    weights = {"index": 2.0, "全文": 1.5}
+    for query in ["index documents", "全文检索", "the", "cat indexes"]:
+        fast = np.array(emb.query_vector(query, weights), dtype=np.float64)
+        slow = emb.embed([query], weights=weights)[0]
+        assert np.allclose(fast, slow, atol=1e-6)
+        expected = dequantize(blobs, 256) @ slow
+        assert np.allclose(cosine_int8(list(fast), blobs), expected, atol=1e-5)
