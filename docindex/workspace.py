@@ -78,10 +78,10 @@ def load(
                 "no index found (looked for .docindex/index.db from here upward); "
                 "run `docindex scan DIR` or pass --db / set DOCINDEX_DB"
             )
-        first = (extra_roots or [None])[0] or (
-            str(scan_path) if scan_path and scan_path.is_dir() else None
-        )
-        env_roots = os.environ.get("DOCINDEX_ROOTS")
+        first: str | None = extra_roots[0] if extra_roots else None
+        if first is None and scan_path is not None and scan_path.is_dir():
+            first = str(scan_path)
+        env_roots = cfgmod.env_value("ROOTS")
         if first is None and env_roots:
             first = env_roots.split(os.pathsep)[0]
         if first is None:
