@@ -50,6 +50,7 @@ class Config:
     embedding_model: str = ""
     rrf_k: float = 60.0
     semantic_weight: float = 0.15
+    neural_weight: float = 1.0  # the dense list's weight with provider minilm (issue #9)
     title_weight: float = 1.0
     fusion: str = "score"
     workers: int = 0
@@ -121,6 +122,7 @@ def validate(cfg: Config) -> Config:
         (cfg.rrf_k > 0, "rrf_k must be > 0"),
         (cfg.fusion in ("score", "rrf"), "fusion must be score or rrf"),
         (0.0 <= cfg.semantic_weight <= 10.0, "semantic_weight must be in 0..10"),
+        (0.0 <= cfg.neural_weight <= 10.0, "neural_weight must be in 0..10"),
         (cfg.max_docs > 0 and cfg.max_segments > 0, "caps must be positive"),
         (cfg.max_depth >= 0, "max_depth must be >= 0"),
     ]  # fmt: skip
