@@ -231,3 +231,47 @@ def test_index_without_vectors_degrades(
     out = run_json("query", "rotate keys")
     assert out["degraded"] is True and out["used"] == ["lexical"]
     assert out["hits"][0]["rel_path"] == "keys.md"
+
+
+# -- document ranking (--files) ---------------------------------------------------
+
+SPLIT = {
+    "split.md": "# Notes\n\n## One\n\nThe zebra is here.\n\n## Two\n\nThe quokka is here.\n",
+    "zebras.md": "# Stripes\n\nA zebra and a zebra.\n",
+    "quokkas.md": "# Smiles\n\nA quokka and a quokka.\n",
+}
+
+
+@pytest.mark.parametrize("mode", ["auto", "lexical"])
+def test_files_ranks_whole_documents(tree: Tree, mode: str) -> None:
+    """Words spread over two sections count together at document level."""
+    root = tree(SPLIT)
+    run("scan", str(root), "--quiet")
+    segments = run_json("query", "zebra quokka", "--mode", mode)["hits"]
+    assert segments[0]["rel_path"] != "split.md"  # no single segment has both
+    out = run_json("query", "zebra quokka", "--mode", mode, "--files", "--explain")
+    hits = out["hits"]
+    assert [h["rel_path"] for h in hits][0] == "split.md"
+    assert sorted(h["rel_path"] for h in hits) == sorted(SPLIT)
+    scores = [h["score"] for h in hits]
+    assert scores == sorted(scores, reverse=True) and scores[0] == pytest.approx(1.0)
+    assert all(0.0 <= s <= 1.0 for s in scores)
+    ranks = [h["explain"]["lexical"]["rank"] for h in hits]  # document-level ranks
+    assert sorted(ranks) == [1, 2, 3] and (mode == "auto" or ranks == [1, 2, 3])
+
+
+def test_files_min_score_and_offset(tree: Tree) -> None:
+    root = tree(SPLIT)
+    run("scan", str(root), "--quiet")
+    every = run_json("query", "zebra quokka", "--files")["hits"]
+    kept = run_json("query", "zebra quokka", "--files", "--min-score", "0.9")["hits"]
+    assert [h["rel_path"] for h in kept] == [
+        h["rel_path"] for h in every if h["score"] >= 0.9
+    ]
+    first = run_json("query", "zebra quokka", "--files", "--top", "1")
+    assert first["next_cursor"]
+    cursor = first["next_cursor"]
+    second = run_json(
+        "query", "zebra quokka", "--files", "--top", "1", "--cursor", cursor
+    )
+    assert [h["rel_path"] for h in second["hits"]] == [every[1]["rel_path"]]
