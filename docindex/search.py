@@ -35,6 +35,7 @@ segment's bm25 by ~3 points nDCG@10 and the feedback added ~1.4.
 from __future__ import annotations
 
 import math
+import sys
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -51,6 +52,7 @@ MODES = ("auto", "lexical", "semantic")
 ALL_VECTORS_MAX = 50_000  # --mode semantic scores every vector up to this many
 SEMANTIC_POOL = 2000  # lexical candidates --mode semantic scores past that
 MAX_TOP = 1000
+PURE_PYTHON_MAX = 600  # candidates scored without numpy in a fresh process
 
 
 @dataclass(frozen=True, slots=True)
@@ -554,10 +556,6 @@ def _semantic(
         recorded != embedder.params()
     ):
         return None  # vectors from another model (or minilm not installed): issue #9
-    import numpy as np
-
-    from .embed import dequantize
-
     if candidates is None:
         ids, blobs = store.all_vectors(where, params)
         if not ids and not where:
@@ -574,6 +572,27 @@ def _semantic(
     n_total = max(1, store.max_segment_id())  # ~count(*), without a table scan
     dfs = store.doc_freqs(qt)
     idf = {t: math.log(1 + n_total / (1 + dfs.get(t, 0))) for t in qt}
+    if (
+        embedder.name == "ngram"
+        and len(ids) <= PURE_PYTHON_MAX
+        and "numpy" not in sys.modules
+    ):
+        # A one-shot `docindex query` would spend ~0.1 s importing numpy to
+        # score a few hundred candidates; pure Python does it in ~1 ms (#7).
+        from .embed import cosine_int8
+
+        qlist = embedder.query_vector(text, weights=idf)
+        if not any(qlist):
+            return []
+        pure = sorted(
+            ((sid, sim) for sid, sim in zip(ids, cosine_int8(qlist, blobs), strict=True)),
+            key=lambda pair: (-pair[1], pair[0]),
+        )
+        return [(sid, sim) for sid, sim in pure[:limit] if sim > 0]
+    import numpy as np
+
+    from .embed import dequantize
+
     qvec = embedder.embed([text], weights=idf)[0]
     if not np.any(qvec):
         return []
