@@ -275,3 +275,35 @@ def test_files_min_score_and_offset(tree: Tree) -> None:
         "query", "zebra quokka", "--files", "--top", "1", "--cursor", cursor
     )
     assert [h["rel_path"] for h in second["hits"]] == [every[1]["rel_path"]]
+
+
+def test_fresh_process_without_numpy_ranks_like_numpy(tree) -> None:
+    """A one-shot query scores candidates in pure Python; the order must not change."""
+    import json as _json
+    import os
+    import subprocess
+    import sys
+
+    from conftest import run_json as _run_json
+
+    root = tree({f"d{i}.md": f"# Doc {i}\n\nindexing notes {i} about search "
+                 f"{'ranking ' * (i % 4)}and 全文检索 {'数据库 ' * (i % 3)}\n"
+                 for i in range(30)})  # fmt: skip
+    _run_json("scan", str(root))
+    for query in ["indexing search ranking", "全文检索 数据库"]:
+        here = _run_json("query", query, "--top", "20")
+        fresh = subprocess.run(
+            [sys.executable, "-c",
+             "import sys; from docindex.cli import cli; "
+             "cli(['query', sys.argv[1], '--top', '20', '--json']); ",
+             query],
+            capture_output=True, text=True, env=dict(os.environ), check=False,
+        )  # fmt: skip
+        assert fresh.returncode == 0, fresh.stderr
+        other = _json.loads(fresh.stdout)
+        assert [h["chunk_id"] for h in other["hits"]] == [
+            h["chunk_id"] for h in here["hits"]
+        ]
+        assert [h["score"] for h in other["hits"]] == pytest.approx(
+            [h["score"] for h in here["hits"]], abs=1e-3
+        )
