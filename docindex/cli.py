@@ -526,12 +526,27 @@ def mcp(roots: tuple[str, ...], db: str | None) -> None:
 
 @cli.command(name="eval")
 @click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--mode", type=click.Choice(["auto", "lexical", "semantic", "all"]),
-              default="all", show_default=True, help="Which mode(s) to score.")
-@click.option("--queries", "n_queries", type=click.IntRange(1), default=None,
-              help="Sample this many judged queries (default: all of them).")
-@click.option("--seed", type=int, default=13, show_default=True,
-              help="Seed for --queries sampling (same seed, same queries).")
+@click.option(
+    "--mode",
+    type=click.Choice(["auto", "lexical", "semantic", "all"]),
+    default="all",
+    show_default=True,
+    help="Which mode(s) to score.",
+)
+@click.option(
+    "--queries",
+    "n_queries",
+    type=click.IntRange(1),
+    default=None,
+    help="Sample this many judged queries (default: all of them).",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=13,
+    show_default=True,
+    help="Seed for --queries sampling (same seed, same queries).",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 @json_option
 def eval_(folder: Path, mode: str, n_queries: int | None, seed: int, quiet: bool,

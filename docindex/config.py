@@ -50,7 +50,9 @@ class Config:
     embedding_model: str = ""
     rrf_k: float = 60.0
     semantic_weight: float = 0.15
-    neural_weight: float = 1.0  # the dense list's weight with provider minilm (issue #9)
+    neural_weight: float = (
+        1.0  # the dense list's weight with provider minilm (issue #9)
+    )
     title_weight: float = 1.0
     fusion: str = "score"
     workers: int = 0

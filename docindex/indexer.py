@@ -516,7 +516,9 @@ def embed_pending(
                 doc = store.document(doc_id) or {"title": None, "rel_path": ""}
                 titles[doc_id] = doc["title"] or title_text(None, doc["rel_path"])
             head = tuple(json.loads(heading)) if heading else ()
-            inputs.append(embed_input(titles[doc_id], head, store.body(doc_id)[start:end]))
+            inputs.append(
+                embed_input(titles[doc_id], head, store.body(doc_id)[start:end])
+            )
         blobs = quantize(embedder.embed(inputs))
         with store.atomic():
             store.set_vectors(zip(blobs, (r[0] for r in rows), strict=True))
@@ -555,7 +557,8 @@ def _scan(
                     if rid is not None:
                         complete[rid] = False
                 if entry.reason == "walk-limit" or (
-                    entry.reason == "error" and entry.message.startswith("cannot list directory")
+                    entry.reason == "error"
+                    and entry.message.startswith("cannot list directory")
                 ):
                     for rid in root_ids.values():
                         complete[rid] = False

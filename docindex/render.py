@@ -110,7 +110,9 @@ def print_scan(console: Any, result: ScanResult) -> None:
     ]
     console.print(", ".join(parts) + f" in {result.took_ms / 1000:.2f} s")
     for warning in result.warnings:
-        console.print(f"warning: {warning}", style="yellow", markup=False, soft_wrap=True)
+        console.print(
+            f"warning: {warning}", style="yellow", markup=False, soft_wrap=True
+        )
     if result.skipped:
         skipped = ", ".join(f"{k} {v}" for k, v in sorted(result.skipped.items()))
         console.print(f"skipped: {skipped}", style="dim")

@@ -585,7 +585,10 @@ def _semantic(
         if not any(qlist):
             return []
         pure = sorted(
-            ((sid, sim) for sid, sim in zip(ids, cosine_int8(qlist, blobs), strict=True)),
+            (
+                (sid, sim)
+                for sid, sim in zip(ids, cosine_int8(qlist, blobs), strict=True)
+            ),
             key=lambda pair: (-pair[1], pair[0]),
         )
         return [(sid, sim) for sid, sim in pure[:limit] if sim > 0]

@@ -51,7 +51,9 @@ def test_docx_headings_become_heading_path(tmp_path: Path) -> None:
 
 
 def test_pdf_page_and_line_within_page(tmp_path: Path, shared: Path) -> None:
-    sample = shared / "samples/py-pdf-sample-files/004-pdflatex-4-pages/pdflatex-4-pages.pdf"
+    sample = (
+        shared / "samples/py-pdf-sample-files/004-pdflatex-4-pages/pdflatex-4-pages.pdf"
+    )
     root = tmp_path / "pdfs"
     root.mkdir()
     shutil.copy(sample, root / "four.pdf")
@@ -68,7 +70,9 @@ def test_pdf_page_and_line_within_page(tmp_path: Path, shared: Path) -> None:
     assert "Huardest" in page.text.split("\n")[hits[0]["line"] - 1]
 
 
-def test_every_shared_sample_is_indexed_or_skipped(tmp_path: Path, shared: Path) -> None:
+def test_every_shared_sample_is_indexed_or_skipped(
+    tmp_path: Path, shared: Path
+) -> None:
     root = tmp_path / "samples"
     shutil.copytree(shared / "samples", root)
     out = run_json("scan", str(root))
