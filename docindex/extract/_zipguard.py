@@ -18,9 +18,11 @@ from __future__ import annotations
 import io
 import re
 import zipfile
+from collections.abc import Callable
 from typing import IO
 
 from ..errors import ExtractionError
+from ..models import Extracted
 from . import ExtractLimits
 
 #: Entries smaller than this are never judged by their compression ratio: tiny
@@ -173,3 +175,32 @@ def _scan_prolog(text: bytes) -> str:
         # An unterminated declaration/comment, or not enough bytes yet.
         return "more"
     return "root"
+
+
+def run_guarded(
+    label: str,
+    data: bytes,
+    limits: ExtractLimits,
+    extract: Callable[[bytes, ExtractLimits], Extracted],
+) -> Extracted:
+    """Check the archive, then run ``extract``; any other failure is ``corrupt``.
+
+    Library warnings are silenced (the core never prints, and tests turn
+    warnings into errors); ExtractionError and BaseExceptions such as the
+    indexer's timeout pass through untouched.
+    """
+    import warnings
+
+    from .pdf import describe_error
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            check_ooxml(data, limits)
+            return extract(data, limits)
+        except ExtractionError:
+            raise
+        except RecursionError:
+            raise ExtractionError("corrupt", f"{label} nested too deeply") from None
+        except Exception as exc:
+            raise ExtractionError("corrupt", describe_error(exc)) from None

@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import io
 import re
-import warnings
 from collections.abc import Iterator
 from typing import Any
 
 from ..errors import ExtractionError
 from ..models import Extracted, Unit
 from . import ExtractLimits
-from ._zipguard import check_ooxml
-from .pdf import describe_error, normalize_text
+from ._zipguard import run_guarded
+from .pdf import normalize_text
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _MC_FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
@@ -66,17 +65,7 @@ def extract(data: bytes, name: str, limits: ExtractLimits) -> Extracted:
         ExtractionError: ``zip-bomb``/``corrupt``/``encrypted`` from the archive
             checks, ``corrupt`` for anything python-docx cannot read.
     """
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            check_ooxml(data, limits)
-            return _extract(data, limits)
-        except ExtractionError:
-            raise
-        except RecursionError:
-            raise ExtractionError("corrupt", "DOCX nested too deeply") from None
-        except Exception as exc:
-            raise ExtractionError("corrupt", describe_error(exc)) from None
+    return run_guarded("DOCX", data, limits, _extract)
 
 
 def _extract(data: bytes, limits: ExtractLimits) -> Extracted:

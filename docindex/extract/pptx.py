@@ -8,15 +8,14 @@ group shapes recursively), then the speaker notes.
 from __future__ import annotations
 
 import io
-import warnings
 from collections.abc import Iterable
 from typing import Any
 
 from ..errors import ExtractionError
 from ..models import Extracted, Unit
 from . import ExtractLimits
-from ._zipguard import check_ooxml
-from .pdf import describe_error, normalize_text
+from ._zipguard import run_guarded
+from .pdf import normalize_text
 
 _RT_CORE = (
     "http://schemas.openxmlformats.org/package/2006/relationships/metadata/"
@@ -43,17 +42,7 @@ def extract(data: bytes, name: str, limits: ExtractLimits) -> Extracted:
         ExtractionError: ``zip-bomb``/``corrupt``/``encrypted`` from the archive
             checks, ``corrupt`` for anything python-pptx cannot read.
     """
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            check_ooxml(data, limits)
-            return _extract(data, limits)
-        except ExtractionError:
-            raise
-        except RecursionError:
-            raise ExtractionError("corrupt", "PPTX nested too deeply") from None
-        except Exception as exc:
-            raise ExtractionError("corrupt", describe_error(exc)) from None
+    return run_guarded("PPTX", data, limits, _extract)
 
 
 def _extract(data: bytes, limits: ExtractLimits) -> Extracted:

@@ -11,14 +11,11 @@ from __future__ import annotations
 
 import datetime as dt
 import io
-import warnings
 from typing import Any
 
-from ..errors import ExtractionError
 from ..models import Extracted, Unit
 from . import ExtractLimits
-from ._zipguard import check_ooxml
-from .pdf import describe_error
+from ._zipguard import run_guarded
 
 #: Cells visited per sheet, counted per allowed row. A hostile sheet can declare
 #: one cell in column XFD on every row, which openpyxl pads with 16,384 empty
@@ -49,18 +46,7 @@ def extract(data: bytes, name: str, limits: ExtractLimits) -> Extracted:
         ExtractionError: ``zip-bomb``/``corrupt``/``encrypted`` from the archive
             checks, ``corrupt`` for anything openpyxl cannot read.
     """
-    with warnings.catch_warnings():
-        # openpyxl warns about unsupported extensions, styles and print areas.
-        warnings.simplefilter("ignore")
-        try:
-            check_ooxml(data, limits)
-            return _extract(data, limits)
-        except ExtractionError:
-            raise
-        except RecursionError:
-            raise ExtractionError("corrupt", "XLSX nested too deeply") from None
-        except Exception as exc:
-            raise ExtractionError("corrupt", describe_error(exc)) from None
+    return run_guarded("XLSX", data, limits, _extract)
 
 
 def _extract(data: bytes, limits: ExtractLimits) -> Extracted:
