@@ -172,7 +172,11 @@ def fuse_scores(
 
 def _fuse(lists: dict[str, list[tuple[int, float]]], cfg: Config) -> dict[int, float]:
     """Fuse the lists that ran with ``cfg.fusion`` (a lone list keeps weight 1)."""
-    weights = {"lexical": 1.0, "semantic": _dense_weight(cfg)}
+    weights = {
+        "lexical": 1.0,
+        "semantic": _dense_weight(cfg),
+        "ngram": cfg.semantic_weight,
+    }
     if len([p for p in lists.values() if p]) <= 1:
         weights = {name: 1.0 for name in lists}
     if cfg.fusion == "rrf":
@@ -427,6 +431,11 @@ def search(
     result.degraded = _provider_degraded(cfg)  # minilm chosen but not installed
     if gate is not None:
         semantic = []
+        # The n-gram vectors' small gain on CJK should survive the gate: score
+        # the lexical candidates with n-gram vectors made on the fly (#9).
+        fallback = _ngram_fallback(store, text, cfg, lists.get("lexical", []))
+        if fallback:
+            lists["ngram"] = fallback
     elif opts.mode == "auto":
         # auto re-scores the lexical candidates by cosine; scoring every vector
         # costs more and gained nothing measurable (bench/eval.py, issue #3).
@@ -524,6 +533,46 @@ def _dense_weight(cfg: Config) -> float:
     if getattr(embedder, "name", "") == "minilm":
         return cfg.neural_weight
     return cfg.semantic_weight
+
+
+_FALLBACK: dict[tuple[int, int, bool], Any] = {}
+
+
+def _ngram_fallback(
+    store: Store, text: str, cfg: Config, lexical: list[tuple[int, float]]
+) -> list[tuple[int, float]]:
+    """Cosine of n-gram vectors made now for the lexical candidates (gated queries).
+
+    A neural index stores no n-gram vectors; when the language gate turns the
+    model off, this rebuilds what the default provider would have ranked, over
+    at most the lexical pool, so CJK queries rank as with ``ngram`` (issue #9).
+    """
+    if not lexical:
+        return []
+    from .embed import NgramEmbedder, dequantize, quantize
+    from .indexer import embed_input, title_text
+
+    key = (cfg.embedding_dim, cfg.cjk_ngram, cfg.stem)
+    emb = _FALLBACK.get(key)
+    if emb is None:
+        emb = _FALLBACK[key] = NgramEmbedder(*key)
+    ids = [sid for sid, _ in lexical]
+    rows = store.segments_by_id(ids)
+    ids = [sid for sid in ids if sid in rows]
+    inputs = []
+    for sid in ids:
+        row = rows[sid]
+        body = store.body(row.doc_id)[row.char_start : row.char_end]
+        title = row.title or title_text(None, row.rel_path)
+        inputs.append(embed_input(title, row.heading, body))
+    matrix = dequantize(quantize(emb.embed(inputs)), emb.dim)
+    qt = emb.query_terms(text)
+    n_total = max(1, store.max_segment_id())
+    dfs = store.doc_freqs(qt)
+    idf = {t: math.log(1 + n_total / (1 + dfs.get(t, 0))) for t in qt}
+    sims = matrix @ emb.embed([text], weights=idf)[0]
+    ranked = sorted(zip(ids, sims.tolist(), strict=True), key=lambda p: (-p[1], p[0]))
+    return [(sid, sim) for sid, sim in ranked if sim > 0]
 
 
 def _provider_degraded(cfg: Config) -> bool:

@@ -127,7 +127,9 @@ def test_scan_query_explain_and_resume(
     assert hits["hits"][0]["rel_path"] == "food.md"
     assert all("gate" not in h["explain"] for h in hits["hits"])
     zh = run_json("query", "向量检索", "--explain")
-    assert zh["hits"] and zh["used"] == ["lexical"]
+    # The gate turns the model off; n-gram vectors made on the fly stand in.
+    assert zh["hits"] and zh["used"] == ["lexical", "ngram"]
+    assert "semantic" not in zh["used"]
     assert zh["hits"][0]["explain"]["gate"].startswith("cjk query")
 
     # An interrupted embedding phase leaves NULL vectors; the next scan embeds
