@@ -667,7 +667,8 @@ class Store:
         version = self._version()
         cached = getattr(self, "_doc_stats", None)
         if cached is not None and cached[0] == version:
-            return cached[1]
+            hit: tuple[int, float] = cached[1]
+            return hit
         n_docs = int(self.conn.execute("SELECT count(*) FROM documents").fetchone()[0])
         row = self.conn.execute("SELECT block FROM fts_data WHERE id = 1").fetchone()
         totals = _varints(row[0]) if row and row[0] else []
