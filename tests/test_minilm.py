@@ -173,6 +173,6 @@ def test_neural_weight_is_validated() -> None:
     from docindex.config import Config
     from docindex.errors import ConfigError
 
-    assert Config().neural_weight == 1.0
+    assert Config().neural_weight == 2.0
     with pytest.raises(ConfigError, match="neural_weight"):
         Config().replace(neural_weight=11.0)
