@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from . import workspace
-from .errors import DocindexError
 from .indexer import resolve_scope
 from .indexer import scan as core_scan
 from .models import ScanResult
@@ -211,14 +210,6 @@ def watch(
 
     core_watch(open_store, ws.config, debounce_ms=debounce_ms, on_batch=on_batch,
                stop_event=stop_event, on_notice=on_notice)  # fmt: skip
-
-
-def _check(cond: bool, message: str) -> None:
-    if not cond:
-        raise DocindexError(message)
-
-
-ProgressCallback = Callable[..., None]
 
 
 # -- navigation (issue #6) ------------------------------------------------------

@@ -14,7 +14,7 @@ import hashlib
 import os
 import stat
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -756,13 +756,3 @@ def remove_document(store: Store, cfg: Config, doc_id: int) -> None:
     with store.atomic(savepoint=False):
         store.delete_fts(rows)
         store.delete_document(doc_id)
-
-
-def iter_documents_text(store: Store) -> Iterable[tuple[str, str]]:
-    """(rel_path, text) of every document, for tests and tools."""
-    for (doc_id,) in store.conn.execute(
-        "SELECT id FROM documents ORDER BY id"
-    ).fetchall():
-        doc = store.document(doc_id)
-        if doc is not None:
-            yield doc["rel_path"], store.body(doc_id)
