@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import DocindexError, OutsideRootsError
-from .segment import _FENCE, _HEADING
+from .segment import markdown_headings
 from .store import SegmentRow, Store
 
 MARKDOWN_KINDS = ("md", "docx")  # kinds whose text carries ``#`` headings
@@ -276,22 +276,7 @@ def _chunk(store: Store, row: SegmentRow, position: int) -> Chunk:
 
 def _headings(text: str) -> list[tuple[int, str, int]]:
     """(level, text, 0-based line) of Markdown headings outside code fences."""
-    out: list[tuple[int, str, int]] = []
-    in_fence: str | None = None
-    for i, line in enumerate(text.split("\n")):
-        fence = _FENCE.match(line)
-        if fence:
-            marker = fence.group(1)
-            if in_fence is None:
-                in_fence = marker[0] * 3
-            elif marker.startswith(in_fence):
-                in_fence = None
-            continue
-        if in_fence is None:
-            match = _HEADING.match(line)
-            if match:
-                out.append((len(match.group(1)), match.group(2).strip(), i))
-    return out
+    return [(lvl, txt, i) for i, lvl, txt in markdown_headings(text.split("\n"))]
 
 
 def _opening_chunk(segments: list[SegmentRow], line: int) -> str:

@@ -37,12 +37,8 @@ class _Section:
     last: int  # exclusive
 
 
-def _markdown_sections(lines: list[str]) -> list[_Section]:
-    sections: list[_Section] = []
-    stack: list[tuple[int, str, str]] = []  # (level, text, slug-path)
-    counts: dict[tuple[str, str], int] = {}
-    used: set[str] = set()
-    current = _Section((), "_preamble", 0, 0)
+def markdown_headings(lines: list[str]) -> Iterator[tuple[int, int, str]]:
+    """Yield (0-based line, level, text) of ATX headings outside code fences."""
     in_fence: str | None = None
     for i, line in enumerate(lines):
         fence = _FENCE.match(line)
@@ -53,12 +49,19 @@ def _markdown_sections(lines: list[str]) -> list[_Section]:
             elif marker.startswith(in_fence):
                 in_fence = None
             continue
-        if in_fence is not None:
-            continue
-        match = _HEADING.match(line)
-        if not match:
-            continue
-        level, text = len(match.group(1)), match.group(2).strip()
+        if in_fence is None:
+            match = _HEADING.match(line)
+            if match:
+                yield i, len(match.group(1)), match.group(2).strip()
+
+
+def _markdown_sections(lines: list[str]) -> list[_Section]:
+    sections: list[_Section] = []
+    stack: list[tuple[int, str, str]] = []  # (level, text, slug-path)
+    counts: dict[tuple[str, str], int] = {}
+    used: set[str] = set()
+    current = _Section((), "_preamble", 0, 0)
+    for i, level, text in markdown_headings(lines):
         current.last = i
         sections.append(current)
         while stack and stack[-1][0] >= level:
