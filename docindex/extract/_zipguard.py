@@ -204,3 +204,26 @@ def run_guarded(
             raise ExtractionError("corrupt", f"{label} nested too deeply") from None
         except Exception as exc:
             raise ExtractionError("corrupt", describe_error(exc)) from None
+
+
+_RT_CORE = (
+    "http://schemas.openxmlformats.org/package/2006/relationships/metadata/"
+    "core-properties"
+)
+
+
+def core_title(package: object) -> str | None:
+    """The core-properties title of an OOXML package, or None.
+
+    python-docx and python-pptx invent a default title ("Word Document") when
+    the part is missing; reading the part directly never shows that.
+    """
+    try:
+        part = package.part_related_by(_RT_CORE)  # type: ignore[attr-defined]
+        title = part.core_properties.title
+    except ExtractionError:
+        raise  # the indexer's timeout
+    except Exception:  # absent, duplicated or unreadable core properties
+        return None
+    title = " ".join((title or "").split())
+    return title or None

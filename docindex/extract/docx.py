@@ -16,10 +16,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ..errors import ExtractionError
 from ..models import Extracted, Unit
 from . import ExtractLimits
-from ._zipguard import run_guarded
+from ._zipguard import core_title, run_guarded
 from .pdf import normalize_text
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
@@ -43,10 +42,6 @@ _HEADING = re.compile(r"heading ([1-9])")
 _MD_STRUCTURE = re.compile(r"( {0,3})(#{1,6}(?:[ \t]|$)|```|~~~|=+[ \t]*$|-+[ \t]*$)")
 
 _RT = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/"
-_RT_CORE = (
-    "http://schemas.openxmlformats.org/package/2006/relationships/metadata/"
-    "core-properties"
-)
 
 
 def extract(data: bytes, name: str, limits: ExtractLimits) -> Extracted:
@@ -102,7 +97,7 @@ def _extract(data: bytes, limits: ExtractLimits) -> Extracted:
         cut = text.rfind("\n", 0, limits.max_text_chars)
         text = text[: cut if cut > 0 else limits.max_text_chars]
         meta["truncated"] = f"chars:{limits.max_text_chars}"
-    title = _core_title(part.package)
+    title = core_title(part.package)
     return Extracted(
         units=(Unit(text=text, markdown=True),), title=title, kind="docx", meta=meta
     )
@@ -254,16 +249,3 @@ def _parse(blob: bytes) -> Any:
 
     parser = etree.XMLParser(resolve_entities=False, no_network=True)
     return etree.fromstring(blob, parser=parser)
-
-
-def _core_title(package: Any) -> str | None:
-    """The core-properties title, or None (never python-docx's invented default)."""
-    try:
-        part = package.part_related_by(_RT_CORE)
-        title = part.core_properties.title
-    except ExtractionError:
-        raise  # the indexer's timeout
-    except Exception:  # absent, duplicated or unreadable core properties
-        return None
-    title = " ".join((title or "").split())
-    return title or None

@@ -11,16 +11,11 @@ import io
 from collections.abc import Iterable
 from typing import Any
 
-from ..errors import ExtractionError
 from ..models import Extracted, Unit
 from . import ExtractLimits
-from ._zipguard import run_guarded
+from ._zipguard import core_title, run_guarded
 from .pdf import normalize_text
 
-_RT_CORE = (
-    "http://schemas.openxmlformats.org/package/2006/relationships/metadata/"
-    "core-properties"
-)
 #: Group shapes nested deeper than this are not read (hostile files only).
 MAX_GROUP_DEPTH = 32
 
@@ -76,7 +71,7 @@ def _extract(data: bytes, limits: ExtractLimits) -> Extracted:
         units.append(Unit(text=""))
     return Extracted(
         units=tuple(units),
-        title=_core_title(prs.part.package) or first_title,
+        title=core_title(prs.part.package) or first_title,
         kind="pptx",
         meta=meta,
     )
@@ -125,16 +120,3 @@ def _frame_text(frame: Any) -> str:
     # python-pptx renders a line break (a:br) as a vertical tab.
     text: str = frame.text
     return text.replace("\v", "\n")
-
-
-def _core_title(package: Any) -> str | None:
-    """The core-properties title, or None (never python-pptx's invented default)."""
-    try:
-        part = package.part_related_by(_RT_CORE)
-        title = part.core_properties.title
-    except ExtractionError:
-        raise  # the indexer's timeout
-    except Exception:  # absent, duplicated or unreadable core properties
-        return None
-    title = " ".join((title or "").split())
-    return title or None
