@@ -96,10 +96,11 @@ def reindex(
             f"index {ws.db} records no roots to rebuild; run `docindex scan DIR`"
         )
     tmp = ws.db.with_name(ws.db.name + ".rebuild")
-    for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
-        leftover.unlink(missing_ok=True)
     from .store import Store
 
+    if not _resumable(tmp, ws.config):
+        for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+            leftover.unlink(missing_ok=True)
     with Store.open(tmp, create=True, busy_timeout=ws.config.busy_timeout_s) as store, \
             _progress_ctx(progress) as on_progress:  # fmt: skip
         result = core_scan(store, ws.config, on_progress=on_progress)
@@ -115,6 +116,33 @@ def reindex(
     for side in (Path(f"{ws.db}-wal"), Path(f"{ws.db}-shm")):
         side.unlink(missing_ok=True)
     return result
+
+
+def _resumable(tmp: Path, cfg: Any) -> bool:
+    """True when ``tmp`` is an interrupted rebuild with exactly ``cfg``'s settings.
+
+    Its scan phase committed whole or not at all and neural vectors commit in
+    batches (issue #9), so continuing it redoes no finished work; any doubt
+    (damaged, other roots or settings) starts the rebuild afresh.
+    """
+    if not tmp.is_file():
+        return False
+    import sqlite3
+
+    from .errors import DocindexError
+    from .indexer import check_settings
+    from .store import Store
+
+    try:
+        with Store.open(tmp, busy_timeout=cfg.busy_timeout_s) as store:
+            check_settings(store, cfg)
+            return bool(
+                store.get_meta("settings") == cfg.index_settings()
+                and store.get_meta("embedder") is not None
+                and sorted(store.roots().values()) == sorted(map(str, cfg.roots))
+            )
+    except (DocindexError, sqlite3.Error, OSError):
+        return False
 
 
 def _options(options: dict[str, Any], text: str | None = None) -> QueryOptions:

@@ -229,6 +229,28 @@ def test_reindex_and_full_rebuild(docs) -> None:
     assert stats["embedded"] == stats["segments"]
 
 
+def test_full_rebuild_resumes_an_interrupted_one(docs, tmp_path) -> None:
+    import shutil
+
+    db = Path(os.environ["DOCINDEX_DB"])
+    run_json("scan", str(docs))
+    leftover = db.with_name(db.name + ".rebuild")
+    # A rebuild killed after its scan committed: the same settings are reused.
+    shutil.copy(db, leftover)
+    resumed = run_json("reindex", "--full")
+    assert resumed["unchanged"] == 5 and resumed["indexed"] == 0
+    assert not leftover.exists() and run_json("query", "fox")["hits"]
+    # Damaged or built for other settings: started afresh, never trusted.
+    leftover.write_bytes(b"SQLite format 3\x00" + b"\x00" * 200)
+    assert run_json("reindex", "--full")["indexed"] == 5
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "a.md").write_text("# A\n\nalpha\n")
+    run_json("scan", str(other), "--db", str(leftover))
+    assert run_json("reindex", "--full")["indexed"] == 5
+    assert run_json("stats")["documents"] == 5
+
+
 def test_python_dash_m(docs) -> None:
     import subprocess
     import sys
