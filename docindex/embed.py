@@ -15,7 +15,7 @@ import re
 import zlib
 from collections import Counter
 from collections.abc import Sequence
-from itertools import chain
+from itertools import chain, repeat
 from typing import TYPE_CHECKING, Any
 
 from .tokenize import STOPWORDS, normalize, terms
@@ -48,7 +48,7 @@ class _Buffer:
         self.data: Any = None  # allocated on first use: numpy stays unimported
         self.n = 0
 
-    def extend(self, values: list[Any]) -> None:
+    def extend(self, values: Any) -> None:
         import numpy as np
 
         end = self.n + len(values)
@@ -60,6 +60,57 @@ class _Buffer:
             self.data = grown
         self.data[self.n : end] = values
         self.n = end
+
+
+def _crc_table() -> Any:
+    """zlib's CRC-32 table (reflected polynomial 0xEDB88320) as int64."""
+    import numpy as np
+
+    table = np.arange(256, dtype=np.int64)
+    for _ in range(8):
+        table = np.where(table & 1, (table >> 1) ^ 0xEDB88320, table >> 1)
+    return table
+
+
+def _subword_crcs(words: list[str], wlen: Any, first: Any) -> tuple[Any, Any, Any]:
+    """``zlib.crc32(b"#" + gram)`` of every 3- and 4-gram of each ``<word>``.
+
+    Vectorised CRC-32 over the grams' bytes (bit-identical to zlib; words are
+    ASCII ``[a-z0-9]``). Returns positions (the word's 3-grams then its
+    4-grams from ``first[j]``), the CRCs and each gram's word index.
+    """
+    import numpy as np
+
+    if not _CRC_TABLE:
+        _CRC_TABLE.append(_crc_table())
+    table = _CRC_TABLE[0]
+    buf = np.frombuffer("".join(f"<{w}>" for w in words).encode("ascii"), np.uint8)
+    plen = wlen + 2
+    off = np.cumsum(plen) - plen
+    pos_parts, crc_parts, word_parts = [], [], []
+    word_ids = np.arange(len(words), dtype=np.int64)
+    for n in (3, 4):
+        count = plen - n + 1
+        k = np.arange(int(count.sum()), dtype=np.int64) - np.repeat(
+            np.cumsum(count) - count, count
+        )
+        start = np.repeat(off, count) + k
+        crc = np.full(len(start), 0xFFFFFFFF, dtype=np.int64)
+        crc = table[(crc ^ ord("#")) & 0xFF] ^ (crc >> 8)
+        for j in range(n):
+            crc = table[(crc ^ buf[start + j]) & 0xFF] ^ (crc >> 8)
+        crc_parts.append(crc ^ 0xFFFFFFFF)
+        shift = 0 if n == 3 else wlen  # 4-grams follow the word's L 3-grams
+        pos_parts.append(np.repeat(first + shift, count) + k)
+        word_parts.append(np.repeat(word_ids, count))
+    return (
+        np.concatenate(pos_parts),
+        np.concatenate(crc_parts),
+        np.concatenate(word_parts),
+    )
+
+
+_CRC_TABLE: list[Any] = []
 
 
 class NgramEmbedder:
@@ -94,51 +145,78 @@ class NgramEmbedder:
 
     def _term_features(self, term: str) -> tuple[list[int], list[float]]:
         """Bucket indices and signed weights of one term: itself plus sub-words."""
-        keys = [term]
-        weights = [1.0]
-        if _WORD.fullmatch(term) and len(term) >= 4:
-            padded = f"<{term}>"
-            grams = [
-                padded[i : i + n] for n in (3, 4) for i in range(len(padded) - n + 1)
-            ]
-            w = SUBWORD_WEIGHT / math.sqrt(len(grams))
-            keys.extend("#" + g for g in grams)
-            weights.extend([w] * len(grams))
+        bucket, sign = self._slot(term)
+        idx, val = self._subwords(term)
+        return [bucket, *idx], [sign, *val]
+
+    def _subwords(self, term: str) -> tuple[list[int], list[float]]:
+        """Features of a latin word's character 3- and 4-grams (none for others)."""
+        if len(term) < 4 or not _WORD.fullmatch(term):
+            return [], []
+        padded = f"<{term}>"
+        grams = [
+            "#" + padded[i : i + n] for n in (3, 4) for i in range(len(padded) - n + 1)
+        ]
+        w = SUBWORD_WEIGHT / math.sqrt(len(grams))
+        slots = self._slots
         idx: list[int] = []
         val: list[float] = []
-        for key, weight in zip(keys, weights, strict=True):
-            h = zlib.crc32(key.encode("utf-8"))
-            idx.append(h % self.dim)
-            val.append(weight if (h >> 31) & 1 else -weight)
+        for gram in grams:
+            slot = slots.get(gram)
+            if slot is None:
+                slot = slots[gram] = self._slot(gram)
+            idx.append(slot[0])
+            val.append(w * slot[1])
         return idx, val
 
+    def _slot(self, key: str) -> tuple[int, float]:
+        """A feature's bucket and sign: CRC-32 (stable across processes)."""
+        h = zlib.crc32(key.encode("utf-8"))
+        return h % self.dim, 1.0 if (h >> 31) & 1 else -1.0
+
     def _add_terms(self, new: Sequence[str]) -> None:
-        """Give new terms vocabulary ids and append their features."""
+        """Give new terms vocabulary ids and append their features.
+
+        Exactly ``_term_features`` per term, laid out term after term. Most new
+        terms (CJK n-grams, short words) are one feature, hashed here in one
+        vectorised pass; only latin words of 4+ letters add sub-words in Python
+        (issue #3: building each worker's vocabulary was ~1/3 of embedding).
+        """
+        import numpy as np
+
         vocab = self._vocab
-        new_idx: list[int] = []
-        new_val: list[float] = []
-        starts: list[int] = []
-        lens: list[int] = []
-        stops: list[bool] = []
-        used = self._feat_idx.n
-        for term in new:
-            idx, val = self._term_features(term)
-            vocab[term] = len(vocab)
-            starts.append(used + len(new_idx))
-            lens.append(len(idx))
-            stops.append(term in STOPWORDS)
-            new_idx.extend(idx)
-            new_val.extend(val)
-        self._feat_idx.extend(new_idx)
-        self._feat_val.extend(new_val)
-        self._starts.extend(starts)
+        n = len(new)
+        vocab.update(zip(new, range(len(vocab), len(vocab) + n), strict=True))
+        h = np.fromiter(map(zlib.crc32, map(str.encode, new)), dtype=np.int64, count=n)
+        words = [i for i, t in enumerate(new) if len(t) >= 4 and _WORD.fullmatch(t)]
+        lens = np.ones(n, dtype=np.int64)
+        wlen = np.array([len(new[i]) for i in words], dtype=np.int64)
+        lens[words] += 2 * wlen - 1  # L 3-grams and L - 1 4-grams of "<word>"
+        own = np.cumsum(lens) - lens  # each term's first feature, from 0
+        feat_idx = np.empty(int(lens.sum()), dtype=np.int64)
+        feat_val = np.empty(len(feat_idx), dtype=np.float32)
+        feat_idx[own] = h % self.dim
+        feat_val[own] = np.where((h >> 31) & 1, 1.0, -1.0)
+        if words:
+            pos, grams, word = _subword_crcs(
+                [new[i] for i in words], wlen, own[words] + 1
+            )
+            w = (SUBWORD_WEIGHT / np.sqrt((2 * wlen - 1).astype(np.float64)))[word]
+            feat_idx[pos] = grams % self.dim
+            feat_val[pos] = np.where((grams >> 31) & 1, w, -w)
+        self._starts.extend(own + self._feat_idx.n)
         self._lens.extend(lens)
-        self._stop.extend(stops)
+        self._stop.extend(np.fromiter(map(STOPWORDS.__contains__, new), bool, n))
+        self._feat_idx.extend(feat_idx)
+        self._feat_val.extend(feat_val)
 
     def _reset_vocab(self) -> None:
         # term -> id, and per id: its features' slice of _feat_idx/_feat_val and
         # whether it is a stopword. A pure cache of _term_features.
         self._vocab: dict[str, int] = {}
+        # "#" + sub-word -> (bucket, sign): sub-words repeat across terms, so
+        # each is hashed once (issue #3: scan speed).
+        self._slots: dict[str, tuple[int, float]] = {}
         self._feat_idx = _Buffer("int64")
         self._feat_val = _Buffer("float32")
         self._starts = _Buffer("int64")
@@ -191,10 +269,14 @@ class NgramEmbedder:
         if not flat:
             return np.zeros((n, dim), dtype=np.float32)
         vocab = self._vocab
-        new = [term for term in set(flat) if term not in vocab]
-        if new:
-            self._add_terms(sorted(new))
-        tid = np.fromiter(map(vocab.__getitem__, flat), dtype=np.int64, count=len(flat))
+        # One pass over the tokens: unknown terms come back as -1 and are added.
+        tid = np.fromiter(
+            map(vocab.get, flat, repeat(-1, len(flat))), dtype=np.int64, count=len(flat)
+        )
+        missing = np.flatnonzero(tid < 0)
+        if len(missing):
+            self._add_terms(sorted({flat[i] for i in missing.tolist()}))
+            tid[missing] = [vocab[flat[i]] for i in missing.tolist()]
         row = np.repeat(np.arange(n, dtype=np.int64), [len(t) for t in term_lists])
         keep = ~self._stop.data[tid]
         tid, row = tid[keep], row[keep]

@@ -121,3 +121,29 @@ def test_pure_python_query_path_matches_numpy() -> None:
         assert np.allclose(fast, slow, atol=1e-6)
         expected = dequantize(blobs, 256) @ slow
         assert np.allclose(cosine_int8(list(fast), blobs), expected, atol=1e-5)
+
+
+def test_vectorised_vocabulary_equals_per_term_features() -> None:
+    """The batch CRC-32 of sub-words is zlib's, term by term (issue #3 speed)."""
+    import zlib
+
+    from docindex.embed import SUBWORD_WEIGHT
+
+    emb = NgramEmbedder(dim=512)
+    new = ["index", "abc", "abcd", "x9y8z7", "configur", "the", "你好", "检",
+           "über", "k8s", "a" * 40, "hello"]  # fmt: skip
+    emb._add_terms(new)
+    for term in new:
+        i = emb._vocab[term]
+        start, n = int(emb._starts.data[i]), int(emb._lens.data[i])
+        idx, val = emb._term_features(term)
+        assert emb._feat_idx.data[start : start + n].tolist() == idx
+        assert emb._feat_val.data[start : start + n].tolist() == list(np.float32(val))
+        assert bool(emb._stop.data[i]) == (term == "the")
+    # Independent check of one sub-word: "<ab" of "abcd" hashed by zlib.
+    h = zlib.crc32(b"#<ab")
+    i = emb._vocab["abcd"]
+    start = int(emb._starts.data[i])
+    assert emb._feat_idx.data[start + 1] == h % 512
+    w = SUBWORD_WEIGHT / np.sqrt(7)  # 4 three-grams + 3 four-grams of "<abcd>"
+    assert np.isclose(abs(emb._feat_val.data[start + 1]), w)
