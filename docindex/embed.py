@@ -125,10 +125,15 @@ class NgramEmbedder:
     name = "ngram"
     version = 1
 
-    def __init__(self, dim: int = 256, cjk_ngram: int = 2, use_stem: bool = True):
+    def __init__(
+        self, dim: int = 256, cjk_ngram: int = 2, use_stem: bool = True, bits: int = 4
+    ):
         self.dim = dim
         self.cjk_ngram = cjk_ngram
         self.use_stem = use_stem
+        # Stored precision (``quantize``): 4 bits halve the vectors (issue #7)
+        # and cost no measured quality at this list's fusion weight.
+        self.bits = bits if dim % 2 == 0 else 8
         self._reset_vocab()
 
     def params(self) -> dict[str, Any]:
@@ -141,6 +146,7 @@ class NgramEmbedder:
             "stem": self.use_stem,
             "subword": [3, 4],
             "subword_weight": SUBWORD_WEIGHT,
+            "bits": self.bits,
         }
 
     def _term_features(self, term: str) -> tuple[list[int], list[float]]:
@@ -337,41 +343,74 @@ class NgramEmbedder:
         return list(self._term_counts(normalize(text)))
 
 
-def quantize(vectors: FloatArray) -> list[bytes]:
-    """Encode unit vectors as int8 blobs: 4-byte little-endian scale + dim bytes."""
+def quantize(vectors: FloatArray, bits: int = 8) -> list[bytes]:
+    """Encode unit vectors as blobs: 4-byte little-endian scale + the values.
+
+    ``bits`` 8: one int8 per value (``dim + 4`` bytes). ``bits`` 4: values in
+    -7..7, two per byte, low nibble first (``dim / 2 + 4`` bytes; issue #7:
+    index size). The blob's length says which, so readers need no flag.
+    """
     import numpy as np
 
+    top = 127.0 if bits == 8 else 7.0
     peak = np.abs(vectors).max(axis=1)
-    # A denormal peak / 127 underflows to 0 in float32: such a row encodes as 0.
-    scale = (peak / np.float32(127.0)).astype("<f4")
+    # A denormal peak / top underflows to 0 in float32: such a row encodes as 0.
+    scale = (peak / np.float32(top)).astype("<f4")
     scale = np.where(scale > 0, scale, np.float32(1.0)).astype("<f4")
     q = np.rint(vectors / scale[:, None]).astype(np.int8)
+    if bits == 4:
+        nib = (q & 0x0F).astype(np.uint8)
+        q = (nib[:, 0::2] | (nib[:, 1::2] << 4)).astype(np.uint8)
     return [scale[i].tobytes() + q[i].tobytes() for i in range(len(vectors))]
 
 
+def _nibble_table() -> list[tuple[int, int]]:
+    """Byte -> (low, high) signed nibbles."""
+    return [((b & 15) - 16 * (b & 8 > 0), (b >> 4) - 16 * (b >> 7)) for b in range(256)]
+
+
 def cosine_int8(query: Sequence[float], blobs: Sequence[bytes]) -> list[float]:
-    """Dot products of a unit query with int8 blobs, in pure Python (no numpy)."""
+    """Dot products of a unit query with int8 or int4 blobs, in pure Python (no numpy)."""
     import array
     import operator
     import struct
 
     out: list[float] = []
+    tables: list[list[float]] | None = None
+    dim = len(query)
     for blob in blobs:
         (scale,) = struct.unpack_from("<f", blob)
-        ints = array.array("b", blob[4:])
-        out.append(scale * sum(map(operator.mul, query, ints)))
+        if len(blob) == dim + 4:
+            ints = array.array("b", blob[4:])
+            out.append(scale * sum(map(operator.mul, query, ints)))
+            continue
+        if tables is None:
+            # Per byte position, the dot contribution of each byte value.
+            pairs = _nibble_table()
+            tables = [
+                [query[2 * i] * lo + query[2 * i + 1] * hi for lo, hi in pairs]
+                for i in range(dim // 2)
+            ]
+        out.append(scale * sum(map(list.__getitem__, tables, blob[4:])))
     return out
 
 
 def dequantize(blobs: Sequence[bytes], dim: int) -> FloatArray:
-    """Decode int8 blobs back to an (n, dim) float32 matrix."""
+    """Decode int8 or int4 blobs (``quantize``) back to an (n, dim) float32 matrix."""
     import numpy as np
 
     if not blobs:
         return np.zeros((0, dim), dtype=np.float32)
-    raw = np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(len(blobs), dim + 4)
+    width = len(blobs[0])
+    raw = np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(len(blobs), width)
     scale = raw[:, :4].copy().view("<f4").reshape(-1)
-    q = raw[:, 4:].view(np.int8).astype(np.float32)
+    if width == dim + 4:
+        q = raw[:, 4:].view(np.int8).astype(np.float32)
+    else:
+        packed = raw[:, 4:].view(np.int8)
+        q = np.empty((len(blobs), dim), dtype=np.float32)
+        q[:, 0::2] = (packed << 4) >> 4  # arithmetic shifts sign-extend nibbles
+        q[:, 1::2] = packed >> 4
     result: FloatArray = q * scale[:, None]
     return result
 

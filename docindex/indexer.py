@@ -14,6 +14,7 @@ import hashlib
 import os
 import stat
 import time
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,6 +80,7 @@ class Prepared:
     meta: dict[str, str] | None = None
     body_z: bytes = b""  # the text, compressed in the worker (store.compress_body)
     rows: tuple[tuple[Any, ...], ...] = ()  # segment columns between doc_id and vec
+    sections: bytes | None = None  # documents.sections (segment_columns)
     fts: tuple[tuple[str, str], ...] = ()
     vectors: tuple[bytes, ...] | None = None
     notes: tuple[tuple[str, str], ...] = ()
@@ -167,11 +169,11 @@ def prepare(job: _Job, cfg: Config) -> Prepared:
         return Prepared(job, hash=digest, skip="empty", kind=extracted.kind)
     doc_title = title_text(extracted.title, job.rel_path)
     fts, vectors = _tokens_and_vectors(cfg, extracted.title, doc_title, segments)
-    rows = tuple(_segment_row(seg) for seg in segments)
+    sections, rows = segment_columns(segments, job.rel_path)
     return Prepared(
         job, hash=digest, kind=extracted.kind, title=extracted.title,
         meta=_facets(extracted.meta), notes=_notes(extracted.meta),
-        body_z=compress_body(body), rows=rows, fts=fts,
+        body_z=compress_body(body), rows=rows, sections=sections, fts=fts,
         vectors=vectors,
     )  # fmt: skip
 
@@ -226,7 +228,7 @@ def _tokens_and_vectors(
                 [embed_input(title or doc_title, s.heading_path, s.text)
                  for s in segments[i : i + EMBED_BATCH]]
             )  # fmt: skip
-        vectors.extend(quantize(matrix))
+        vectors.extend(quantize(matrix, getattr(embedder, "bits", 8)))
     return tuple(fts), tuple(vectors)
 
 
@@ -494,8 +496,6 @@ def embed_pending(
     Returns:
         The number of segments embedded.
     """
-    import json
-
     from .embed import quantize
 
     embedder = _embedder(cfg)
@@ -505,24 +505,21 @@ def embed_pending(
     room = max(0, cfg.max_embedded - counts["embedded"])
     total = min(room, counts["segments"] - counts["embedded"])
     done, after = 0, 0
-    titles: dict[int, str] = {}
     while done < total:
         rows = store.pending_vectors(after, min(EMBED_COMMIT, total - done))
         if not rows:
             break
-        inputs = []
-        for _sid, doc_id, start, end, heading in rows:
-            if doc_id not in titles:
-                doc = store.document(doc_id) or {"title": None, "rel_path": ""}
-                titles[doc_id] = doc["title"] or title_text(None, doc["rel_path"])
-            head = tuple(json.loads(heading)) if heading else ()
-            inputs.append(
-                embed_input(titles[doc_id], head, store.body(doc_id)[start:end])
+        inputs = [
+            embed_input(
+                row.title or title_text(None, row.rel_path), row.heading,
+                store.body(row.doc_id)[row.char_start : row.char_end],
             )
-        blobs = quantize(embedder.embed(inputs))
+            for row in rows
+        ]  # fmt: skip
+        blobs = quantize(embedder.embed(inputs), getattr(embedder, "bits", 8))
         with store.atomic():
-            store.set_vectors(zip(blobs, (r[0] for r in rows), strict=True))
-        after = rows[-1][0]
+            store.set_vectors(zip(blobs, (r.id for r in rows), strict=True))
+        after = rows[-1].id
         done += len(rows)
         if result is not None:
             result.embedded += len(rows)
@@ -701,22 +698,41 @@ def _segments_count(store: Store, doc_id: int) -> int:
     return int(found[0]) if found else 0
 
 
-def _segment_row(seg: Segment) -> tuple[Any, ...]:
-    """A segment's stored columns after ``doc_id`` and before ``vec`` (built in workers)."""
+def segment_columns(
+    segments: Sequence[Segment], rel_path: str
+) -> tuple[bytes | None, tuple[tuple[Any, ...], ...]]:
+    """A document's ``sections`` (zlib JSON) and its segments' stored columns.
+
+    Columns run from ``ordinal`` to ``cells`` (between ``doc_id`` and ``vec``).
+    Heading paths and anchors are stored once per section; a segment keeps
+    the section's index and its piece number, and ``frag`` only when its
+    chunk id is not ``chunk_id(rel_path, anchor, part)`` (issue #7).
+    """
     import json
 
-    seg_hash = hashlib.blake2b(
-        f"{seg.chunk_id}\0{seg.start_line}\0{seg.text}".encode(), digest_size=8
-    ).hexdigest()
-    return (
-        seg.ordinal, seg.chunk_id, seg.start_line, seg.end_line,
-        seg.char_start, seg.char_end,
-        json.dumps(list(seg.heading_path), ensure_ascii=False)
-        if seg.heading_path else None,
-        seg.page, seg.slide, seg.sheet,
-        json.dumps(list(seg.line_cells)) if seg.line_cells else None,
-        seg_hash,
-    )  # fmt: skip
+    from .segment import chunk_id
+
+    index: dict[tuple[tuple[str, ...], str], int] = {}
+    rows = []
+    for seg in segments:
+        key = (seg.heading_path, seg.anchor)
+        section = None
+        if key != ((), ""):
+            section = index.get(key)
+            if section is None:
+                section = index[key] = len(index)
+        derived = chunk_id(rel_path, seg.anchor, seg.part)
+        frag = None if seg.chunk_id == derived else seg.chunk_id[len(rel_path) :]
+        rows.append((
+            seg.ordinal, section, seg.part if seg.part != 1 else None, frag,
+            seg.start_line, seg.end_line, seg.char_start, seg.char_end,
+            seg.page, seg.slide, seg.sheet,
+            json.dumps(list(seg.line_cells)) if seg.line_cells else None,
+        ))  # fmt: skip
+    if not index:
+        return None, tuple(rows)
+    listed = json.dumps([[list(h), a] for h, a in index], ensure_ascii=False)
+    return zlib.compress(listed.encode("utf-8"), 9), tuple(rows)
 
 
 def _store_prepared(
@@ -728,6 +744,7 @@ def _store_prepared(
         doc_id = store.insert_document(
             root_id, job.rel_path, prep.kind, prep.title, job.size, job.mtime_ns,
             prep.hash, prep.body_z, prep.meta or {}, len(prep.rows), time.time(),
+            prep.sections, store.next_segment_id(),
         )  # fmt: skip
         rows = [
             (doc_id, *row, vectors[i] if i < n_vec else None)  # type: ignore[index]

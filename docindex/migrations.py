@@ -70,6 +70,54 @@ def m001_initial(conn: sqlite3.Connection) -> None:
     )
 
 
+def m002_compact_segments(conn: sqlite3.Connection) -> None:
+    """Smaller segments (issue #7: index size at most 2x the corpus).
+
+    Heading paths and chunk-id anchors move to one ``documents.sections``
+    list per document (zlib-compressed JSON; they repeat along a section), a
+    segment keeps its section's index and its piece number, and its chunk id
+    is rebuilt from them (``frag`` holds the rare id that cannot be); the
+    unused per-segment hash goes. A document's segments have consecutive ids
+    from ``documents.first_segment``, which replaces the ``segments_doc``
+    index (and the foreign key that needed it). Segments and the contentless
+    FTS rows cannot be converted in place, so the documents are dropped and
+    the next scan re-indexes them; roots and settings are kept.
+    """
+    _run(
+        conn,
+        """
+        DROP TABLE fts_vocab;
+        DROP TABLE fts;
+        DROP TABLE segments;
+        DELETE FROM facets;
+        DELETE FROM documents;
+        ALTER TABLE documents ADD COLUMN sections BLOB;
+        ALTER TABLE documents ADD COLUMN first_segment INTEGER NOT NULL DEFAULT 0;
+        CREATE TABLE segments (
+            id INTEGER PRIMARY KEY,
+            doc_id INTEGER NOT NULL,
+            ordinal INTEGER NOT NULL,
+            section INTEGER,
+            part INTEGER,
+            frag TEXT,
+            start_line INTEGER NOT NULL,
+            end_line INTEGER NOT NULL,
+            char_start INTEGER NOT NULL,
+            char_end INTEGER NOT NULL,
+            page INTEGER,
+            slide INTEGER,
+            sheet TEXT,
+            cells TEXT,
+            vec BLOB
+        );
+        CREATE VIRTUAL TABLE fts USING fts5(
+            title, body, content='', tokenize='unicode61 remove_diacritics 0'
+        );
+        CREATE VIRTUAL TABLE fts_vocab USING fts5vocab(fts, 'row');
+        """,
+    )
+
+
 def _run(conn: sqlite3.Connection, script: str) -> None:
     """Execute statements one by one: ``executescript`` would COMMIT our transaction."""
     for statement in script.split(";"):
@@ -77,7 +125,10 @@ def _run(conn: sqlite3.Connection, script: str) -> None:
             conn.execute(statement)
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_initial]
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
+    m001_initial,
+    m002_compact_segments,
+]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -69,6 +69,8 @@ class Segment:
     line_cells: tuple[str, ...] | None = None
     char_start: int = 0
     char_end: int = 0
+    anchor: str = ""  # the section's chunk-id fragment ("" = the file itself)
+    part: int = 1  # 1-based piece of that section; the chunk id adds ~part after 1
 
 
 @dataclass(frozen=True, slots=True)

@@ -565,7 +565,7 @@ def _ngram_fallback(
         body = store.body(row.doc_id)[row.char_start : row.char_end]
         title = row.title or title_text(None, row.rel_path)
         inputs.append(embed_input(title, row.heading, body))
-    matrix = dequantize(quantize(emb.embed(inputs)), emb.dim)
+    matrix = dequantize(quantize(emb.embed(inputs), emb.bits), emb.dim)
     qt = emb.query_terms(text)
     n_total = max(1, store.max_segment_id())
     dfs = store.doc_freqs(qt)

@@ -233,7 +233,7 @@ def segment_document(
             base = section.anchor if anchor is None else _join(anchor, section.anchor)
             ranges = list(_ranges(lines, section, size))
             for part, (a, b, piece_start, piece_end) in enumerate(ranges, start=1):
-                cid = _chunk_id(rel_path, base, part)
+                cid = chunk_id(rel_path, base, part)
                 text = unit.text[starts[a] + piece_start : starts[b - 1] + piece_end]
                 cells = unit.line_cells[a:b] if unit.line_cells is not None else None
                 segments.append(
@@ -250,6 +250,8 @@ def segment_document(
                         line_cells=cells,
                         char_start=offset + starts[a] + piece_start,
                         char_end=offset + starts[b - 1] + piece_end,
+                        anchor=base,
+                        part=part,
                     )
                 )
         texts.append(unit.text)
@@ -277,7 +279,8 @@ def _ranges(
         yield a, b, 0, len(lines[b - 1])
 
 
-def _chunk_id(rel_path: str, base: str, part: int) -> str:
+def chunk_id(rel_path: str, base: str, part: int) -> str:
+    """The chunk id of piece ``part`` of the section ``base`` (before dedup)."""
     cid = f"{rel_path}#{base}" if base else rel_path
     return cid if part == 1 else f"{cid}~{part}"
 

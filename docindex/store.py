@@ -145,14 +145,15 @@ class Store:
             raise translate(exc, path) from exc
         store = cls(conn, path)
         try:
-            store._setup(create and not readonly)
+            store._setup(create and not readonly, readonly)
         except BaseException:
             conn.close()
             raise
         return store
 
-    def _setup(self, may_migrate: bool) -> None:
+    def _setup(self, may_migrate: bool, readonly: bool = False) -> None:
         conn = self.conn
+        self.outdated = False
         try:
             conn.execute("PRAGMA foreign_keys = ON")
             app_id = conn.execute("PRAGMA application_id").fetchone()[0]
@@ -181,6 +182,11 @@ class Store:
             if version < migrations.SCHEMA_VERSION:
                 if not may_migrate and version == 0:
                     raise IndexNotFoundError(f"{self.path} is not initialised")
+                if readonly:
+                    # Its meta (roots, settings) can still be read; the first
+                    # writable open migrates it.
+                    self.outdated = True
+                    return
                 migrations.migrate(conn)
         except sqlite3.Error as exc:
             raise translate(exc, self.path) from exc
@@ -303,22 +309,25 @@ class Store:
     def insert_document(
         self, root_id: int, rel_path: str, kind: str, title: str | None, size: int,
         mtime_ns: int, hash_: str, body: str | bytes, meta: dict[str, str],
-        n_segments: int, indexed_at: float,
+        n_segments: int, indexed_at: float, sections: bytes | None = None,
+        first_segment: int = 0,
     ) -> int:  # fmt: skip
         """Insert a document row and its facets; return its id.
 
         ``body`` is the text, or the text already compressed with
         ``compress_body`` (the indexer compresses in its worker processes).
+        ``sections`` is ``indexer.segment_columns``'s compressed section list;
+        the document's segments will take ids ``first_segment`` onwards.
         """
         cur = self.conn.execute(
             "INSERT INTO documents (root_id, rel_path, kind, title, size, mtime_ns, "
-            "hash, body, meta, n_segments, indexed_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "hash, body, meta, n_segments, indexed_at, sections, first_segment) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 root_id, rel_path, kind, title, size, mtime_ns, hash_,
                 body if isinstance(body, bytes) else compress_body(body),
                 json.dumps(meta, ensure_ascii=False) if meta else None,
-                n_segments, indexed_at,
+                n_segments, indexed_at, sections, first_segment,
             ),
         )  # fmt: skip
         doc_id = int(cur.lastrowid or 0)
@@ -329,13 +338,21 @@ class Store:
             )
         return doc_id
 
-    def insert_segments(self, rows: Sequence[tuple[Any, ...]]) -> int:
-        """Insert segment rows; return the id of the first (ids are consecutive)."""
+    def next_segment_id(self) -> int:
+        """The id the next inserted segment gets."""
         first = self.conn.execute("SELECT coalesce(max(id), 0) + 1 FROM segments")
-        start = int(first.fetchone()[0])
+        return int(first.fetchone()[0])
+
+    def insert_segments(self, rows: Sequence[tuple[Any, ...]]) -> int:
+        """Insert one document's segments with consecutive ids; return the first.
+
+        Rows are ``(doc_id, *segment_columns(...), vec)``; the first id is
+        ``next_segment_id()``, recorded as the document's ``first_segment``.
+        """
+        start = self.next_segment_id()
         self.conn.executemany(
-            "INSERT INTO segments (id, doc_id, ordinal, chunk_id, start_line, "
-            "end_line, char_start, char_end, heading, page, slide, sheet, cells, hash, "
+            "INSERT INTO segments (id, doc_id, ordinal, section, part, frag, "
+            "start_line, end_line, char_start, char_end, page, slide, sheet, cells, "
             "vec) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [(start + i, *row) for i, row in enumerate(rows)],
         )
@@ -372,8 +389,19 @@ class Store:
     def delete_document(self, doc_id: int) -> None:
         """Delete a document row; segments and facets cascade (FTS rows go first)."""
         self._bodies.pop(doc_id, None)
-        self.conn.execute("DELETE FROM segments WHERE doc_id = ?", (doc_id,))
+        span = self._span(doc_id)
+        if span is not None:
+            self.conn.execute("DELETE FROM segments WHERE id >= ? AND id < ?", span)
         self.conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
+
+    def _span(self, doc_id: int) -> tuple[int, int] | None:
+        """The document's segment ids as a half-open range (consecutive ids)."""
+        row = self.conn.execute(
+            "SELECT first_segment, first_segment + n_segments FROM documents "
+            "WHERE id = ?",
+            (doc_id,),
+        ).fetchone()
+        return (int(row[0]), int(row[1])) if row else None
 
     def document(self, doc_id: int) -> dict[str, Any] | None:
         """A document's row as a dict (body decompressed), or None."""
@@ -415,7 +443,10 @@ class Store:
 
     def segments_of(self, doc_id: int) -> list[SegmentRow]:
         """Every segment of a document in order."""
-        return self._segment_rows("s.doc_id = ? ORDER BY s.ordinal", (doc_id,))
+        span = self._span(doc_id)
+        if span is None:
+            return []
+        return self._segment_rows("s.id >= ? AND s.id < ? ORDER BY s.id", span)
 
     def segments_by_id(self, ids: Sequence[int]) -> dict[int, SegmentRow]:
         """Segments for the given ids."""
@@ -430,48 +461,66 @@ class Store:
         """Segments whose chunk id is ``chunk_id`` (one per root at most).
 
         A chunk id starts with its file's ``rel_path``; the candidates are the
-        prefixes ending before each ``#`` or ``~``, so the lookup goes through
-        the documents and ``segments_doc`` instead of a 13 MB index on
-        ``chunk_id`` (issue #7: index size).
+        documents named by the prefixes ending before each ``#`` or ``~``, and
+        their segments' ids are rebuilt (issue #7: no chunk-id column).
         """
         cuts = [i for i, ch in enumerate(chunk_id) if ch in "#~"]
         prefixes = sorted({chunk_id, *(chunk_id[:i] for i in cuts)})
         marks = ",".join("?" * len(prefixes))
-        return self._segment_rows(
-            f"s.doc_id IN (SELECT id FROM documents WHERE rel_path IN ({marks})) "
-            "AND s.chunk_id = ?",
-            (*prefixes, chunk_id),
-        )
+        docs = self.conn.execute(
+            f"SELECT id FROM documents WHERE rel_path IN ({marks}) ORDER BY id",
+            tuple(prefixes),
+        ).fetchall()
+        return [
+            row
+            for (doc_id,) in docs
+            for row in self.segments_of(int(doc_id))
+            if row.chunk_id == chunk_id
+        ]
 
     def _segment_rows(self, where: str, params: tuple[Any, ...]) -> list[SegmentRow]:
+        from .segment import chunk_id
+
         sql = (
-            "SELECT s.id, s.doc_id, s.ordinal, s.chunk_id, s.start_line, s.end_line, "
-            "s.char_start, s.char_end, s.heading, s.page, s.slide, s.sheet, s.cells, "
-            "r.path, d.rel_path, d.title, d.kind FROM segments s "
-            "JOIN documents d ON d.id = s.doc_id JOIN roots r ON r.id = d.root_id "
-            f"WHERE {where}"
+            "SELECT s.id, s.doc_id, s.ordinal, s.section, s.part, s.frag, "
+            "s.start_line, s.end_line, s.char_start, s.char_end, s.page, s.slide, "
+            "s.sheet, s.cells, r.path, d.rel_path, d.title, d.kind, d.sections "
+            "FROM segments s JOIN documents d ON d.id = s.doc_id "
+            f"JOIN roots r ON r.id = d.root_id WHERE {where}"
         )
         rows = []
+        parsed: dict[int, list[Any]] = {}  # doc id -> its sections, per call
         for r in self.conn.execute(sql, params):
+            sections = parsed.get(r[1])
+            if sections is None:
+                sections = parsed[r[1]] = (
+                    json.loads(zlib.decompress(r[18])) if r[18] else []
+                )
+            heading, anchor = sections[r[3]] if r[3] is not None else ((), "")
+            rel_path = r[15]
+            if r[5] is not None:
+                cid = rel_path + r[5]
+            else:
+                cid = chunk_id(rel_path, anchor, r[4] or 1)
             rows.append(
                 SegmentRow(
                     r[0],
                     r[1],
                     r[2],
-                    r[3],
-                    r[4],
-                    r[5],
+                    cid,
                     r[6],
                     r[7],
-                    tuple(json.loads(r[8])) if r[8] else (),
+                    r[8],
                     r[9],
+                    tuple(heading),
                     r[10],
                     r[11],
-                    tuple(json.loads(r[12])) if r[12] else None,
-                    r[13],
+                    r[12],
+                    tuple(json.loads(r[13])) if r[13] else None,
                     r[14],
-                    r[15],
+                    rel_path,
                     r[16],
+                    r[17],
                 )  # fmt: skip
             )
         return rows
@@ -514,20 +563,18 @@ class Store:
                 blobs.append(blob)
         return out_ids, blobs
 
-    def pending_vectors(
-        self, after: int, limit: int
-    ) -> list[tuple[int, int, int, int, str | None]]:
-        """Segments without a vector and id > ``after``, in id order (issue #9).
-
-        Returns:
-            (id, doc_id, char_start, char_end, heading JSON) rows.
-        """
-        cur = self.conn.execute(
-            "SELECT id, doc_id, char_start, char_end, heading FROM segments "
-            "WHERE id > ? AND vec IS NULL ORDER BY id LIMIT ?",
-            (after, limit),
-        )
-        return [(int(a), int(b), int(c), int(d), e) for a, b, c, d, e in cur]
+    def pending_vectors(self, after: int, limit: int) -> list[SegmentRow]:
+        """Segments without a vector and id > ``after``, in id order (issue #9)."""
+        ids = [
+            int(r[0])
+            for r in self.conn.execute(
+                "SELECT id FROM segments WHERE id > ? AND vec IS NULL ORDER BY id "
+                "LIMIT ?",
+                (after, limit),
+            )
+        ]
+        found = self.segments_by_id(ids)
+        return [found[i] for i in ids if i in found]
 
     def set_vectors(self, rows: Iterable[tuple[bytes, int]]) -> None:
         """Store (vector blob, segment id) pairs."""

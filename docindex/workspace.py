@@ -26,8 +26,16 @@ class Workspace:
 
     def open(self, *, create: bool = False, readonly: bool = False) -> Store:
         """Open the index with this workspace's busy timeout."""
-        return Store.open(self.db, create=create, busy_timeout=self.config.busy_timeout_s,
-                          readonly=readonly)  # fmt: skip
+        store = Store.open(self.db, create=create,
+                           busy_timeout=self.config.busy_timeout_s, readonly=readonly)  # fmt: skip
+        if store.outdated:
+            store.close()
+            raise DocindexError(
+                f"index {self.db} was written by an older docindex and must be "
+                "upgraded, which needs write access: run `docindex scan` where "
+                "its folder is writable"
+            )
+        return store
 
 
 def resolve_db(db: str | Path | None, cwd: Path | None = None) -> Path | None:

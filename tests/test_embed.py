@@ -88,15 +88,22 @@ def test_provider_none_has_no_embedder() -> None:
     )
 )
 def test_quantize_round_trip(matrix: np.ndarray) -> None:
-    """int8 blobs decode to within half a quantisation step of the input."""
-    blobs = quantize(matrix)
+    """int8 and int4 blobs decode to within half a quantisation step of the input."""
+    from docindex.embed import cosine_int8
+
     dim = matrix.shape[1]
-    assert all(len(b) == dim + 4 for b in blobs)
-    back = dequantize(blobs, dim)
-    assert back.shape == matrix.shape
     peak = np.abs(matrix).max(axis=1, keepdims=True)
-    step = np.where(peak > 0, peak / 127.0, 1.0)
-    assert np.all(np.abs(back - matrix) <= step * 0.5 + 1e-6)
+    query = [float(x) for x in np.linspace(-1, 1, dim)]
+    for bits, top, width in ((8, 127.0, dim + 4), (4, 7.0, dim // 2 + 4)):
+        blobs = quantize(matrix, bits)
+        assert all(len(b) == width for b in blobs)
+        back = dequantize(blobs, dim)
+        assert back.shape == matrix.shape
+        step = np.where(peak > 0, peak / top, 1.0)
+        assert np.all(np.abs(back - matrix) <= step * 0.5 + 1e-6)
+        # The pure-Python scorer decodes the same values.
+        expected = back.astype(np.float64) @ np.array(query)
+        assert np.allclose(cosine_int8(query, blobs), expected, atol=1e-4)
 
 
 def test_quantized_cosine_matches_float_cosine() -> None:
@@ -104,6 +111,11 @@ def test_quantized_cosine_matches_float_cosine() -> None:
     vecs = emb.embed(TEXTS)
     back = dequantize(quantize(vecs), 256)
     assert np.allclose(back @ vecs[0], vecs @ vecs[0], atol=0.02)
+    four = dequantize(quantize(vecs, 4), 256)
+    four /= np.linalg.norm(four, axis=1, keepdims=True)
+    assert np.allclose(four @ vecs[0], vecs @ vecs[0], atol=0.06)
+    assert emb.bits == 4 and emb.params()["bits"] == 4
+    assert NgramEmbedder(dim=255).bits == 8  # int4 packs pairs: odd dims stay int8
 
 
 def test_pure_python_query_path_matches_numpy() -> None:

@@ -86,10 +86,12 @@ def _snapshot(db: Path) -> dict[str, Any]:
     try:
         return {
             "docs": conn.execute(
-                "SELECT id, rel_path, hash, body, n_segments FROM documents ORDER BY id"
+                "SELECT id, rel_path, hash, body, n_segments, sections, first_segment "
+                "FROM documents "
+                "ORDER BY id"
             ).fetchall(),
             "segments": conn.execute(
-                "SELECT id, doc_id, ordinal, chunk_id, hash, heading, vec "
+                "SELECT id, doc_id, ordinal, section, part, frag, char_start, vec "
                 "FROM segments ORDER BY id"
             ).fetchall(),
             "vocab": conn.execute(

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import run, run_json
 
-from docindex.models import Extracted, Unit
+from docindex.models import Extracted, Segment, Unit
 from docindex.segment import segment_document
 
 GUIDE = """---
@@ -322,3 +322,37 @@ def test_hint_min_score_and_no_hint_with_hits(many: Path) -> None:
     if not data["hits"]:
         assert data["hint"]["unmatched_words"] == ["zzyzx"]
         assert data["hint"]["suggestion"]
+
+
+def test_stored_chunk_ids_and_headings_equal_the_segmenter(tree: Tree) -> None:
+    """The index rebuilds ids from sections + part (+ frag): no drift (issue #7)."""
+    from docindex.indexer import segment_columns
+    from docindex.store import Store
+
+    texts = {
+        "dup.md": "pre\n# A\nx\n## B\ny\n## B\nz\n# A\nw\n",
+        "lit.md": "# A-2\nx\n# A\ny\n# A\nz\n",
+        "one.md": "one line\n",
+        "long.md": "# Big\n" + "words in a long section\n" * 40 + "# Small\nx\n",
+        "plain.txt": "a line of text\n" * 60,
+    }
+    root = tree(texts)
+    run("scan", str(root), "-q")
+    with Store.open(Path(os.environ["DOCINDEX_DB"])) as store:
+        for rel, text in texts.items():
+            unit = Unit(text=text.rstrip("\n"), markdown=rel.endswith(".md"))
+            _, expected = segment_document(
+                Extracted(units=(unit,), kind="md"), rel, 400
+            )
+            doc_id = store.conn.execute(
+                "SELECT id FROM documents WHERE rel_path = ?", (rel,)
+            ).fetchone()[0]
+            stored = store.segments_of(doc_id)
+            assert [s.chunk_id for s in stored] == [s.chunk_id for s in expected]
+            assert [s.heading for s in stored] == [s.heading_path for s in expected]
+            for seg in stored:
+                assert store.segments_by_chunk_id(seg.chunk_id)[0].id == seg.id
+    # A safety-net id (dedup beyond the segmenter's anchors) is kept verbatim.
+    seg = Segment(0, "x", 1, 1, ("A",), "f.md#a~9", anchor="a", part=1)
+    _, rows = segment_columns([seg], "f.md")
+    assert rows[0][3] == "#a~9"

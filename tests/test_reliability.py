@@ -78,14 +78,15 @@ EMPTY = Snapshot((), ())
 
 
 def snapshot(db: Path) -> Snapshot:
-    """Documents (rel_path, hash, n_segments) and segments (rel_path, ordinal, hash)."""
+    """Documents (rel_path, hash, n_segments) and segments (rel_path, ordinal, span)."""
     conn = sqlite3.connect(db)
     try:
         docs = conn.execute(
             "SELECT rel_path, hash, n_segments FROM documents ORDER BY rel_path"
         ).fetchall()
         segs = conn.execute(
-            "SELECT d.rel_path, s.ordinal, s.hash FROM segments s JOIN documents d "
+            "SELECT d.rel_path, s.ordinal, s.char_start, s.char_end FROM segments s "
+            "JOIN documents d "
             "ON d.id = s.doc_id ORDER BY d.rel_path, s.ordinal"
         ).fetchall()
     finally:
@@ -338,7 +339,7 @@ def test_full_tmpfs_scan_fails_cleanly(tmp_path: Path) -> None:
     with _mounted(mnt, "-t", "tmpfs", "-o", "size=1m", "tmpfs"):
         subprocess.run(scan_cmd(root, db), env=env, check=True, timeout=60)
         before = check_index(db)
-        for i in range(12):  # about 1 MB of new text: its index cannot fit in 1 MB
+        for i in range(30):  # ~2.5 MB of new text: its index cannot fit in 1 MB
             (root / "big" / f"b{i}.md").parent.mkdir(exist_ok=True)
             words = " ".join(random.Random(i).choice(WORDS) for _ in range(12_000))
             (root / "big" / f"b{i}.md").write_text(f"# big {i}\n\n{words}\n")

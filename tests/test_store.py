@@ -1,5 +1,6 @@
 """The index file: migrations, identity checks, transactions."""
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -82,3 +83,40 @@ def test_atomic_nests_and_rolls_back(tmp_path: Path) -> None:
             store.set_meta("c", 3)
             raise RuntimeError
         assert store.get_meta("c") is None
+
+
+def test_index_from_schema_1_is_migrated_and_rescanned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tree
+) -> None:
+    """m002 rebuilds segments in the compact form; the next scan re-indexes."""
+    from conftest import run_json
+
+    docs = tree({"a.md": "# Alpha\n\nfirst words\n", "b.txt": "second words\n"})
+    db = tmp_path / "old.db"
+    with monkeypatch.context() as m:
+        m.setattr(migrations, "MIGRATIONS", [migrations.m001_initial])
+        Store.open(db, create=True).close()
+    conn = sqlite3.connect(db)
+    conn.execute("INSERT INTO roots (id, path) VALUES (1, ?)", (str(docs),))
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES ('settings', ?)",
+        (json.dumps({"roots": [str(docs)]}),),
+    )
+    conn.execute(
+        "INSERT INTO documents VALUES (1, 1, 'a.md', 'md', 'Alpha', 1, 1, 'x', "
+        "zeroblob(1), NULL, 1, 0)"
+    )
+    conn.execute(
+        "INSERT INTO segments (id, doc_id, ordinal, chunk_id, start_line, end_line, "
+        "char_start, char_end, hash) VALUES (1, 1, 0, 'a.md', 1, 1, 0, 1, 'h')"
+    )
+    conn.execute("INSERT INTO fts (rowid, title, body) VALUES (1, 'alpha', 'first')")
+    conn.commit()
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+    conn.close()
+    out = run_json("scan", "--db", str(db))
+    assert out["indexed"] == 2 and out["unchanged"] == 0
+    hits = run_json("query", "first", "--db", str(db))["hits"]
+    assert hits[0]["chunk_id"] == "a.md#alpha" and hits[0]["heading_path"] == ["Alpha"]
+    with Store.open(db) as store:
+        assert migrations.applied(store.conn)[-1] == "m002_compact_segments"
