@@ -364,9 +364,9 @@ def quantize(vectors: FloatArray, bits: int = 8) -> list[bytes]:
     return [scale[i].tobytes() + q[i].tobytes() for i in range(len(vectors))]
 
 
-def _nibble_table() -> list[tuple[int, int]]:
-    """Byte -> (low, high) signed nibbles."""
-    return [((b & 15) - 16 * (b & 8 > 0), (b >> 4) - 16 * (b >> 7)) for b in range(256)]
+# bytes.translate tables: a packed int4 byte -> its low / high nibble as int8.
+_LOW_NIBBLE = bytes((b & 15) - 16 * (b >> 3 & 1) & 0xFF for b in range(256))
+_HIGH_NIBBLE = bytes((b >> 4) - 16 * (b >> 7) & 0xFF for b in range(256))
 
 
 def cosine_int8(query: Sequence[float], blobs: Sequence[bytes]) -> list[float]:
@@ -376,22 +376,18 @@ def cosine_int8(query: Sequence[float], blobs: Sequence[bytes]) -> list[float]:
     import struct
 
     out: list[float] = []
-    tables: list[list[float]] | None = None
     dim = len(query)
+    even, odd = query[0::2], query[1::2]
+    mul = operator.mul
     for blob in blobs:
         (scale,) = struct.unpack_from("<f", blob)
         if len(blob) == dim + 4:
-            ints = array.array("b", blob[4:])
-            out.append(scale * sum(map(operator.mul, query, ints)))
+            out.append(scale * sum(map(mul, query, array.array("b", blob[4:]))))
             continue
-        if tables is None:
-            # Per byte position, the dot contribution of each byte value.
-            pairs = _nibble_table()
-            tables = [
-                [query[2 * i] * lo + query[2 * i + 1] * hi for lo, hi in pairs]
-                for i in range(dim // 2)
-            ]
-        out.append(scale * sum(map(list.__getitem__, tables, blob[4:])))
+        packed = blob[4:]
+        low = array.array("b", packed.translate(_LOW_NIBBLE))
+        high = array.array("b", packed.translate(_HIGH_NIBBLE))
+        out.append(scale * (sum(map(mul, even, low)) + sum(map(mul, odd, high))))
     return out
 
 
