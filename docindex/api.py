@@ -12,8 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from . import workspace
-from .indexer import resolve_scope
-from .indexer import scan as core_scan
 from .models import ScanResult
 from .search import QueryOptions, QueryResult, search
 
@@ -25,6 +23,9 @@ def scan(
     provider: str | None = None, progress: Any = None,
 ) -> ScanResult:  # fmt: skip
     """Incremental scan; see ``docindex scan --help``."""
+    from .indexer import resolve_scope
+    from .indexer import scan as core_scan
+
     overrides: dict[str, Any] = {}
     if hidden is not None:
         overrides["hidden"] = hidden
@@ -96,6 +97,7 @@ def reindex(
             f"index {ws.db} records no roots to rebuild; run `docindex scan DIR`"
         )
     tmp = ws.db.with_name(ws.db.name + ".rebuild")
+    from .indexer import scan as core_scan
     from .store import Store
 
     if not _resumable(tmp, ws.config):

@@ -411,6 +411,18 @@ def dequantize(blobs: Sequence[bytes], dim: int) -> FloatArray:
     return result
 
 
+_EMBEDDERS: dict[tuple[Any, ...], Any] = {}
+
+
+def embedder_for(cfg: Any) -> Any:
+    """The (cached) embedder a ``Config`` asks for, or None for provider ``none``."""
+    key = (cfg.embedding_provider, cfg.embedding_dim, cfg.cjk_ngram, cfg.stem,
+           cfg.embedding_model)  # fmt: skip
+    if key not in _EMBEDDERS:
+        _EMBEDDERS[key] = make_embedder(*key)
+    return _EMBEDDERS[key]
+
+
 def make_embedder(
     provider: str, dim: int, cjk_ngram: int, use_stem: bool, model: str = ""
 ) -> Any:

@@ -314,17 +314,10 @@ class _deadline:
             signal.signal(signal.SIGALRM, self.previous)
 
 
-_EMBEDDERS: dict[tuple[Any, ...], Any] = {}
-
-
 def _embedder(cfg: Config) -> Any:
-    key = (cfg.embedding_provider, cfg.embedding_dim, cfg.cjk_ngram, cfg.stem,
-           cfg.embedding_model)  # fmt: skip
-    if key not in _EMBEDDERS:
-        from .embed import make_embedder
+    from .embed import embedder_for
 
-        _EMBEDDERS[key] = make_embedder(*key)
-    return _EMBEDDERS[key]
+    return embedder_for(cfg)
 
 
 def embedder_params(cfg: Config) -> dict[str, Any] | None:
@@ -710,7 +703,7 @@ def segment_columns(
     """
     import json
 
-    from .segment import chunk_id
+    from .models import chunk_id
 
     index: dict[tuple[tuple[str, ...], str], int] = {}
     rows = []

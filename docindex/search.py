@@ -48,6 +48,13 @@ from .snippet import best_line, make_snippet, match_spans
 from .store import SegmentRow, Store
 from .tokenize import STOPWORDS, query_terms, terms
 
+
+def _embedder(cfg: Config) -> Any:
+    from .embed import embedder_for
+
+    return embedder_for(cfg)
+
+
 MODES = ("auto", "lexical", "semantic")
 ALL_VECTORS_MAX = 50_000  # --mode semantic scores every vector up to this many
 SEMANTIC_POOL = 2000  # lexical candidates --mode semantic scores past that
@@ -518,8 +525,9 @@ def _zero_hint(store: Store, text: str, cfg: Config, opts: QueryOptions) -> Any:
 
 def _dense_gate(cfg: Config, text: str) -> str | None:
     """Why the dense list is off for this query (neural provider only), or None."""
+    if cfg.embedding_provider != "minilm":
+        return None  # never import the neural module for the default provider
     from .embed_minilm import dense_gate
-    from .indexer import _embedder
 
     return dense_gate(_embedder(cfg), text)
 
@@ -527,8 +535,6 @@ def _dense_gate(cfg: Config, text: str) -> str | None:
 def _dense_weight(cfg: Config) -> float:
     """``neural_weight`` for the minilm list (SciFact: 2.0 > 1.5 > 1.0), else
     ``semantic_weight`` (issue #9)."""
-    from .indexer import _embedder
-
     embedder = _embedder(cfg)
     if getattr(embedder, "name", "") == "minilm":
         return cfg.neural_weight
@@ -576,8 +582,6 @@ def _ngram_fallback(
 
 
 def _provider_degraded(cfg: Config) -> bool:
-    from .indexer import _embedder
-
     return bool(getattr(_embedder(cfg), "degraded", None))
 
 
@@ -595,8 +599,6 @@ def _semantic(
         None when the semantic path is unavailable (provider ``none`` or an
         index without vectors); otherwise (segment id, cosine) pairs.
     """
-    from .indexer import _embedder
-
     embedder = _embedder(cfg)
     recorded = store.get_meta("embedder")
     if embedder is None or recorded is None:

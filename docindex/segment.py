@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .models import Extracted, Segment, Unit
+from .models import Extracted, Segment, Unit, chunk_id
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -277,12 +277,6 @@ def _ranges(
                 col += len(piece)
             continue
         yield a, b, 0, len(lines[b - 1])
-
-
-def chunk_id(rel_path: str, base: str, part: int) -> str:
-    """The chunk id of piece ``part`` of the section ``base`` (before dedup)."""
-    cid = f"{rel_path}#{base}" if base else rel_path
-    return cid if part == 1 else f"{cid}~{part}"
 
 
 def _finish_ids(segments: list[Segment], rel_path: str) -> list[Segment]:

@@ -479,7 +479,7 @@ class Store:
         ]
 
     def _segment_rows(self, where: str, params: tuple[Any, ...]) -> list[SegmentRow]:
-        from .segment import chunk_id
+        from .models import chunk_id
 
         sql = (
             "SELECT s.id, s.doc_id, s.ordinal, s.section, s.part, s.frag, "
