@@ -31,6 +31,8 @@ _CJK = (
 )
 _TOKEN_RE = re.compile(rf"([{_CJK}]+)|([^\W_{_CJK}]+)")
 _CJK_RE = re.compile(rf"[{_CJK}]")
+_CJK_RUN_RE = re.compile(rf"[{_CJK}]+")
+_LATIN_RE = re.compile(rf"[^\W_{_CJK}]+")
 _concat = operator.add
 # word -> term memo for the index-time loop; cleared when full (cheap refill).
 _STEMS: dict[str, str] = {}
@@ -56,7 +58,11 @@ STOPWORDS = frozenset(
 
 def normalize(text: str) -> str:
     """NFKC-normalise and case-fold ``text`` (the one normal form used everywhere)."""
-    return unicodedata.normalize("NFKC", text).casefold()
+    # The quick check is ~30x cheaper than normalize() on text that is already
+    # NFKC, which nearly all text is (issue #7: scan speed).
+    if not unicodedata.is_normalized("NFKC", text):
+        text = unicodedata.normalize("NFKC", text)
+    return text.casefold()
 
 
 def _word_term(word: str, use_stem: bool) -> str:
@@ -94,39 +100,35 @@ def iter_terms(
 
 
 def terms(text: str, *, cjk_ngram: int = 2, use_stem: bool = True) -> list[str]:
-    """Index-time terms of ``text`` as a list, in text order.
+    """Index-time terms of ``text`` as a list.
 
-    A latin word gives its (stemmed) term; a CJK run gives all its 1-grams,
-    then all its 2-grams, and so on up to ``cjk_ngram``. This is the hot loop of
-    a scan (issue #7): ``findall`` and a local stem memo keep it in C as much as
-    possible; the output is exactly the generator's it replaced.
+    The latin words (stemmed) in text order, then every CJK run's 1-grams,
+    then each run's 2-grams, and so on up to ``cjk_ngram``. Ranking only sees
+    the multiset (bm25 and the embedder ignore order); index and delete use
+    this same function, so the order only has to be deterministic. This is
+    the hot loop of a scan (issue #7): words and runs are found by two
+    ``findall`` calls and the stem memo maps words in C, so no Python code
+    runs per token.
     """
     if text.isascii():
         # NFKC leaves ASCII alone and casefold is lower(); the tokens are the
         # runs of [a-z0-9], which translate + split find ~5x faster than re.
         words = text.lower().translate(_ASCII_SEPARATORS).split()
         return _stem_words(words) if use_stem else words
-    out: list[str] = []
-    append = out.append
-    extend = out.extend
-    memo = _STEMS if use_stem else None
-    for cjk, word in _TOKEN_RE.findall(normalize(text)):
-        if word:
-            if memo is None:
-                append(word)
-                continue
-            term = memo.get(word)
-            if term is None:
-                if len(memo) >= _STEMS_MAX:
-                    memo.clear()
-                term = memo[word] = stem(word)
-            append(term)
-            continue
-        extend(cjk)
-        if cjk_ngram >= 2 and len(cjk) >= 2:
-            extend(map(_concat, cjk, cjk[1:]))
-            for size in range(3, min(cjk_ngram, len(cjk)) + 1):
-                extend(cjk[i : i + size] for i in range(len(cjk) - size + 1))
+    norm = normalize(text)
+    words = _LATIN_RE.findall(norm)
+    out = _stem_words(words) if use_stem else words
+    runs = _CJK_RUN_RE.findall(norm)
+    if runs:
+        out.extend("".join(runs))
+        if cjk_ngram >= 2:
+            extend = out.extend
+            for run in runs:
+                if len(run) >= 2:
+                    extend(map(_concat, run, run[1:]))
+            for size in range(3, cjk_ngram + 1):
+                for run in runs:
+                    extend(run[i : i + size] for i in range(len(run) - size + 1))
     return out
 
 

@@ -21,15 +21,18 @@ from docindex.tokenize import _CJK, normalize, terms
 
 
 def _reference_terms(text: str, cjk_ngram: int = 2, use_stem: bool = True) -> list[str]:
-    """The tokenizer as first written (a generator over one regex), for comparison."""
-    out = []
-    for cjk, word in re.findall(rf"([{_CJK}]+)|([^\W_{_CJK}]+)", normalize(text)):
+    """The tokenizer written plainly over one regex, for comparison: the latin
+    words in text order, then each n-gram size over every CJK run in order."""
+    words, grams = [], []
+    found = re.findall(rf"([{_CJK}]+)|([^\W_{_CJK}]+)", normalize(text))
+    runs = [cjk for cjk, word in found if cjk]
+    for _, word in found:
         if word:
-            out.append(stem(word) if use_stem else word)
-            continue
-        for size in range(1, cjk_ngram + 1):
-            out.extend(cjk[i : i + size] for i in range(len(cjk) - size + 1))
-    return out
+            words.append(stem(word) if use_stem else word)
+    for size in range(1, cjk_ngram + 1):
+        for cjk in runs:
+            grams.extend(cjk[i : i + size] for i in range(len(cjk) - size + 1))
+    return words + grams
 
 
 TEXT = st.text(
