@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from itertools import accumulate
 from dataclasses import dataclass
 
 from .models import Extracted, Segment, Unit, chunk_id
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_MARKS = frozenset("#`~")
+_PLUS_ONE = (1).__add__  # what a heading or fence line starts with
 _SLUG_DROP = re.compile(r"[^\w\s-]")
 UNIT_SEPARATOR = "\n"
 
@@ -40,7 +43,12 @@ class _Section:
 def markdown_headings(lines: list[str]) -> Iterator[tuple[int, int, str]]:
     """Yield (0-based line, level, text) of ATX headings outside code fences."""
     in_fence: str | None = None
+    marks = _MARKS
     for i, line in enumerate(lines):
+        # Both patterns start within 4 characters with #, ` or ~: skip the
+        # rest without running a regex (issue #7: most lines are plain text).
+        if line[:4].lstrip(" ")[:1] not in marks:
+            continue
         fence = _FENCE.match(line)
         if fence:
             marker = fence.group(1)
@@ -100,8 +108,14 @@ def _has_body(lines: list[str], section: _Section) -> bool:
 def _blocks(lines: list[str], first: int, last: int) -> Iterator[tuple[int, int]]:
     """Yield [start, end) line ranges that should stay together (fences, tables)."""
     i = first
+    marks = _MARKS
     while i < last:
-        fence = _FENCE.match(lines[i])
+        line = lines[i]
+        if "|" not in line and line[:4].lstrip(" ")[:1] not in marks:
+            yield i, i + 1  # the common case: a plain line is its own block
+            i += 1
+            continue
+        fence = _FENCE.match(line)
         if fence:
             marker = fence.group(1)[0] * 3
             j = i + 1
@@ -142,7 +156,10 @@ def _pack(
     start: int | None = None
     length = 0
     for b_start, b_end in _blocks(lines, first, last):
-        block_len = sum(len(lines[k]) + 1 for k in range(b_start, b_end))
+        if b_end - b_start == 1:
+            block_len = len(lines[b_start]) + 1
+        else:
+            block_len = sum(len(lines[k]) + 1 for k in range(b_start, b_end))
         if start is None:
             if b_end - b_start == 1 and not lines[b_start].strip():
                 continue
@@ -211,12 +228,8 @@ def segment_document(
         # Over-long lines are cut into several lines for segmentation only when
         # the unit has no line structure to cite (rare: minified files).
         lines = raw
-        starts = [0] * (len(lines) + 1)
-        pos = 0
-        for i, ln in enumerate(lines):
-            starts[i] = pos
-            pos += len(ln) + 1
-        starts[len(lines)] = pos
+        # Offset of each line (and one past the last): a running sum in C.
+        starts = list(accumulate(map(_PLUS_ONE, map(len, lines)), initial=0))
         anchor = _unit_anchor(unit)
         if anchor is not None:
             # Two sheets whose names slugify alike get -2, -3 (ids stay unique).
