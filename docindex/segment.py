@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from itertools import accumulate
 from dataclasses import dataclass
+from itertools import accumulate
 
 from .models import Extracted, Segment, Unit, chunk_id
 

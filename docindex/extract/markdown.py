@@ -23,8 +23,10 @@ def parse_front_matter(text: str) -> tuple[dict[str, str], int]:
         return {}, 0
     import yaml
 
+    # libyaml's parser when PyYAML has it (~10x faster, same safe constructor).
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        data = yaml.safe_load(match.group(1))
+        data = yaml.load(match.group(1), Loader=loader)
     except yaml.YAMLError:
         return {}, 0
     if not isinstance(data, dict):

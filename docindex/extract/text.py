@@ -9,6 +9,8 @@ from ..models import Extracted, Unit
 from . import ExtractLimits
 
 _ALLOWED_CONTROLS = frozenset(b"\t\n\r\x0c\x0b\x1b\x08")
+# Every byte except the disallowed controls: deleting them leaves the controls.
+_NOT_CONTROL = bytes(b for b in range(256) if b >= 0x20 or b in _ALLOWED_CONTROLS)
 
 
 def looks_binary(head: bytes) -> bool:
@@ -22,7 +24,7 @@ def looks_binary(head: bytes) -> bool:
         return True
     if not head:
         return False
-    controls = sum(1 for b in head if b < 0x20 and b not in _ALLOWED_CONTROLS)
+    controls = len(head.translate(None, _NOT_CONTROL))  # in C (issue #7)
     return controls / len(head) > 0.10
 
 
