@@ -18,6 +18,7 @@ import operator
 import re
 import unicodedata
 from collections.abc import Iterator
+from typing import Any
 
 from .stem import stem
 
@@ -29,10 +30,26 @@ _CJK = (
     "\u1100-\u11ff\u3130-\u318f\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff"
     "\U00020000-\U0002fa1f\U00030000-\U000323af"
 )
-_TOKEN_RE = re.compile(rf"([{_CJK}]+)|([^\W_{_CJK}]+)")
-_CJK_RE = re.compile(rf"[{_CJK}]")
-_CJK_RUN_RE = re.compile(rf"[{_CJK}]+")
-_LATIN_RE = re.compile(rf"[^\W_{_CJK}]+")
+
+
+class _LazyRe:
+    """A regex compiled on first use: each of these big classes costs 1-4 ms
+    to compile, and a one-shot ``docindex query`` needs only one (issue #7)."""
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+
+    def __getattr__(self, name: str) -> Any:
+        compiled = re.compile(self.pattern)
+        for method in ("match", "search", "findall", "finditer"):
+            setattr(self, method, getattr(compiled, method))  # later calls skip this
+        return getattr(compiled, name)
+
+
+_TOKEN_RE: Any = _LazyRe(rf"([{_CJK}]+)|([^\W_{_CJK}]+)")
+_CJK_RE: Any = _LazyRe(rf"[{_CJK}]")
+_CJK_RUN_RE: Any = _LazyRe(rf"[{_CJK}]+")
+_LATIN_RE: Any = _LazyRe(rf"[^\W_{_CJK}]+")
 _concat = operator.add
 # word -> term memo for the index-time loop; cleared when full (cheap refill).
 _STEMS: dict[str, str] = {}
