@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -155,6 +154,8 @@ def from_mapping(data: dict[str, Any], base: Config | None = None) -> Config:
 
 def load_file(path: Path, base: Config | None = None) -> Config:
     """Read a TOML configuration file on top of ``base``."""
+    import tomllib  # only when a file exists: a query should not pay for it
+
     try:
         with path.open("rb") as fh:
             data = tomllib.load(fh)
