@@ -1,6 +1,7 @@
 """Figures for the neural provider ``minilm`` (issue #9).
 
     python bench/neural_eval.py speed      # segments/s per core, int8 vs fp32 cosine
+    python bench/neural_eval.py profile    # where the int8 core's time goes, per op type
     python bench/neural_eval.py latency    # query embedding time (cold and warm)
     python bench/neural_eval.py ndcg       # SciFact/CMRC nDCG@10, ngram vs minilm
 
@@ -48,7 +49,7 @@ def speed(args: argparse.Namespace) -> None:
     for backend, int8 in (("onnx", True), ("onnx", False), ("numpy", False)):
         if backend == "numpy" and args.skip_numpy:
             continue
-        emb = MiniLMEmbedder(backend=backend, int8=int8)
+        emb = MiniLMEmbedder(backend=backend, int8=int8, threads=args.threads)
         emb.embed(segs[:8])
         tokens = statistics.mean(len(e.ids) for e in emb.tokenizer.encode_batch(segs))
         walls, cpus = [], []
@@ -72,6 +73,60 @@ def speed(args: argparse.Namespace) -> None:
         c = (ref[: len(npv)] * npv).sum(axis=1)
         print(f"onnx fp32 vs numpy cosine: min {c.min():.6f}")
     _ = np
+
+
+def profile(args: argparse.Namespace) -> None:
+    """Op-type breakdown from onnxruntime's profiler (one thread, embed()'s batches)."""
+    import collections
+    import os
+    import tempfile
+
+    import numpy as np
+    import onnxruntime as ort
+
+    from docindex.embed_minilm import (
+        DISABLED_OPTIMIZERS,
+        MiniLMEmbedder,
+        _load_weights,
+        build_graph,
+        length_batches,
+    )
+
+    segs = _segments(args.n)
+    emb = MiniLMEmbedder(backend="onnx", int8=not args.fp32)
+    model = build_graph(emb, _load_weights(emb.folder), int8=emb.int8)
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    opts.log_severity_level = 3
+    opts.enable_profiling = True
+    opts.profile_file_prefix = os.path.join(tempfile.mkdtemp(), "minilm")
+    session = ort.InferenceSession(
+        model.SerializeToString(), opts, providers=["CPUExecutionProvider"],
+        disabled_optimizers=DISABLED_OPTIMIZERS,
+    )  # fmt: skip
+    encodings = emb.tokenizer.encode_batch(segs)
+    batches = length_batches([len(e.ids) for e in encodings])
+    c0 = time.process_time()
+    for batch in batches:
+        ids = np.array([encodings[i].ids for i in batch], dtype=np.int64)
+        session.run(["pooled"], {"input_ids": ids})
+    cpu = time.process_time() - c0
+    path = session.end_profiling()
+    spent: collections.Counter[str] = collections.Counter()
+    with open(path, encoding="utf-8") as fh:
+        for event in json.load(fh):
+            if event.get("cat") == "Node" and event["name"].endswith("_kernel_time"):
+                spent[event["args"]["op_name"]] += event["dur"]
+    os.unlink(path)
+    # Kernel durations are wall-clock (inflated on a busy machine): shares of
+    # their total, times the process CPU time, give CPU ms per segment.
+    total, per_seg = sum(spent.values()), cpu / len(segs) * 1000
+    print(f"{len(segs)} segs in {len(batches)} batches: cpu {per_seg:.2f} ms/seg "
+          f"(with the profiler on)")  # fmt: skip
+    for op, us in spent.most_common():
+        if us >= total / 1000:
+            share = us / total
+            print(f"  {op:24} {100 * share:5.1f}%  ~{share * per_seg:.3f} ms/seg")
 
 
 def latency(args: argparse.Namespace) -> None:
@@ -129,6 +184,10 @@ def main() -> None:
     p.add_argument("--n", type=int, default=512)
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--skip-numpy", action="store_true")
+    p.add_argument("--threads", type=int, default=2)
+    p = sub.add_parser("profile")
+    p.add_argument("--n", type=int, default=512)
+    p.add_argument("--fp32", action="store_true")
     p = sub.add_parser("latency")
     p.add_argument("--n", type=int, default=200)
     p = sub.add_parser("ndcg")
@@ -137,7 +196,8 @@ def main() -> None:
     p.add_argument("--queries", type=int, default=None)
     p.add_argument("--workdir", default="/tmp/docindex-neural-eval")
     args = parser.parse_args()
-    {"speed": speed, "latency": latency, "ndcg": ndcg}[args.cmd](args)
+    commands = {"speed": speed, "profile": profile, "latency": latency, "ndcg": ndcg}
+    commands[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -734,16 +734,17 @@ def _store_prepared(
     job = prep.job
     n_vec = len(vectors) if vectors is not None else 0
     with store.atomic(savepoint=False):
+        first = store.next_segment_id()
         doc_id = store.insert_document(
             root_id, job.rel_path, prep.kind, prep.title, job.size, job.mtime_ns,
             prep.hash, prep.body_z, prep.meta or {}, len(prep.rows), time.time(),
-            prep.sections, store.next_segment_id(),
+            prep.sections, first,
         )  # fmt: skip
         rows = [
             (doc_id, *row, vectors[i] if i < n_vec else None)  # type: ignore[index]
             for i, row in enumerate(prep.rows)
         ]
-        first = store.insert_segments(rows)
+        store.insert_segments(rows, first)
         store.insert_fts(
             (first + i, title, body) for i, (title, body) in enumerate(prep.fts)
         )

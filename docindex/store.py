@@ -343,13 +343,16 @@ class Store:
         first = self.conn.execute("SELECT coalesce(max(id), 0) + 1 FROM segments")
         return int(first.fetchone()[0])
 
-    def insert_segments(self, rows: Sequence[tuple[Any, ...]]) -> int:
+    def insert_segments(
+        self, rows: Sequence[tuple[Any, ...]], start: int | None = None
+    ) -> int:
         """Insert one document's segments with consecutive ids; return the first.
 
         Rows are ``(doc_id, *segment_columns(...), vec)``; the first id is
-        ``next_segment_id()``, recorded as the document's ``first_segment``.
+        ``start`` or ``next_segment_id()``, the document's ``first_segment``.
         """
-        start = self.next_segment_id()
+        if start is None:
+            start = self.next_segment_id()
         self.conn.executemany(
             "INSERT INTO segments (id, doc_id, ordinal, section, part, frag, "
             "start_line, end_line, char_start, char_end, page, slide, sheet, cells, "

@@ -97,6 +97,42 @@ def test_truncation_and_empty_batch(numpy_embedder: Any) -> None:
     assert long.shape == (1, 384)
 
 
+def test_length_batches_group_equal_lengths_longest_first() -> None:
+    from docindex.embed_minilm import BATCH_TOKENS, length_batches
+
+    lengths = [5, 300, 5, 40, 5, 40, 1, *[7] * 200]
+    batches = length_batches(lengths)
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    assert all(len({lengths[i] for i in b}) == 1 for b in batches)  # no padding
+    firsts = [lengths[b[0]] for b in batches]
+    assert firsts == sorted(firsts, reverse=True)
+    assert batches[0] == [1]  # over half of BATCH_TOKENS: a batch of its own
+    assert all(len(b) * lengths[b[0]] <= BATCH_TOKENS for b in batches[1:])
+
+
+@needs_model
+def test_vector_does_not_depend_on_batch_mates(numpy_embedder: Any) -> None:
+    import numpy as np
+
+    texts = ["A man is eating bread.", "short", "a much longer sentence " * 30]
+    together = numpy_embedder.embed(texts)
+    alone = np.vstack([numpy_embedder.embed([t]) for t in texts])
+    np.testing.assert_allclose(together, alone, atol=1e-5)
+
+
+@needs_onnx
+def test_optimised_model_cache_is_keyed_by_graph_version(tmp_path: Path) -> None:
+    import numpy as np
+
+    from docindex.embed_minilm import GRAPH_VERSION, MiniLMEmbedder
+
+    built = MiniLMEmbedder(cache_dir=tmp_path).embed(SENTENCES)
+    (cached,) = tmp_path.glob("minilm-*.onnx")
+    assert f"-g{GRAPH_VERSION}-" in cached.name
+    loaded = MiniLMEmbedder(cache_dir=tmp_path).embed(SENTENCES)  # from the cache
+    np.testing.assert_allclose(_cos(built, loaded), 1.0, atol=1e-4)
+
+
 @needs_model
 def test_gate_fires_for_cjk_and_unknown_queries(numpy_embedder: Any) -> None:
     assert dense_gate(numpy_embedder, "how do I rotate the keys") is None
