@@ -776,8 +776,12 @@ class Store:
 
 
 def compress_body(text: str) -> bytes:
-    """How ``documents.body`` stores a document's text: zlib level 6 over UTF-8."""
-    return zlib.compress(text.encode("utf-8"), 6)
+    """How ``documents.body`` stores a document's text: zlib level 4 over UTF-8.
+
+    On the shared corpus level 4 is 35% faster than 6 for 2.6% more bytes
+    (0.38 vs 0.58 s, 9.94 vs 9.69 MB).
+    """
+    return zlib.compress(text.encode("utf-8"), 4)
 
 
 def _varints(blob: bytes) -> list[int]:
