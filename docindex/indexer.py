@@ -468,6 +468,7 @@ def scan(
         _scan(store, cfg, roots, scopes, force, on_progress, result)
     if getattr(embedder, "deferred", False):
         embed_pending(store, cfg, on_progress=on_progress, result=result)
+    store.reclaim()
     result.took_ms = round((time.perf_counter() - started) * 1000, 1)
     return result
 

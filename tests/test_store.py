@@ -120,3 +120,18 @@ def test_index_from_schema_1_is_migrated_and_rescanned(
     assert hits[0]["chunk_id"] == "a.md#alpha" and hits[0]["heading_path"] == ["Alpha"]
     with Store.open(db) as store:
         assert migrations.applied(store.conn)[-1] == "m002_compact_segments"
+
+
+def test_new_index_reclaims_free_pages_after_a_big_change(tmp_path: Path) -> None:
+    """auto_vacuum=INCREMENTAL on new files; reclaim() shrinks the free list."""
+    with Store.open(tmp_path / "i.db", create=True) as store:
+        c = store.conn
+        assert c.execute("PRAGMA auto_vacuum").fetchone()[0] == 2
+        c.execute("CREATE TABLE junk (x BLOB)")
+        c.executemany("INSERT INTO junk VALUES (zeroblob(3000))", [()] * 500)
+        assert store.reclaim() == 0  # nothing free yet
+        c.execute("DELETE FROM junk")
+        free = c.execute("PRAGMA freelist_count").fetchone()[0]
+        assert free > 100
+        assert store.reclaim() == free
+        assert c.execute("PRAGMA freelist_count").fetchone()[0] == 0
