@@ -12,10 +12,11 @@ function:
 
 - an ONNX graph written with ``onnx.helper`` (no torch, no export step) whose
   weights are read from the safetensors when the session starts, run by
-  onnxruntime, two batches at once (one per core); its linear layers use int8 dynamic
-  quantisation by default (per-output-channel weight scales): mean cosine
-  0.994 (min 0.987) to fp32 on SciFact segments at about half the CPU time
-  (bench/neural_eval.py speed);
+  onnxruntime, two batches at once (one per core); its linear layers use int8
+  dynamic quantisation by default (per-output-channel weight scales): mean
+  cosine 0.994 (min 0.981, 1st percentile 0.990) to fp32 on SciFact segments
+  at about 40% of the CPU time (bench/neural_eval.py speed and profile: the
+  int8 matrix products run near the CPU's VNNI peak and take two thirds of it);
 - plain numpy, used when onnxruntime or onnx is absent.
 
 A batch holds texts of one token length, so there is no padding and no
