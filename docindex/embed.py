@@ -81,9 +81,7 @@ def _subword_crcs(words: list[str], wlen: Any, first: Any) -> tuple[Any, Any, An
     """
     import numpy as np
 
-    if not _CRC_TABLE:
-        _CRC_TABLE.append(_crc_table())
-    table = _CRC_TABLE[0]
+    table = _crc32_table()
     buf = np.frombuffer("".join(f"<{w}>" for w in words).encode("ascii"), np.uint8)
     plen = wlen + 2
     off = np.cumsum(plen) - plen
@@ -111,6 +109,52 @@ def _subword_crcs(words: list[str], wlen: Any, first: Any) -> tuple[Any, Any, An
 
 
 _CRC_TABLE: list[Any] = []
+
+
+def _crc32_table() -> Any:
+    if not _CRC_TABLE:
+        _CRC_TABLE.append(_crc_table())
+    return _CRC_TABLE[0]
+
+
+def _utf8_crcs(keys: Any) -> Any:
+    """``zlib.crc32`` of the UTF-8 bytes of each n-gram key (21 bits a code point).
+
+    CJK code points are all >= U+2E80, so a key's leading 21-bit group is never
+    0 and its size (1..3 characters) is how many groups it has; each character
+    is 3 UTF-8 bytes in the BMP and 4 above it.
+    """
+    import numpy as np
+
+    table = _crc32_table()
+    mask = (1 << 21) - 1
+    size = np.where(keys >> 42, 3, np.where(keys >> 21, 2, 1))
+    crc = np.full(len(keys), 0xFFFFFFFF, dtype=np.int64)
+    for j in range(3):  # character j of each key, if it has one
+        has = size > j
+        cp = (keys >> (21 * (size - 1 - j)).clip(0)) & mask
+        four = cp >= 0x10000
+        lead = np.where(four, 0xF0 | (cp >> 18), 0xE0 | (cp >> 12))
+        utf8 = [
+            (lead, has),
+            (0x80 | ((cp >> 12) & 0x3F), has & four),
+            (0x80 | ((cp >> 6) & 0x3F), has),
+            (0x80 | (cp & 0x3F), has),
+        ]
+        for byte, live in utf8:
+            step = table[(crc ^ byte) & 0xFF] ^ (crc >> 8)
+            crc = np.where(live, step, crc)
+    return crc ^ 0xFFFFFFFF
+
+
+def _finish(summed: Any, n: int, dim: int) -> FloatArray:
+    """Bucket sums -> (n, dim) float32 rows scaled to unit length (zero stays zero)."""
+    import numpy as np
+
+    out: FloatArray = summed.reshape(n, dim).astype(np.float32)
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    np.divide(out, norms, out=out, where=norms > 0)
+    return out
 
 
 class NgramEmbedder:
@@ -249,22 +293,89 @@ class NgramEmbedder:
             [terms(t, cjk_ngram=n, use_stem=use_stem) for t in texts], weights
         )
 
-    def embed_terms(self, term_lists: Sequence[Sequence[str]]) -> FloatArray:
-        """``embed`` for texts already tokenised with ``tokenize.terms``.
+    def embed_parts(
+        self, word_lists: Sequence[Sequence[str]], run_lists: Sequence[Sequence[str]]
+    ) -> FloatArray:
+        """``embed`` for texts given as their latin terms and their CJK runs.
 
-        ``embed_terms([terms(t) for t in texts])`` equals ``embed(texts)`` bit
-        for bit; the indexer uses it to tokenise each segment once (issue #7).
+        ``tokenize.term_parts`` splits a text so; ``embed_parts(*zip(*parts))``
+        equals ``embed(texts)`` up to float32 rounding (the sums run in another
+        order). The indexer uses it (issue #3: scan cost): a CJK n-gram is one
+        feature, the CRC-32 of its UTF-8 bytes, so n-grams are counted and
+        hashed as code-point arrays instead of strings looked up one by one.
         """
-        return self._embed_lists(term_lists, None)
+        import numpy as np
+
+        n, dim = len(word_lists), self.dim
+        latin = self._features(word_lists, None)
+        cjk = self._cjk_features(run_lists)
+        parts = [f for f in (latin, cjk) if f is not None]
+        if not parts:
+            return np.zeros((n, dim), dtype=np.float32)
+        idx = np.concatenate([f[0] for f in parts])
+        val = np.concatenate([f[1] for f in parts])
+        return _finish(np.bincount(idx, weights=val, minlength=n * dim), n, dim)
+
+    def _cjk_features(self, run_lists: Sequence[Sequence[str]]) -> Any:
+        """(row * dim + bucket, float32 value) of the CJK n-grams of each text."""
+        import numpy as np
+
+        runs = [run for runs_ in run_lists for run in runs_]
+        if not runs:
+            return None
+        dim = self.dim
+        run_row = np.repeat(
+            np.arange(len(run_lists), dtype=np.int64), [len(r) for r in run_lists]
+        )
+        run_len = np.fromiter(map(len, runs), dtype=np.int64, count=len(runs))
+        cps = np.frombuffer("".join(runs).encode("utf-32-le"), dtype="<u4")
+        cps = cps.astype(np.int64)
+        run_of = np.repeat(np.arange(len(runs), dtype=np.int64), run_len)
+        offset = np.arange(len(cps), dtype=np.int64) - np.repeat(
+            np.cumsum(run_len) - run_len, run_len
+        )
+        left = run_len[run_of] - offset  # characters from here to the run's end
+        keys, rows = [], []
+        for size in range(1, self.cjk_ngram + 1):
+            at = np.flatnonzero(left >= size)
+            key = cps[at]
+            for j in range(1, size):  # 21 bits a code point: sizes never collide
+                key = (key << 21) | cps[at + j]
+            keys.append(key)
+            rows.append(run_row[run_of[at]])
+        key_all = np.concatenate(keys)
+        uniq, kid = np.unique(key_all, return_inverse=True)
+        pair, tf = np.unique(np.concatenate(rows) * len(uniq) + kid, return_counts=True)
+        u_row, u_kid = pair // len(uniq), pair % len(uniq)
+        crc = _utf8_crcs(uniq)
+        w = _LOG_TF_NP()[np.minimum(tf, _N_LOG_TF - 1)]
+        if tf.max() >= _N_LOG_TF:
+            big = np.flatnonzero(tf >= _N_LOG_TF)
+            w[big] = [1.0 + math.log(int(t)) for t in tf[big]]
+        sign = np.where((crc >> 31) & 1, np.float32(1.0), np.float32(-1.0))
+        val = sign[u_kid] * w.astype(np.float32)
+        return u_row * dim + (crc % dim)[u_kid], val
 
     def _embed_lists(
         self, term_lists: Sequence[Sequence[str]], weights: dict[str, float] | None
     ) -> FloatArray:
+        import numpy as np
+
+        n, dim = len(term_lists), self.dim
+        found = self._features(term_lists, weights)
+        if found is None:
+            return np.zeros((n, dim), dtype=np.float32)
+        idx_all, val_all = found
+        return _finish(np.bincount(idx_all, weights=val_all, minlength=n * dim), n, dim)
+
+    def _features(
+        self, term_lists: Sequence[Sequence[str]], weights: dict[str, float] | None
+    ) -> Any:
         # Vectorised over the whole batch (issue #7), bit-identical to the
         # per-text loop: for each text, its distinct non-stopword terms in
         # first-occurrence order, each adding float32(val * (1 + log tf) [* w])
         # for its features in order; one float64 bincount adds each bucket's
-        # values in that same order.
+        # values in that same order. Returns (row * dim + bucket, value) or None.
         import numpy as np
 
         dim = self.dim
@@ -273,7 +384,7 @@ class NgramEmbedder:
             self._reset_vocab()
         flat = list(chain.from_iterable(term_lists))
         if not flat:
-            return np.zeros((n, dim), dtype=np.float32)
+            return None
         vocab = self._vocab
         # One pass over the tokens: unknown terms come back as -1 and are added.
         tid = np.fromiter(
@@ -287,7 +398,7 @@ class NgramEmbedder:
         keep = ~self._stop.data[tid]
         tid, row = tid[keep], row[keep]
         if not len(tid):
-            return np.zeros((n, dim), dtype=np.float32)
+            return None
         n_vocab = len(vocab)
         keys, first, tf = np.unique(
             row * n_vocab + tid, return_index=True, return_counts=True
@@ -312,11 +423,7 @@ class NgramEmbedder:
             names = list(vocab)
             w *= np.array([weights.get(names[i], 1.0) for i in u_tid], dtype=np.float64)
         val_all = self._feat_val.data[pos] * np.repeat(w.astype(np.float32), lens)
-        summed = np.bincount(idx_all, weights=val_all, minlength=n * dim)
-        out = summed.reshape(n, dim).astype(np.float32)
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        np.divide(out, norms, out=out, where=norms > 0)
-        return out
+        return idx_all, val_all
 
     def query_vector(
         self, text: str, weights: dict[str, float] | None = None

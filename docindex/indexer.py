@@ -29,7 +29,7 @@ from .errors import (
 )
 from .models import ScanResult, Segment
 from .store import Store, compress_body
-from .tokenize import terms
+from .tokenize import cjk_ngrams, term_parts, terms
 
 if TYPE_CHECKING:  # imported where used: a query needs none of them (issue #7)
     from .extract import ExtractLimits
@@ -183,36 +183,43 @@ def _tokens_and_vectors(
 ) -> tuple[tuple[tuple[str, str], ...], tuple[bytes, ...] | None]:
     """FTS rows and quantised vectors of a file's segments.
 
-    Each segment's text is tokenised once (issue #7): ``terms(context + "\\n" +
-    text)`` is ``terms(context) + terms(text)`` because a newline never joins
-    two terms, so the embedder gets exactly what ``embed(embed_input(...))``
-    would tokenise. Heading terms repeat along a section and are cached.
+    Each segment's text is tokenised once (issue #7): the latin terms and CJK
+    runs of ``context + "\\n" + text`` are those of the context followed by
+    those of the text (a newline never joins two terms), so ``embed_parts``
+    gets what ``embed(embed_input(...))`` would tokenise. Heading terms repeat
+    along a section and are cached.
     """
 
     def tok(text: str) -> list[str]:
         return terms(text, cjk_ngram=cfg.cjk_ngram, use_stem=cfg.stem)
 
+    n_gram, use_stem = cfg.cjk_ngram, cfg.stem
     embedder = _embedder(cfg)
-    by_terms = embedder is not None and hasattr(embedder, "embed_terms")
+    by_parts = embedder is not None and hasattr(embedder, "embed_parts")
     heads: dict[tuple[str, ...], str] = {}
-    contexts: dict[tuple[str, ...], list[str]] = {}
+    contexts: dict[tuple[str, ...], tuple[list[str], list[str]]] = {}
     fts: list[tuple[str, str]] = []
-    term_lists: list[list[str]] = []
+    word_lists: list[list[str]] = []
+    run_lists: list[list[str]] = []
     for seg in segments:
-        body_terms = tok(seg.text)
+        words, runs = term_parts(seg.text, use_stem=use_stem)
+        body_terms = words + cjk_ngrams(runs, n_gram) if runs else words
         head = heads.get(seg.heading_path)
         if head is None:
             head = heads[seg.heading_path] = " ".join(
                 tok(" ".join((doc_title, *seg.heading_path)))
             )
         fts.append((head, " ".join(body_terms)))
-        if by_terms:
+        if by_parts:
             ctx = contexts.get(seg.heading_path)
             if ctx is None:
                 parts = (title or doc_title, *seg.heading_path)
                 context = " > ".join(p for p in parts if p)
-                ctx = contexts[seg.heading_path] = tok(context) if context else []
-            term_lists.append(ctx + body_terms if ctx else body_terms)
+                ctx = contexts[seg.heading_path] = term_parts(
+                    context, use_stem=use_stem
+                )
+            word_lists.append(ctx[0] + words if ctx[0] else words)
+            run_lists.append(ctx[1] + runs if ctx[1] else runs)
     if embedder is None or getattr(embedder, "deferred", False):
         return tuple(fts), None  # neural vectors come in embed_pending (issue #9)
     from .embed import quantize
@@ -221,8 +228,10 @@ def _tokens_and_vectors(
     # (issue #8). Rows are independent, so the vectors are bit-identical.
     vectors: list[bytes] = []
     for i in range(0, len(segments), EMBED_BATCH):
-        if by_terms:
-            matrix = embedder.embed_terms(term_lists[i : i + EMBED_BATCH])
+        if by_parts:
+            matrix = embedder.embed_parts(
+                word_lists[i : i + EMBED_BATCH], run_lists[i : i + EMBED_BATCH]
+            )
         else:
             matrix = embedder.embed(
                 [embed_input(title or doc_title, s.heading_path, s.text)

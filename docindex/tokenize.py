@@ -127,25 +127,35 @@ def terms(text: str, *, cjk_ngram: int = 2, use_stem: bool = True) -> list[str]:
     ``findall`` calls and the stem memo maps words in C, so no Python code
     runs per token.
     """
+    words, runs = term_parts(text, use_stem=use_stem)
+    if runs:
+        words.extend(cjk_ngrams(runs, cjk_ngram))
+    return words
+
+
+def term_parts(text: str, *, use_stem: bool = True) -> tuple[list[str], list[str]]:
+    """The latin terms of ``text`` (stemmed, in order) and its CJK runs."""
     if text.isascii():
         # NFKC leaves ASCII alone and casefold is lower(); the tokens are the
         # runs of [a-z0-9], which translate + split find ~5x faster than re.
         words = text.lower().translate(_ASCII_SEPARATORS).split()
-        return _stem_words(words) if use_stem else words
+        return (_stem_words(words) if use_stem else words), []
     norm = normalize(text)
     words = _LATIN_RE.findall(norm)
-    out = _stem_words(words) if use_stem else words
-    runs = _CJK_RUN_RE.findall(norm)
-    if runs:
-        out.extend("".join(runs))
-        if cjk_ngram >= 2:
-            extend = out.extend
+    return (_stem_words(words) if use_stem else words), _CJK_RUN_RE.findall(norm)
+
+
+def cjk_ngrams(runs: list[str], cjk_ngram: int = 2) -> list[str]:
+    """Every run's 1-grams, then each run's 2-grams, ... up to ``cjk_ngram``."""
+    out = list("".join(runs))
+    if cjk_ngram >= 2:
+        extend = out.extend
+        for run in runs:
+            if len(run) >= 2:
+                extend(map(_concat, run, run[1:]))
+        for size in range(3, cjk_ngram + 1):
             for run in runs:
-                if len(run) >= 2:
-                    extend(map(_concat, run, run[1:]))
-            for size in range(3, cjk_ngram + 1):
-                for run in runs:
-                    extend(run[i : i + size] for i in range(len(run) - size + 1))
+                extend(run[i : i + size] for i in range(len(run) - size + 1))
     return out
 
 

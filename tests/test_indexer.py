@@ -17,7 +17,7 @@ from docindex.config import Config
 from docindex.embed import NgramEmbedder
 from docindex.stem import stem
 from docindex.store import Store
-from docindex.tokenize import _CJK, normalize, terms
+from docindex.tokenize import _CJK, normalize, term_parts, terms
 
 
 def _reference_terms(text: str, cjk_ngram: int = 2, use_stem: bool = True) -> list[str]:
@@ -55,22 +55,56 @@ def test_ascii_fast_path_matches_the_reference(text: str) -> None:
     assert terms(text) == _reference_terms(text)
 
 
-def test_embed_terms_is_embed_bit_for_bit() -> None:
+@settings(max_examples=150, deadline=None)
+@given(st.lists(TEXT, min_size=1, max_size=4), st.sampled_from([1, 2, 3]))
+def test_embed_parts_is_embed(texts: list[str], n: int) -> None:
+    """The indexer's split path (latin terms + CJK code points) = ``embed``."""
+    emb = NgramEmbedder(cjk_ngram=n)
+    parts = [term_parts(t) for t in texts]
+    a = emb.embed(texts)
+    b = emb.embed_parts([p[0] for p in parts], [p[1] for p in parts])
+    assert np.allclose(a, b, atol=1e-6)
+
+
+def test_embed_parts_on_mixed_text() -> None:
     texts = [
         "Indexing the indexes: configure upstream health checks",
-        "全文检索 SQLite FTS5 全文检索 and the 検索エンジン",
+        "全文检索 SQLite FTS5 全文检索 and the 検索エンジン 𠀀𠀁𠀂",
         "",
         "the the the",  # only stopwords: a zero row
         "word " * 70 + "other",  # tf above the log table
+        "中" * 80 + " 文",  # a CJK tf above the log table
     ]
-    a = NgramEmbedder().embed(texts)
-    b = NgramEmbedder().embed_terms([terms(t) for t in texts])
-    assert a.dtype == np.float32 and a.tobytes() == b.tobytes()
-    assert not a[3].any()
-    # Context + "\n" + text tokenises as context then text.
-    assert terms("Guide > Setup\nInstall it") == terms("Guide > Setup") + terms(
-        "Install it"
-    )
+    emb = NgramEmbedder()
+    a = emb.embed(texts)
+    parts = [term_parts(t) for t in texts]
+    b = emb.embed_parts([p[0] for p in parts], [p[1] for p in parts])
+    assert a.dtype == b.dtype == np.float32 and np.allclose(a, b, atol=1e-6)
+    assert not a[3].any() and not b[3].any() and not b[2].any()
+    # Context + "\n" + text splits as context then text.
+    words, runs = term_parts("Guide > 设置\nInstall 它")
+    assert (words, runs) == (["guid", "instal"], ["设置", "它"])
+    assert terms("设置它") == ["设", "置", "它", "设置", "置它"]
+
+
+def test_cjk_ngram_hashes_are_zlib_crc32() -> None:
+    import zlib
+
+    from docindex.embed import _utf8_crcs
+
+    chars = ["中", "ア", "한", "〇", "𠀀", "\U000323af"]
+    keys, expected = [], []
+    for a in chars:
+        for b in ["", *chars]:
+            for c in ["", *chars] if b else [""]:
+                text = a + b + c
+                key = 0
+                for ch in text:
+                    key = (key << 21) | ord(ch)
+                keys.append(key)
+                expected.append(zlib.crc32(text.encode("utf-8")))
+    got = _utf8_crcs(np.array(keys, dtype=np.int64))
+    assert got.tolist() == expected
 
 
 def _files(n: int) -> dict[str, str]:
