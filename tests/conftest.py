@@ -16,13 +16,20 @@ from docindex.cli import cli
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 
+@pytest.fixture(scope="session")
+def _cache_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache folder for the session: tests never write the user's ~/.cache."""
+    return tmp_path_factory.mktemp("cache")
+
+
 @pytest.fixture(autouse=True)
-def _env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, _cache_home: Path) -> None:
     """Point DOCINDEX_DB into tmp_path and clear every other DOCINDEX_* variable."""
     for key in list(os.environ):
         if key.startswith("DOCINDEX_"):
             monkeypatch.delenv(key)
     monkeypatch.setenv("DOCINDEX_DB", str(tmp_path / "db" / "index.db"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(_cache_home))
 
 
 @pytest.fixture
