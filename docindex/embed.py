@@ -451,21 +451,23 @@ class NgramEmbedder:
 
 
 def quantize(vectors: FloatArray, bits: int = 8) -> list[bytes]:
-    """Encode unit vectors as blobs: 4-byte little-endian scale + the values.
+    """Encode unit vectors as blobs: a little-endian scale, then the values.
 
-    ``bits`` 8: one int8 per value (``dim + 4`` bytes). ``bits`` 4: values in
-    -7..7, two per byte, low nibble first (``dim / 2 + 4`` bytes; issue #7:
-    index size). The blob's length says which, so readers need no flag.
+    ``bits`` 8: a float32 scale and one int8 per value (``dim + 4`` bytes).
+    ``bits`` 4: a float16 scale and values in -7..7, two per byte, low nibble
+    first (``dim / 2 + 2`` bytes; issue #7: index size). The blob's length
+    says which, so readers need no flag.
     """
     import numpy as np
 
-    top = 127.0 if bits == 8 else 7.0
+    top, kind = (127.0, "<f4") if bits == 8 else (7.0, "<f2")
     peak = np.abs(vectors).max(axis=1)
-    # A denormal peak / top underflows to 0 in float32: such a row encodes as 0.
-    scale = (peak / np.float32(top)).astype("<f4")
-    scale = np.where(scale > 0, scale, np.float32(1.0)).astype("<f4")
-    q = np.rint(vectors / scale[:, None]).astype(np.int8)
+    # A peak too small for the scale's type encodes as 0 (a zero row).
+    scale = (peak / np.float32(top)).astype(kind)
+    scale = np.where(scale > 0, scale, 1.0).astype(kind)
+    q = np.rint(vectors / scale[:, None].astype(np.float32)).astype(np.int8)
     if bits == 4:
+        q = np.clip(q, -7, 7)
         nib = (q & 0x0F).astype(np.uint8)
         q = (nib[:, 0::2] | (nib[:, 1::2] << 4)).astype(np.uint8)
     return [scale[i].tobytes() + q[i].tobytes() for i in range(len(vectors))]
@@ -487,11 +489,12 @@ def cosine_int8(query: Sequence[float], blobs: Sequence[bytes]) -> list[float]:
     even, odd = query[0::2], query[1::2]
     mul = operator.mul
     for blob in blobs:
-        (scale,) = struct.unpack_from("<f", blob)
         if len(blob) == dim + 4:
+            (scale,) = struct.unpack_from("<f", blob)
             out.append(scale * sum(map(mul, query, array.array("b", blob[4:]))))
             continue
-        packed = blob[4:]
+        (scale,) = struct.unpack_from("<e", blob)
+        packed = blob[2:]
         low = array.array("b", packed.translate(_LOW_NIBBLE))
         high = array.array("b", packed.translate(_HIGH_NIBBLE))
         out.append(scale * (sum(map(mul, even, low)) + sum(map(mul, odd, high))))
@@ -506,11 +509,12 @@ def dequantize(blobs: Sequence[bytes], dim: int) -> FloatArray:
         return np.zeros((0, dim), dtype=np.float32)
     width = len(blobs[0])
     raw = np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(len(blobs), width)
-    scale = raw[:, :4].copy().view("<f4").reshape(-1)
     if width == dim + 4:
+        scale = raw[:, :4].copy().view("<f4").reshape(-1)
         q = raw[:, 4:].view(np.int8).astype(np.float32)
     else:
-        packed = raw[:, 4:].view(np.int8)
+        scale = raw[:, :2].copy().view("<f2").reshape(-1).astype(np.float32)
+        packed = raw[:, 2:].view(np.int8)
         q = np.empty((len(blobs), dim), dtype=np.float32)
         q[:, 0::2] = (packed << 4) >> 4  # arithmetic shifts sign-extend nibbles
         q[:, 1::2] = packed >> 4

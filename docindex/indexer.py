@@ -706,7 +706,8 @@ def segment_columns(
 ) -> tuple[bytes | None, tuple[tuple[Any, ...], ...]]:
     """A document's ``sections`` (zlib JSON) and its segments' stored columns.
 
-    Columns run from ``ordinal`` to ``cells`` (between ``doc_id`` and ``vec``).
+    Columns run from ``section`` to ``cells`` (between ``doc_id`` and ``vec``);
+    a segment's ordinal is its id minus the document's ``first_segment``.
     Heading paths and anchors are stored once per section; a segment keeps
     the section's index and its piece number, and ``frag`` only when its
     chunk id is not ``chunk_id(rel_path, anchor, part)`` (issue #7).
@@ -714,6 +715,7 @@ def segment_columns(
     import json
 
     from .models import chunk_id
+    from .segment import slug_path
 
     index: dict[tuple[tuple[str, ...], str], int] = {}
     rows = []
@@ -727,14 +729,19 @@ def segment_columns(
         derived = chunk_id(rel_path, seg.anchor, seg.part)
         frag = None if seg.chunk_id == derived else seg.chunk_id[len(rel_path) :]
         rows.append((
-            seg.ordinal, section, seg.part if seg.part != 1 else None, frag,
-            seg.start_line, seg.end_line, seg.char_start, seg.char_end,
+            section, seg.part if seg.part != 1 else None, frag,
+            seg.start_line, seg.end_line - seg.start_line,
+            seg.char_start, seg.char_end - seg.char_start,
             seg.page, seg.slide, seg.sheet,
             json.dumps(list(seg.line_cells)) if seg.line_cells else None,
         ))  # fmt: skip
     if not index:
         return None, tuple(rows)
-    listed = json.dumps([[list(h), a] for h, a in index], ensure_ascii=False)
+    # Most anchors are the slugs of their headings: then the path alone is kept.
+    listed = json.dumps(
+        [list(h) if a == slug_path(h) and h else [list(h), a] for h, a in index],
+        ensure_ascii=False,
+    )
     return zlib.compress(listed.encode("utf-8"), 9), tuple(rows)
 
 

@@ -79,7 +79,8 @@ def m002_compact_segments(conn: sqlite3.Connection) -> None:
     is rebuilt from them (``frag`` holds the rare id that cannot be); the
     unused per-segment hash goes. A document's segments have consecutive ids
     from ``documents.first_segment``, which replaces the ``segments_doc``
-    index (and the foreign key that needed it). Segments and the contentless
+    index (and the foreign key that needed it) and the ``ordinal`` column;
+    ends are stored as lengths (``lines``, ``chars``: smaller varints). Segments and the contentless
     FTS rows cannot be converted in place, so the documents are dropped and
     the next scan re-indexes them; roots and settings are kept.
     """
@@ -96,14 +97,13 @@ def m002_compact_segments(conn: sqlite3.Connection) -> None:
         CREATE TABLE segments (
             id INTEGER PRIMARY KEY,
             doc_id INTEGER NOT NULL,
-            ordinal INTEGER NOT NULL,
             section INTEGER,
             part INTEGER,
             frag TEXT,
             start_line INTEGER NOT NULL,
-            end_line INTEGER NOT NULL,
+            lines INTEGER NOT NULL,
             char_start INTEGER NOT NULL,
-            char_end INTEGER NOT NULL,
+            chars INTEGER NOT NULL,
             page INTEGER,
             slide INTEGER,
             sheet TEXT,

@@ -10,7 +10,7 @@ one segment unless it alone exceeds the size.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 
@@ -30,6 +30,11 @@ def slugify(text: str) -> str:
     slug = re.sub(r"\s+", "-", slug.strip())
     slug = re.sub(r"-{2,}", "-", slug)
     return slug or "section"
+
+
+def slug_path(heading_path: Sequence[str]) -> str:
+    """The anchor a heading path has when no sibling shares its slug."""
+    return "/".join(slugify(text) for text in heading_path)
 
 
 @dataclass(slots=True)

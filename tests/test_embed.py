@@ -94,13 +94,16 @@ def test_quantize_round_trip(matrix: np.ndarray) -> None:
     dim = matrix.shape[1]
     peak = np.abs(matrix).max(axis=1, keepdims=True)
     query = [float(x) for x in np.linspace(-1, 1, dim)]
-    for bits, top, width in ((8, 127.0, dim + 4), (4, 7.0, dim // 2 + 4)):
+    for bits, top, width in ((8, 127.0, dim + 4), (4, 7.0, dim // 2 + 2)):
         blobs = quantize(matrix, bits)
         assert all(len(b) == width for b in blobs)
         back = dequantize(blobs, dim)
         assert back.shape == matrix.shape
         step = np.where(peak > 0, peak / top, 1.0)
-        assert np.all(np.abs(back - matrix) <= step * 0.5 + 1e-6)
+        # int4's float16 scale is rounded (relative error <= 2**-11), which
+        # can move the largest value by up to 7 such errors.
+        slack = 1e-6 if bits == 8 else 7 * 2.0**-11 * np.abs(matrix).max()
+        assert np.all(np.abs(back - matrix) <= step * 0.5 + slack + 1e-6)
         # The pure-Python scorer decodes the same values.
         expected = back.astype(np.float64) @ np.array(query)
         assert np.allclose(cosine_int8(query, blobs), expected, atol=1e-4)

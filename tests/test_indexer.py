@@ -128,7 +128,7 @@ def _snapshot(db: Path) -> dict[str, Any]:
                 "ORDER BY id"
             ).fetchall(),
             "segments": conn.execute(
-                "SELECT id, doc_id, ordinal, section, part, frag, char_start, vec "
+                "SELECT id, doc_id, section, part, frag, char_start, vec "
                 "FROM segments ORDER BY id"
             ).fetchall(),
             "vocab": conn.execute(

@@ -355,4 +355,4 @@ def test_stored_chunk_ids_and_headings_equal_the_segmenter(tree: Tree) -> None:
     # A safety-net id (dedup beyond the segmenter's anchors) is kept verbatim.
     seg = Segment(0, "x", 1, 1, ("A",), "f.md#a~9", anchor="a", part=1)
     _, rows = segment_columns([seg], "f.md")
-    assert rows[0][3] == "#a~9"
+    assert rows[0][2] == "#a~9"

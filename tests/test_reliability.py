@@ -85,9 +85,10 @@ def snapshot(db: Path) -> Snapshot:
             "SELECT rel_path, hash, n_segments FROM documents ORDER BY rel_path"
         ).fetchall()
         segs = conn.execute(
-            "SELECT d.rel_path, s.ordinal, s.char_start, s.char_end FROM segments s "
+            "SELECT d.rel_path, s.id - d.first_segment, s.char_start, s.chars "
+            "FROM segments s "
             "JOIN documents d "
-            "ON d.id = s.doc_id ORDER BY d.rel_path, s.ordinal"
+            "ON d.id = s.doc_id ORDER BY d.rel_path, s.id"
         ).fetchall()
     finally:
         conn.close()
