@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .stem import stem
-from .tokenize import _CJK_RE, _TOKEN_RE, normalize
+from .tokenize import is_cjk, normalize, token_matches
 
 MARK_OPEN = "**"
 MARK_CLOSE = "**"
@@ -20,7 +20,7 @@ def match_spans(text: str, qset: set[str], cfg: Any) -> list[tuple[int, int, str
     """(start, end, term) of every query-term occurrence in ``text``, in order."""
     spans: list[tuple[int, int, str]] = []
     max_n = cfg.cjk_ngram
-    for match in _TOKEN_RE.finditer(text):
+    for match in token_matches(text):
         start, end = match.span()
         raw = match.group(0)
         # NFKC leaves ASCII alone and casefold is lower() there: skip the slow path.
@@ -108,11 +108,9 @@ def make_snippet(
     if end - start < chars:
         start = max(0, end - chars)
     # Do not cut a latin word in half at either edge.
-    while (
-        start > 0 and text[start - 1].isalnum() and not _CJK_RE.match(text[start - 1])
-    ):
+    while start > 0 and text[start - 1].isalnum() and not is_cjk(text[start - 1]):
         start -= 1
-    while end < len(text) and text[end].isalnum() and not _CJK_RE.match(text[end]):
+    while end < len(text) and text[end].isalnum() and not is_cjk(text[end]):
         end += 1
     pieces: list[str] = []
     pos = start

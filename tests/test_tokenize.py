@@ -52,3 +52,18 @@ def test_mixed_script() -> None:
 def test_tokenizer_never_raises(text: str) -> None:
     for term in terms(text) + query_terms(text):
         assert term and " " not in term
+
+
+def test_is_cjk_and_ascii_token_path_agree_with_the_regexes() -> None:
+    """Cheaper query-time helpers (issue #7) give exactly the regexes' answers."""
+    import re
+
+    from docindex.tokenize import _CJK, _TOKEN_RE, is_cjk, token_matches
+
+    cjk = re.compile(f"[{_CJK}]")
+    for code in [*range(0, 0x3500, 7), *range(0x9F00, 0xAD00, 3), 0x20000, 0x323AF,
+                 0x323B0, 0xFF66, 0xFFA0, 0x3005, 0x3006]:  # fmt: skip
+        assert is_cjk(chr(code)) == bool(cjk.match(chr(code))), hex(code)
+    for text in ["Fetch_the x9 café", "a-b_c 123", "", "中文 and 한국어", "x" * 50]:
+        got = [(m.span(), m.groups()) for m in token_matches(text)]
+        assert got == [(m.span(), m.groups()) for m in _TOKEN_RE.finditer(text)]
