@@ -90,14 +90,25 @@ def _env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("DOCINDEX_")}
 
 
+EXE: list[str] = []  # --exe: another installation's console script
+
+
 def _docindex() -> list[str]:
     # The console script beside this interpreter: a version-manager shim on
     # PATH (pyenv) would add its own start-up to every figure.
+    if EXE:
+        return EXE
     exe = Path(sys.executable).with_name("docindex")
     if exe.is_file():
         return [str(exe)]
     found = shutil.which("docindex")
     return [found] if found else [sys.executable, "-m", "docindex"]
+
+
+def _python() -> str:
+    """The interpreter of the docindex being timed (for the in-process figure)."""
+    beside = Path(_docindex()[0]).with_name("python")
+    return str(beside) if EXE and beside.is_file() else sys.executable
 
 
 def make_tree(scale: int) -> Path:
@@ -204,7 +215,7 @@ def bench_scale(scale: int, runs: int, query_runs: int) -> dict[str, object]:
             queries.append(wall([*di, "query", q, "--db", str(db), "--json"], env))
     helps = [wall([*di, "--help"], env) for _ in range(query_runs)]
     inproc_out = subprocess.run(
-        [sys.executable, "-c", INPROC, str(db), str(query_runs), json.dumps(QUERIES)],
+        [_python(), "-c", INPROC, str(db), str(query_runs), json.dumps(QUERIES)],
         capture_output=True, text=True, env=env, check=True,
     )  # fmt: skip
     inproc = json.loads(inproc_out.stdout)
@@ -311,7 +322,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="scan runs at the larger scales (default 1)")  # fmt: skip
     parser.add_argument("--query-runs", type=int, help="query runs (default 12)")
     parser.add_argument("--json", type=Path, help="also write raw figures here")
+    parser.add_argument(
+        "--exe", type=Path,
+        help="the docindex to time, e.g. .venv/bin/docindex of a README install "
+        "(default: beside this Python; an editable install adds its import hook "
+        "to every start-up)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
+    if args.exe:
+        EXE.append(str(args.exe.resolve()))
     if not CORPUS.is_dir():
         print(f"skipped: no corpus at {CORPUS} (see ../shared/README.md)")
         return 0
@@ -320,7 +339,8 @@ def main(argv: list[str] | None = None) -> int:
     scales = [int(s) for s in args.scales.split(",") if s.strip()]
     WORK.mkdir(parents=True, exist_ok=True)
     print(f"docindex speed bench: corpus {CORPUS}, cpus {os.cpu_count()}, "
-          f"load {os.getloadavg()[0]:.1f}; min / median / max over runs")  # fmt: skip
+          f"load {os.getloadavg()[0]:.1f}, docindex {' '.join(_docindex())}; "
+          "min / median / max over runs")  # fmt: skip
     results = []
     for i, scale in enumerate(scales):
         r = bench_scale(scale, runs if i == 0 else args.scale_runs, query_runs)
