@@ -25,6 +25,8 @@ def _blake2b(data: bytes, size: int, key: bytes = b"") -> str:
     except ImportError:  # a Python built without it
         from hashlib import blake2b
     return blake2b(data, digest_size=size, key=key).hexdigest()
+
+
 _FIELDS = ("query", "mode", "types", "path_glob", "where", "files", "min_score")
 
 

@@ -28,6 +28,14 @@ if TYPE_CHECKING:
 
 _WORD = re.compile(r"[a-z][a-z0-9]*")
 SUBWORD_WEIGHT = 0.35
+SUBWORD_SIZES = (3, 4)  # character n-grams of "<word>" for latin words of 4+ letters
+
+
+def _n_subwords(length: Any) -> Any:
+    """How many sub-words a word of ``length`` letters has (``<word>``'s n-grams)."""
+    return sum(length + 3 - n for n in SUBWORD_SIZES)
+
+
 _MAX_CACHE = 400_000
 _N_LOG_TF = 64
 _LOG_TF = [0.0] + [1.0 + math.log(tf) for tf in range(1, _N_LOG_TF)]
@@ -73,11 +81,11 @@ def _crc_table() -> Any:
 
 
 def _subword_crcs(words: list[str], wlen: Any, first: Any) -> tuple[Any, Any, Any]:
-    """``zlib.crc32(b"#" + gram)`` of every 3- and 4-gram of each ``<word>``.
+    """``zlib.crc32(b"#" + gram)`` of every ``SUBWORD_SIZES`` gram of each ``<word>``.
 
     Vectorised CRC-32 over the grams' bytes (bit-identical to zlib; words are
-    ASCII ``[a-z0-9]``). Returns positions (the word's 3-grams then its
-    4-grams from ``first[j]``), the CRCs and each gram's word index.
+    ASCII ``[a-z0-9]``). Returns positions (the word's grams, size by size,
+    from ``first[j]``), the CRCs and each gram's word index.
     """
     import numpy as np
 
@@ -87,7 +95,8 @@ def _subword_crcs(words: list[str], wlen: Any, first: Any) -> tuple[Any, Any, An
     off = np.cumsum(plen) - plen
     pos_parts, crc_parts, word_parts = [], [], []
     word_ids = np.arange(len(words), dtype=np.int64)
-    for n in (3, 4):
+    shift = 0 * wlen  # the word's grams of the sizes before this one
+    for n in SUBWORD_SIZES:
         count = plen - n + 1
         k = np.arange(int(count.sum()), dtype=np.int64) - np.repeat(
             np.cumsum(count) - count, count
@@ -98,9 +107,9 @@ def _subword_crcs(words: list[str], wlen: Any, first: Any) -> tuple[Any, Any, An
         for j in range(n):
             crc = table[(crc ^ buf[start + j]) & 0xFF] ^ (crc >> 8)
         crc_parts.append(crc ^ 0xFFFFFFFF)
-        shift = 0 if n == 3 else wlen  # 4-grams follow the word's L 3-grams
         pos_parts.append(np.repeat(first + shift, count) + k)
         word_parts.append(np.repeat(word_ids, count))
+        shift = shift + count
     return (
         np.concatenate(pos_parts),
         np.concatenate(crc_parts),
@@ -188,7 +197,7 @@ class NgramEmbedder:
             "dim": self.dim,
             "cjk_ngram": self.cjk_ngram,
             "stem": self.use_stem,
-            "subword": [3, 4],
+            "subword": list(SUBWORD_SIZES),
             "subword_weight": SUBWORD_WEIGHT,
             "bits": self.bits,
         }
@@ -200,12 +209,14 @@ class NgramEmbedder:
         return [bucket, *idx], [sign, *val]
 
     def _subwords(self, term: str) -> tuple[list[int], list[float]]:
-        """Features of a latin word's character 3- and 4-grams (none for others)."""
+        """Features of a latin word's character n-grams (none for other terms)."""
         if len(term) < 4 or not _WORD.fullmatch(term):
             return [], []
         padded = f"<{term}>"
         grams = [
-            "#" + padded[i : i + n] for n in (3, 4) for i in range(len(padded) - n + 1)
+            "#" + padded[i : i + n]
+            for n in SUBWORD_SIZES
+            for i in range(len(padded) - n + 1)
         ]
         w = SUBWORD_WEIGHT / math.sqrt(len(grams))
         slots = self._slots
@@ -241,7 +252,7 @@ class NgramEmbedder:
         words = [i for i, t in enumerate(new) if len(t) >= 4 and _WORD.fullmatch(t)]
         lens = np.ones(n, dtype=np.int64)
         wlen = np.array([len(new[i]) for i in words], dtype=np.int64)
-        lens[words] += 2 * wlen - 1  # L 3-grams and L - 1 4-grams of "<word>"
+        lens[words] += _n_subwords(wlen)
         own = np.cumsum(lens) - lens  # each term's first feature, from 0
         feat_idx = np.empty(int(lens.sum()), dtype=np.int64)
         feat_val = np.empty(len(feat_idx), dtype=np.float32)
@@ -251,7 +262,7 @@ class NgramEmbedder:
             pos, grams, word = _subword_crcs(
                 [new[i] for i in words], wlen, own[words] + 1
             )
-            w = (SUBWORD_WEIGHT / np.sqrt((2 * wlen - 1).astype(np.float64)))[word]
+            w = (SUBWORD_WEIGHT / np.sqrt(_n_subwords(wlen).astype(np.float64)))[word]
             feat_idx[pos] = grams % self.dim
             feat_val[pos] = np.where((grams >> 31) & 1, w, -w)
         self._starts.extend(own + self._feat_idx.n)
@@ -371,11 +382,11 @@ class NgramEmbedder:
     def _features(
         self, term_lists: Sequence[Sequence[str]], weights: dict[str, float] | None
     ) -> Any:
-        # Vectorised over the whole batch (issue #7), bit-identical to the
-        # per-text loop: for each text, its distinct non-stopword terms in
-        # first-occurrence order, each adding float32(val * (1 + log tf) [* w])
-        # for its features in order; one float64 bincount adds each bucket's
-        # values in that same order. Returns (row * dim + bucket, value) or None.
+        # Vectorised over the whole batch (issue #7): for each text, each
+        # distinct non-stopword term adds float32(val * (1 + log tf) [* w]) for
+        # each of its features; one float64 bincount sums the buckets (in term
+        # id order, so equal to the per-text loop up to float rounding).
+        # Returns (row * dim + bucket, value), or None when nothing counts.
         import numpy as np
 
         dim = self.dim
@@ -400,11 +411,7 @@ class NgramEmbedder:
         if not len(tid):
             return None
         n_vocab = len(vocab)
-        keys, first, tf = np.unique(
-            row * n_vocab + tid, return_index=True, return_counts=True
-        )
-        order = np.argsort(first, kind="stable")
-        keys, tf = keys[order], tf[order]
+        keys, tf = np.unique(row * n_vocab + tid, return_counts=True)
         u_tid, u_row = keys % n_vocab, keys // n_vocab
         lens = self._lens.data[u_tid]
         starts = self._starts.data[u_tid]
@@ -470,7 +477,9 @@ def quantize(vectors: FloatArray, bits: int = 8) -> list[bytes]:
         q = np.clip(q, -7, 7)
         nib = (q & 0x0F).astype(np.uint8)
         q = (nib[:, 0::2] | (nib[:, 1::2] << 4)).astype(np.uint8)
-    return [scale[i].tobytes() + q[i].tobytes() for i in range(len(vectors))]
+    rows = np.concatenate([scale[:, None].view(np.uint8), q.view(np.uint8)], axis=1)
+    flat, width = rows.tobytes(), rows.shape[1]
+    return [flat[i : i + width] for i in range(0, len(flat), width)]
 
 
 # bytes.translate tables: a packed int4 byte -> its low / high nibble as int8.

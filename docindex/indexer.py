@@ -377,6 +377,13 @@ def _prepare_all(jobs: Sequence[_Job], cfg: Config) -> Iterator[Prepared]:
         else "spawn"
     )
     ctx = multiprocessing.get_context(method)
+    if method == "forkserver":
+        # Workers fork from a server that imported these once, instead of each
+        # importing them itself (issue #7); numpy only when vectors need it.
+        preload = ["docindex.indexer", "docindex.segment", "docindex.extract.markdown"]
+        if hasattr(_embedder(cfg), "embed_parts"):
+            preload += ["docindex.embed", "numpy"]
+        ctx.set_forkserver_preload(preload)
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
     try:
         chunks = _chunked(jobs)
