@@ -307,3 +307,28 @@ def test_fresh_process_without_numpy_ranks_like_numpy(tree) -> None:
         assert [h["score"] for h in other["hits"]] == pytest.approx(
             [h["score"] for h in here["hits"]], abs=1e-3
         )
+
+
+def test_long_lived_process_switches_to_numpy_after_a_few_queries(tree) -> None:
+    """One-shot queries never import numpy; a process that keeps querying does."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import run_json as _run_json
+
+    root = tree({f"d{i}.md": f"# Doc {i}\n\nindexing notes {i} about search\n"
+                 for i in range(5)})  # fmt: skip
+    _run_json("scan", str(root))
+    code = (
+        "import sys\n"
+        "from docindex import api\n"
+        "seen = []\n"
+        "for i in range(5):\n"
+        "    api.query(None, 'indexing search', {'mode': 'auto'})\n"
+        "    seen.append('numpy' in sys.modules)\n"
+        "print(seen)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                         text=True, env=dict(os.environ), check=True)  # fmt: skip
+    assert out.stdout.strip() == "[False, False, False, True, True]"
