@@ -7,7 +7,9 @@ copies of ``../shared/corpus/docs`` to pass 100,000 segments, then measures:
   ``--runs`` times; median and p90 over all runs);
 - whole-process ``docindex query TEXT --json`` wall time (median of runs);
 - with ``--scan``: a fresh scan of one corpus copy with the default ``ngram``
-  provider and with ``embedding_provider=none`` (median of ``--scan-runs``).
+  provider and with ``embedding_provider=none``, in this process (warm imports)
+  and as a whole ``docindex scan`` process, alternating (medians of
+  ``--scan-runs``).
 
 The machine has 2 shared cores: figures are noisy, so each is a median.
 
@@ -17,6 +19,7 @@ Usage: python bench/query_speed.py [--runs 5] [--process-runs 9] [--scan]
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import subprocess
@@ -151,19 +154,26 @@ def all_vectors_cost(db: Path, cfg: object, runs: int) -> float:
     return statistics.median(times)
 
 
-def scan_time(provider: str, runs: int) -> float:
-    """Median seconds for a fresh scan of one corpus copy."""
+def scan_times(provider: str) -> tuple[float, float]:
+    """(in-process, whole-process) seconds of one fresh scan of one corpus copy."""
     from docindex.indexer import scan
     from docindex.store import Store
 
-    times = []
-    for _ in range(runs):
-        with tempfile.TemporaryDirectory(prefix="docindex-scan-") as tmp:
-            started = time.perf_counter()
-            with Store.open(Path(tmp) / "index.db", create=True) as store:
-                scan(store, _cfg(CORPUS, provider))  # type: ignore[arg-type]
-            times.append(time.perf_counter() - started)
-    return statistics.median(times)
+    with tempfile.TemporaryDirectory(prefix="docindex-scan-") as tmp:
+        started = time.perf_counter()
+        with Store.open(Path(tmp) / "index.db", create=True) as store:
+            scan(store, _cfg(CORPUS, provider))  # type: ignore[arg-type]
+        inside = time.perf_counter() - started
+    exe = Path(sys.executable).with_name("docindex")
+    cmd = [str(exe)] if exe.is_file() else [sys.executable, "-m", "docindex"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCINDEX_")}
+    env["DOCINDEX_EMBEDDING_PROVIDER"] = provider
+    with tempfile.TemporaryDirectory(prefix="docindex-scan-") as tmp:
+        started = time.perf_counter()
+        subprocess.run([*cmd, "scan", str(CORPUS), "--db", f"{tmp}/index.db", "-q"],
+                       check=True, env=env, capture_output=True)  # fmt: skip
+        whole = time.perf_counter() - started
+    return inside, whole
 
 
 def main() -> int:
@@ -191,10 +201,17 @@ def main() -> int:
     print(f"scoring all {n} vectors instead of the lexical pool: "
           f"median {all_vectors_cost(db, cfg, 5):.1f} ms per query")  # fmt: skip
     if args.scan:
-        with_vec = scan_time("ngram", args.scan_runs)
-        without = scan_time("none", args.scan_runs)
-        print(f"scan of one corpus copy: ngram {with_vec:.1f} s, none {without:.1f} s, "
-              f"ratio {with_vec / without:.2f}x (median of {args.scan_runs})")  # fmt: skip
+        # Alternating runs, so drift in the machine's load hits both alike.
+        runs: dict[str, list[tuple[float, float]]] = {"ngram": [], "none": []}
+        for _ in range(args.scan_runs):
+            for provider in runs:
+                runs[provider].append(scan_times(provider))
+        for i, how in enumerate(("in-process", "whole-process")):
+            with_vec = statistics.median(r[i] for r in runs["ngram"])
+            without = statistics.median(r[i] for r in runs["none"])
+            print(f"scan of one corpus copy, {how}: ngram {with_vec:.2f} s, none "
+                  f"{without:.2f} s, ratio {with_vec / without:.2f}x "
+                  f"(medians of {args.scan_runs} alternating runs)")  # fmt: skip
     return 0
 
 
