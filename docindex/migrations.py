@@ -81,8 +81,9 @@ def m002_compact_segments(conn: sqlite3.Connection) -> None:
     from ``documents.first_segment``, which replaces the ``segments_doc``
     index (and the foreign key that needed it) and the ``ordinal`` column;
     ends are stored as lengths (``lines``, ``chars``: smaller varints). Segments and the contentless
-    FTS rows cannot be converted in place, so the documents are dropped and
-    the next scan re-indexes them; roots and settings are kept.
+    FTS rows cannot be converted in place, so the documents are dropped (with
+    the tokenizer and embedder they were built with) and the next scan
+    re-indexes them; roots and settings are kept.
     """
     _run(
         conn,
@@ -92,6 +93,7 @@ def m002_compact_segments(conn: sqlite3.Connection) -> None:
         DROP TABLE segments;
         DELETE FROM facets;
         DELETE FROM documents;
+        DELETE FROM meta WHERE key IN ('tokenizer', 'embedder');
         ALTER TABLE documents ADD COLUMN sections BLOB;
         ALTER TABLE documents ADD COLUMN first_segment INTEGER NOT NULL DEFAULT 0;
         CREATE TABLE segments (

@@ -102,6 +102,14 @@ def test_index_from_schema_1_is_migrated_and_rescanned(
         "INSERT INTO meta (key, value) VALUES ('settings', ?)",
         (json.dumps({"roots": [str(docs)]}),),
     )
+    # What the previous release recorded: older tokenizer and embedder versions.
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES ('tokenizer', ?), ('embedder', ?)",
+        (
+            json.dumps({"version": 1, "cjk_ngram": 2, "stem": True}),
+            json.dumps({"provider": "ngram", "version": 1, "dim": 256}),
+        ),
+    )
     conn.execute(
         "INSERT INTO documents VALUES (1, 1, 'a.md', 'md', 'Alpha', 1, 1, 'x', "
         "zeroblob(1), NULL, 1, 0)"
