@@ -203,15 +203,13 @@ def _stem_words(words: list[str]) -> list[str]:
         return list(map(memo.__getitem__, words))
     except KeyError:
         pass
-    if len(memo) >= _STEMS_MAX:
+    # Stem only the new words, then map again in C (no Python loop per token).
+    new = set(words).difference(memo)
+    if len(memo) + len(new) > _STEMS_MAX:
         memo.clear()
-    out = []
-    for word in words:
-        term = memo.get(word)
-        if term is None:
-            term = memo[word] = stem(word)
-        out.append(term)
-    return out
+        new = set(words)
+    memo.update({word: stem(word) for word in new})
+    return list(map(memo.__getitem__, words))
 
 
 def query_terms(text: str, *, cjk_ngram: int = 2, use_stem: bool = True) -> list[str]:
