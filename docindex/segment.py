@@ -18,17 +18,19 @@ from .models import Extracted, Segment, Unit, chunk_id
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_MARKS = frozenset("#`~")
-_PLUS_ONE = (1).__add__  # what a heading or fence line starts with
+_MARKS = frozenset("#`~")  # what a heading or fence line starts with
+_PLUS_ONE = (1).__add__
 _SLUG_DROP = re.compile(r"[^\w\s-]")
+_SPACES = re.compile(r"\s+")
+_DASHES = re.compile(r"-{2,}")
 UNIT_SEPARATOR = "\n"
 
 
 def slugify(text: str) -> str:
     """Lowercase; keep letters (CJK too), digits, spaces and hyphens; spaces to hyphens."""
     slug = _SLUG_DROP.sub("", text.lower()).replace("_", "")
-    slug = re.sub(r"\s+", "-", slug.strip())
-    slug = re.sub(r"-{2,}", "-", slug)
+    slug = _SPACES.sub("-", slug.strip())
+    slug = _DASHES.sub("-", slug)
     return slug or "section"
 
 
