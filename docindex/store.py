@@ -692,6 +692,8 @@ class Store:
         created with ``auto_vacuum = INCREMENTAL`` (all since schema 2) give
         them back here; older ones keep them for reuse. Returns the pages freed.
         """
+        if self._depth or self.conn.in_transaction:
+            return 0  # executescript would commit the caller's transaction
         c = self.conn.execute
         if int(c("PRAGMA auto_vacuum").fetchone()[0]) != 2:
             return 0
