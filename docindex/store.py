@@ -106,6 +106,7 @@ class Store:
         self.path = path
         self._depth = 0
         self._bodies: dict[int, str] = {}
+        self._bodies_version: tuple[int, int] | None = None
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -437,7 +438,17 @@ class Store:
         return int(row[0]) if row else None
 
     def body(self, doc_id: int) -> str:
-        """The document's stored text (decompressed, small LRU)."""
+        """The document's stored text (decompressed, small LRU).
+
+        The cache is dropped whenever the index changed (this connection's or
+        another's write): a re-indexed document may get its old id back, and a
+        long-lived reader (``--queries``, a library user) must not pair new
+        segment offsets with old text.
+        """
+        version = self._version()
+        if version != self._bodies_version:
+            self._bodies.clear()
+            self._bodies_version = version
         text = self._bodies.get(doc_id)
         if text is None:
             row = self.conn.execute(

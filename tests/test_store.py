@@ -145,3 +145,19 @@ def test_new_index_reclaims_free_pages_after_a_big_change(tmp_path: Path) -> Non
             assert store.reclaim() == 0
         assert store.reclaim() == free
         assert c.execute("PRAGMA freelist_count").fetchone()[0] == 0
+
+
+def test_body_cache_follows_writes_of_other_connections(tmp_path: Path) -> None:
+    """A reader that keeps its Store open never pairs old text with new offsets."""
+    from docindex.store import compress_body
+
+    path = tmp_path / "i.db"
+    with Store.open(path, create=True) as writer, Store.open(path) as reader:
+        rid = writer.root_id("/r")
+        doc = writer.insert_document(rid, "a.md", "md", None, 1, 1, "h", "old text",
+                                     {}, 0, 0.0)  # fmt: skip
+        assert reader.body(doc) == "old text"
+        writer.conn.execute(
+            "UPDATE documents SET body = ? WHERE id = ?", (compress_body("new"), doc)
+        )
+        assert reader.body(doc) == "new"
