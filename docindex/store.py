@@ -396,7 +396,7 @@ class Store:
         )
 
     def delete_document(self, doc_id: int) -> None:
-        """Delete a document row; segments and facets cascade (FTS rows go first)."""
+        """Delete a document, its segments (by id range) and facets (cascade); FTS rows go first."""
         self._bodies.pop(doc_id, None)
         span = self._span(doc_id)
         if span is not None:
