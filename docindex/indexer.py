@@ -721,8 +721,7 @@ def segment_columns(
     """
     import json
 
-    from .models import chunk_id
-    from .segment import slug_path
+    from .anchors import chunk_id, slug_path
 
     index: dict[tuple[tuple[str, ...], str], int] = {}
     rows = []

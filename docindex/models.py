@@ -96,12 +96,6 @@ class Hit:
     explain: dict[str, object] | None = None
 
 
-def chunk_id(rel_path: str, base: str, part: int) -> str:
-    """The chunk id of piece ``part`` of the section ``base`` (before dedup)."""
-    cid = f"{rel_path}#{base}" if base else rel_path
-    return cid if part == 1 else f"{cid}~{part}"
-
-
 def printable(path: str) -> str:
     """``path`` with undecodable file-name bytes shown as backslash escapes.
 

@@ -10,33 +10,18 @@ one segment unless it alone exceeds the size.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import accumulate
 
-from .models import Extracted, Segment, Unit, chunk_id
+from .anchors import chunk_id, slugify
+from .models import Extracted, Segment, Unit
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _MARKS = frozenset("#`~")  # what a heading or fence line starts with
 _PLUS_ONE = (1).__add__
-_SLUG_DROP = re.compile(r"[^\w\s-]")
-_SPACES = re.compile(r"\s+")
-_DASHES = re.compile(r"-{2,}")
 UNIT_SEPARATOR = "\n"
-
-
-def slugify(text: str) -> str:
-    """Lowercase; keep letters (CJK too), digits, spaces and hyphens; spaces to hyphens."""
-    slug = _SLUG_DROP.sub("", text.lower()).replace("_", "")
-    slug = _SPACES.sub("-", slug.strip())
-    slug = _DASHES.sub("-", slug)
-    return slug or "section"
-
-
-def slug_path(heading_path: Sequence[str]) -> str:
-    """The anchor a heading path has when no sibling shares its slug."""
-    return "/".join(slugify(text) for text in heading_path)
 
 
 @dataclass(slots=True)

@@ -498,7 +498,7 @@ class Store:
         ]
 
     def _segment_rows(self, where: str, params: tuple[Any, ...]) -> list[SegmentRow]:
-        from .models import chunk_id
+        from .anchors import chunk_id
 
         sql = (
             "SELECT s.id, s.doc_id, s.id - d.first_segment, s.section, s.part, s.frag, "
@@ -821,7 +821,7 @@ def _section(sections: list[Any], index: int | None) -> tuple[list[str], str]:
         return [], ""
     entry = sections[index]
     if not entry or isinstance(entry[0], str):  # a bare heading path
-        from .segment import slug_path
+        from .anchors import slug_path
 
         return entry, slug_path(entry)
     return entry[0], entry[1]

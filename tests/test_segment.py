@@ -1,7 +1,8 @@
 """Segmentation: sizes, headings, blocks, line numbers, chunk ids."""
 
+from docindex.anchors import slugify
 from docindex.models import Extracted, Unit
-from docindex.segment import segment_document, slugify
+from docindex.segment import segment_document
 
 
 def seg(text: str, size: int = 400, markdown: bool = True, rel: str = "a.md"):

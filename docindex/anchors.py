@@ -1,0 +1,36 @@
+"""How chunk ids and their anchors are spelled (shared by segmenter and store).
+
+A chunk id is ``rel_path``, ``rel_path#anchor`` or either with ``~N`` for the
+N-th piece of a long section; an anchor is the slug path of the section's
+headings (``guide/install``), made unique by the segmenter. The store rebuilds
+ids from these rules instead of storing them (issue #7), so they live in one
+small module that a query can import cheaply.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+_SLUG_DROP = re.compile(r"[^\w\s-]")
+_SPACES = re.compile(r"\s+")
+_DASHES = re.compile(r"-{2,}")
+
+
+def slugify(text: str) -> str:
+    """Lowercase; keep letters (CJK too), digits, spaces and hyphens; spaces to hyphens."""
+    slug = _SLUG_DROP.sub("", text.lower()).replace("_", "")
+    slug = _SPACES.sub("-", slug.strip())
+    slug = _DASHES.sub("-", slug)
+    return slug or "section"
+
+
+def slug_path(heading_path: Sequence[str]) -> str:
+    """The anchor a heading path has when no sibling shares its slug."""
+    return "/".join(slugify(text) for text in heading_path)
+
+
+def chunk_id(rel_path: str, base: str, part: int) -> str:
+    """The chunk id of piece ``part`` of the section ``base`` (before dedup)."""
+    cid = f"{rel_path}#{base}" if base else rel_path
+    return cid if part == 1 else f"{cid}~{part}"
