@@ -109,6 +109,18 @@ def wall(cmd: Sequence[str], env: dict[str, str] | None = None) -> float:
     return time.perf_counter() - started
 
 
+def docindex_cmd() -> list[str]:
+    """The console script beside this interpreter (a version-manager shim on
+    PATH, e.g. pyenv's, would add its own start-up to every figure)."""
+    import shutil
+
+    exe = Path(sys.executable).with_name("docindex")
+    if exe.is_file():
+        return [str(exe)]
+    found = shutil.which("docindex")
+    return [found] if found else [sys.executable, "-m", "docindex"]
+
+
 def mmm(values: Sequence[float]) -> tuple[float, float, float]:
     """(min, median, max)."""
     return min(values), statistics.median(values), max(values)

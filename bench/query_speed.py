@@ -28,6 +28,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import docindex_cmd  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "corpus" / "docs"
 CACHE = Path(tempfile.gettempdir()) / "docindex-bench" / "speed"
@@ -122,8 +125,7 @@ def in_process(db: Path, cfg: object, runs: int) -> list[float]:
 
 def whole_process(db: Path, runs: int) -> list[float]:
     """Seconds of wall time for ``docindex query TEXT --json`` (new process each)."""
-    exe = shutil.which("docindex")
-    cmd = [exe] if exe else [sys.executable, "-m", "docindex"]
+    cmd = docindex_cmd()
     times = []
     for i in range(runs):
         q = QUERIES[i % len(QUERIES)]
@@ -164,8 +166,7 @@ def scan_times(provider: str) -> tuple[float, float]:
         with Store.open(Path(tmp) / "index.db", create=True) as store:
             scan(store, _cfg(CORPUS, provider))  # type: ignore[arg-type]
         inside = time.perf_counter() - started
-    exe = Path(sys.executable).with_name("docindex")
-    cmd = [str(exe)] if exe.is_file() else [sys.executable, "-m", "docindex"]
+    cmd = docindex_cmd()
     env = {k: v for k, v in os.environ.items() if not k.startswith("DOCINDEX_")}
     env["DOCINDEX_EMBEDDING_PROVIDER"] = provider
     with tempfile.TemporaryDirectory(prefix="docindex-scan-") as tmp:

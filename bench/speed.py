@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import measure, mmm, wall  # noqa: E402
+from _common import docindex_cmd, measure, mmm, wall  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "corpus" / "docs"
@@ -94,15 +94,7 @@ EXE: list[str] = []  # --exe: another installation's console script
 
 
 def _docindex() -> list[str]:
-    # The console script beside this interpreter: a version-manager shim on
-    # PATH (pyenv) would add its own start-up to every figure.
-    if EXE:
-        return EXE
-    exe = Path(sys.executable).with_name("docindex")
-    if exe.is_file():
-        return [str(exe)]
-    found = shutil.which("docindex")
-    return [found] if found else [sys.executable, "-m", "docindex"]
+    return EXE or docindex_cmd()
 
 
 def _python() -> str:

@@ -95,7 +95,7 @@ def _subword_crcs(words: list[str], wlen: Any, first: Any) -> tuple[Any, Any, An
     off = np.cumsum(plen) - plen
     pos_parts, crc_parts, word_parts = [], [], []
     word_ids = np.arange(len(words), dtype=np.int64)
-    shift = 0 * wlen  # the word's grams of the sizes before this one
+    shift = np.zeros_like(wlen)  # the word's grams of the sizes before this one
     for n in SUBWORD_SIZES:
         count = plen - n + 1
         k = np.arange(int(count.sum()), dtype=np.int64) - np.repeat(

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .config import Config
+from .embed import embedder_for as _embedder
 from .errors import (
     DocindexError,
     EmbedderMismatchError,
@@ -321,12 +322,6 @@ class _deadline:
 
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, self.previous)
-
-
-def _embedder(cfg: Config) -> Any:
-    from .embed import embedder_for
-
-    return embedder_for(cfg)
 
 
 def embedder_params(cfg: Config) -> dict[str, Any] | None:

@@ -43,17 +43,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .config import Config
+from .embed import embedder_for as _embedder
 from .models import Hit
 from .snippet import best_line, make_snippet, match_spans
 from .store import SegmentRow, Store
 from .tokenize import STOPWORDS, query_terms, terms
-
-
-def _embedder(cfg: Config) -> Any:
-    from .embed import embedder_for
-
-    return embedder_for(cfg)
-
 
 MODES = ("auto", "lexical", "semantic")
 ALL_VECTORS_MAX = 50_000  # --mode semantic scores every vector up to this many
