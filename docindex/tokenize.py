@@ -88,6 +88,13 @@ _CJK_RE: Any = _LazyRe(rf"[{_CJK}]")
 _CJK_RUN_RE: Any = _LazyRe(rf"[{_CJK}]+")
 _LATIN_RE: Any = _LazyRe(rf"[^\W_{_CJK}]+")
 _concat = operator.add
+# Characters whose NFKC form is ASCII punctuation or a space: separators before
+# and after NFKC, so term_parts may blank them (issue #7: full-width Chinese
+# punctuation made nearly every Chinese text fail the NFKC quick check).
+_SEPARATOR_COMPAT_RE: Any = _LazyRe(
+    "[\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff5e"
+    "\xa0\u2009\u200a\u3000\u2026]"
+)
 # word -> term memo for the index-time loop; cleared when full (cheap refill).
 _STEMS: dict[str, str] = {}
 _STEMS_MAX = 200_000
@@ -177,7 +184,9 @@ def term_parts(text: str, *, use_stem: bool = True) -> tuple[list[str], list[str
         # runs of [a-z0-9], which translate + split find ~5x faster than re.
         words = text.lower().translate(_ASCII_SEPARATORS).split()
         return (_stem_words(words) if use_stem else words), []
-    norm = normalize(text)
+    # Same terms as normalize(text): the blanked characters separate terms in
+    # either form (tests/test_tokenize.py checks this character by character).
+    norm = normalize(_SEPARATOR_COMPAT_RE.sub(" ", text))
     words = _LATIN_RE.findall(norm)
     return (_stem_words(words) if use_stem else words), _CJK_RUN_RE.findall(norm)
 

@@ -67,3 +67,35 @@ def test_is_cjk_and_ascii_token_path_agree_with_the_regexes() -> None:
     for text in ["Fetch_the x9 café", "a-b_c 123", "", "中文 and 한국어", "x" * 50]:
         got = [(m.span(), m.groups()) for m in token_matches(text)]
         assert got == [(m.span(), m.groups()) for m in _TOKEN_RE.finditer(text)]
+
+
+def _reference_parts(text: str) -> tuple[list[str], list[str]]:
+    """term_parts without the blanking shortcut: tokens of the plain NFKC text."""
+    from docindex.tokenize import _CJK_RUN_RE, _LATIN_RE, normalize
+
+    norm = normalize(text)
+    return _LATIN_RE.findall(norm), _CJK_RUN_RE.findall(norm)
+
+
+def test_blanked_compatibility_characters_are_separators_in_nfkc() -> None:
+    """Every character term_parts blanks before NFKC normalises to non-term text."""
+    import unicodedata
+
+    from docindex.tokenize import _SEPARATOR_COMPAT_RE, term_parts
+
+    blanked = [chr(c) for c in range(0x110000) if _SEPARATOR_COMPAT_RE.match(chr(c))]
+    assert len(blanked) == 37 and "，" in blanked and "ａ" not in blanked
+    for ch in blanked:
+        assert unicodedata.normalize("NFKC", ch) != ch
+        assert term_parts(f"a{ch}b中{ch}文", use_stem=False) == (["a", "b"], ["中", "文"])
+        assert _reference_parts(f"a{ch}b中{ch}文") == (["a", "b"], ["中", "文"])
+
+
+_TRICKY = "，．：（）；！？＝＃\xa0\u2009\u3000…ａＡ１＿ﬁ⾏ά\u0301\u0338 x中文한"
+
+
+@given(st.text(alphabet=st.sampled_from(_TRICKY)) | st.text())
+def test_term_parts_equal_plain_nfkc_tokens(text: str) -> None:
+    from docindex.tokenize import term_parts
+
+    assert term_parts(text, use_stem=False) == _reference_parts(text)
