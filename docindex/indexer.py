@@ -348,7 +348,55 @@ def _chunked(jobs: Sequence[_Job]) -> Iterator[list[_Job]]:
         yield chunk
 
 
-def _prepare_all(jobs: Sequence[_Job], cfg: Config) -> Iterator[Prepared]:
+class _Workers:
+    """The scan's process pool, started as soon as the walk shows it will pay.
+
+    Starting it mid-walk (issue #7) lets the forkserver boot and import the
+    worker modules (numpy included) while the main process is still walking,
+    instead of after the walk, on the critical path.
+    """
+
+    def __init__(self, cfg: Config) -> None:
+        self.count = cfg.workers or min(2, os.cpu_count() or 1)
+        self.cfg = cfg
+        self.pool: Any = None
+
+    def start(self) -> None:
+        """Create the pool and fork its workers now (idempotent)."""
+        if self.pool is not None or self.count <= 1:
+            return
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        method = (
+            "forkserver"
+            if "forkserver" in multiprocessing.get_all_start_methods()
+            else "spawn"
+        )
+        ctx = multiprocessing.get_context(method)
+        if method == "forkserver":
+            # Workers fork from a server that imported these once, instead of
+            # each importing them itself (issue #7); numpy only when vectors
+            # need it.
+            preload = [
+                "docindex.indexer", "docindex.segment", "docindex.extract.markdown"
+            ]  # fmt: skip
+            if hasattr(_embedder(self.cfg), "embed_parts"):
+                preload += ["docindex.embed", "numpy"]
+            ctx.set_forkserver_preload(preload)
+        self.pool = ProcessPoolExecutor(max_workers=self.count, mp_context=ctx)
+        for _ in range(self.count):
+            self.pool.submit(int)  # forks a worker now, without waiting for it
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.pool = None
+
+
+def _prepare_all(
+    jobs: Sequence[_Job], cfg: Config, workers: _Workers | None = None
+) -> Iterator[Prepared]:
     """Prepare ``jobs`` in walk order, in worker processes when it pays.
 
     At most ``IN_FLIGHT`` chunks per worker are submitted ahead of the one being
@@ -357,35 +405,23 @@ def _prepare_all(jobs: Sequence[_Job], cfg: Config) -> Iterator[Prepared]:
     Results come back in submission order, so one core or two build the same
     index.
     """
-    workers = cfg.workers or min(2, os.cpu_count() or 1)
-    if workers <= 1 or len(jobs) < POOL_THRESHOLD:
+    own = workers is None
+    workers = workers or _Workers(cfg)
+    if workers.count <= 1 or len(jobs) < POOL_THRESHOLD:
         for job in jobs:
             yield prepare(job, cfg)
         return
-    import multiprocessing
     from collections import deque
-    from concurrent.futures import Future, ProcessPoolExecutor
+    from concurrent.futures import Future
 
-    method = (
-        "forkserver"
-        if "forkserver" in multiprocessing.get_all_start_methods()
-        else "spawn"
-    )
-    ctx = multiprocessing.get_context(method)
-    if method == "forkserver":
-        # Workers fork from a server that imported these once, instead of each
-        # importing them itself (issue #7); numpy only when vectors need it.
-        preload = ["docindex.indexer", "docindex.segment", "docindex.extract.markdown"]
-        if hasattr(_embedder(cfg), "embed_parts"):
-            preload += ["docindex.embed", "numpy"]
-        ctx.set_forkserver_preload(preload)
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+    workers.start()
+    pool = workers.pool
     try:
         chunks = _chunked(jobs)
         pending: deque[Future[list[Prepared]]] = deque()
         for chunk in chunks:
             pending.append(pool.submit(_prepare_chunk, chunk, cfg))
-            if len(pending) >= IN_FLIGHT * workers:
+            if len(pending) >= IN_FLIGHT * workers.count:
                 break
         while pending:
             done = pending.popleft().result()
@@ -394,7 +430,8 @@ def _prepare_all(jobs: Sequence[_Job], cfg: Config) -> Iterator[Prepared]:
                 break
             yield from done
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        if own:
+            workers.close()
 
 
 # -- the scan -----------------------------------------------------------------
@@ -550,37 +587,43 @@ def _scan(
     complete = {rid: True for rid in root_ids.values()}
     jobs: list[_Job] = []
     walk_scopes: list[Path | None] = list(scopes) or [None]
-    for scope in walk_scopes:
-        for entry in walk(roots, options, scope):
-            if isinstance(entry, SkipEntry):
-                result.skip(entry.reason, str(entry.path), entry.message)
-                if entry.reason == "missing-root":
-                    rid = root_ids.get(str(entry.path))
-                    if rid is not None:
-                        complete[rid] = False
-                if entry.reason == "walk-limit" or (
-                    entry.reason == "error"
-                    and entry.message.startswith("cannot list directory")
+    workers = _Workers(cfg)
+    try:
+        for scope in walk_scopes:
+            for entry in walk(roots, options, scope):
+                if isinstance(entry, SkipEntry):
+                    result.skip(entry.reason, str(entry.path), entry.message)
+                    if entry.reason == "missing-root":
+                        rid = root_ids.get(str(entry.path))
+                        if rid is not None:
+                            complete[rid] = False
+                    if entry.reason == "walk-limit" or (
+                        entry.reason == "error"
+                        and entry.message.startswith("cannot list directory")
+                    ):
+                        for rid in root_ids.values():
+                            complete[rid] = False
+                    continue
+                result.scanned += 1
+                rid = root_ids[str(entry.root)]
+                seen[rid].add(entry.rel_path)
+                old = known[rid].get(entry.rel_path)
+                if (
+                    old
+                    and not force
+                    and old.size == entry.size
+                    and old.mtime_ns == entry.mtime_ns
                 ):
-                    for rid in root_ids.values():
-                        complete[rid] = False
-                continue
-            result.scanned += 1
-            rid = root_ids[str(entry.root)]
-            seen[rid].add(entry.rel_path)
-            old = known[rid].get(entry.rel_path)
-            if (
-                old
-                and not force
-                and old.size == entry.size
-                and old.mtime_ns == entry.mtime_ns
-            ):
-                result.unchanged += 1
-                continue
-            jobs.append(_job(entry, old.hash if old and not force else None))
-            if on_progress:
-                on_progress(Progress("walk", result.scanned, None, entry.rel_path))
-    _apply(store, cfg, jobs, root_ids, known, result, on_progress)
+                    result.unchanged += 1
+                    continue
+                jobs.append(_job(entry, old.hash if old and not force else None))
+                if len(jobs) == POOL_THRESHOLD:
+                    workers.start()  # boots while the walk goes on
+                if on_progress:
+                    on_progress(Progress("walk", result.scanned, None, entry.rel_path))
+        _apply(store, cfg, jobs, root_ids, known, result, on_progress, workers)
+    finally:
+        workers.close()
     # Prune only after a complete walk: a root that vanished or a walk that
     # hit a limit must not delete what it did not see.
     for root_str, rid in root_ids.items():
@@ -623,7 +666,7 @@ def _job(entry: FileEntry, known_hash: str | None) -> _Job:
 def _apply(
     store: Store, cfg: Config, jobs: list[_Job], root_ids: dict[str, int],
     known: dict[int, dict[str, Any]], result: ScanResult,
-    on_progress: ProgressFn | None,
+    on_progress: ProgressFn | None, workers: _Workers | None = None,
 ) -> None:  # fmt: skip
     if not jobs:  # a no-op rescan must not count the segments (a table scan)
         return
@@ -636,7 +679,7 @@ def _apply(
     n_docs, n_segments = store.fill_counts()
     n_embedded, embedded_exact = n_segments, False
     total = len(jobs)
-    for done, prep in enumerate(_prepare_all(jobs, cfg), start=1):
+    for done, prep in enumerate(_prepare_all(jobs, cfg, workers), start=1):
         job = prep.job
         rid = root_ids[job.root]
         old = known[rid].get(job.rel_path)
