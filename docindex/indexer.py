@@ -349,9 +349,9 @@ def _chunked(jobs: Sequence[_Job]) -> Iterator[list[_Job]]:
 
 
 class _Workers:
-    """The scan's process pool, started as soon as the walk shows it will pay.
+    """The scan's process pool, booted as soon as the walk shows it will pay.
 
-    Starting it mid-walk (issue #7) lets the forkserver boot and import the
+    Booting mid-walk (issue #7) lets the forkserver start and import the
     worker modules (numpy included) while the main process is still walking,
     instead of after the walk, on the critical path.
     """
@@ -360,33 +360,43 @@ class _Workers:
         self.count = cfg.workers or min(2, os.cpu_count() or 1)
         self.cfg = cfg
         self.pool: Any = None
+        self._ctx: Any = None
 
-    def start(self) -> None:
-        """Create the pool and fork its workers now (idempotent)."""
-        if self.pool is not None or self.count <= 1:
+    def boot(self) -> None:
+        """Start the forkserver (without waiting for its imports); idempotent."""
+        if self._ctx is not None or self.count <= 1:
             return
         import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
 
         method = (
             "forkserver"
             if "forkserver" in multiprocessing.get_all_start_methods()
             else "spawn"
         )
-        ctx = multiprocessing.get_context(method)
+        self._ctx = multiprocessing.get_context(method)
         if method == "forkserver":
+            from multiprocessing import forkserver
+
             # Workers fork from a server that imported these once, instead of
-            # each importing them itself (issue #7); numpy only when vectors
-            # need it.
+            # each importing them itself; numpy only when vectors need it.
             preload = [
                 "docindex.indexer", "docindex.segment", "docindex.extract.markdown"
             ]  # fmt: skip
             if hasattr(_embedder(self.cfg), "embed_parts"):
                 preload += ["docindex.embed", "numpy"]
-            ctx.set_forkserver_preload(preload)
-        self.pool = ProcessPoolExecutor(max_workers=self.count, mp_context=ctx)
-        for _ in range(self.count):
-            self.pool.submit(int)  # forks a worker now, without waiting for it
+            self._ctx.set_forkserver_preload(preload)
+            forkserver.ensure_running()  # spawns the server; does not wait
+
+    def executor(self) -> Any:
+        """The pool (created on first use)."""
+        if self.pool is None:
+            from concurrent.futures import ProcessPoolExecutor
+
+            self.boot()
+            self.pool = ProcessPoolExecutor(
+                max_workers=self.count, mp_context=self._ctx
+            )
+        return self.pool
 
     def close(self) -> None:
         if self.pool is not None:
@@ -414,8 +424,7 @@ def _prepare_all(
     from collections import deque
     from concurrent.futures import Future
 
-    workers.start()
-    pool = workers.pool
+    pool = workers.executor()
     try:
         chunks = _chunked(jobs)
         pending: deque[Future[list[Prepared]]] = deque()
@@ -618,7 +627,7 @@ def _scan(
                     continue
                 jobs.append(_job(entry, old.hash if old and not force else None))
                 if len(jobs) == POOL_THRESHOLD:
-                    workers.start()  # boots while the walk goes on
+                    workers.boot()  # imports while the walk goes on
                 if on_progress:
                     on_progress(Progress("walk", result.scanned, None, entry.rel_path))
         _apply(store, cfg, jobs, root_ids, known, result, on_progress, workers)
