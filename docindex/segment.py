@@ -5,11 +5,16 @@ boundaries; a line longer than ``size`` is cut at a word boundary when it has
 one; Markdown segments never cross headings and carry the heading path; a
 segment never starts on a blank line; a fenced code block or a table stays in
 one segment unless it alone exceeds the size.
+
+Speed (issue #7): no Python loop runs over every line. One regex pass finds the
+few lines that matter (headings, fences, table rows); packing the plain lines
+between them is a binary search over the line start offsets.
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import accumulate
@@ -18,10 +23,25 @@ from .anchors import chunk_id, slugify
 from .models import Extracted, Segment, Unit
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_MARKS = frozenset("#`~")  # what a heading or fence line starts with
+# A line that may start a heading or a fence (``#``, ``` or ~~~ within the first
+# 4 columns) or a table (``|`` after leading whitespace): group 1 is "#", "```"
+# or "~~~", None for a table row. A fence opener is what _FENCE used to match:
+# ``^ {0,3}(`{3,}|~{3,})``.
+_SPECIAL = re.compile(r"^(?: {0,3}(#|```|~~~)|[^\S\n]*\|)")
+# The same after a newline: a search for a literal first character runs in C
+# far faster than trying ``^`` at every position.
+_SPECIAL_AFTER_NL = re.compile(r"\n(?: {0,3}(#|```|~~~)|[^\S\n]*\|)")
+# A fence closer for _blocks: any leading whitespace (str.lstrip), then the marker.
+_CLOSER = {
+    "```": re.compile(r"^[^\S\n]*```", re.MULTILINE),
+    "~~~": re.compile(r"^[^\S\n]*~~~", re.MULTILINE),
+}
+_NON_BLANK = re.compile(r"\S")
 _PLUS_ONE = (1).__add__
 UNIT_SEPARATOR = "\n"
+
+# (line index, "#" | "```" | "~~~" | "|") for each special line, in order.
+_Specials = list[tuple[int, str]]
 
 
 @dataclass(slots=True)
@@ -34,40 +54,70 @@ class _Section:
 
 def markdown_headings(lines: list[str]) -> Iterator[tuple[int, int, str]]:
     """Yield (0-based line, level, text) of ATX headings outside code fences."""
-    in_fence: str | None = None
-    marks = _MARKS
-    for i, line in enumerate(lines):
-        # Both patterns start within 4 characters with #, ` or ~: skip the
-        # rest without running a regex (issue #7: most lines are plain text).
-        if line[:4].lstrip(" ")[:1] not in marks:
-            continue
-        fence = _FENCE.match(line)
-        if fence:
-            marker = fence.group(1)
-            if in_fence is None:
-                in_fence = marker[0] * 3
-            elif marker.startswith(in_fence):
-                in_fence = None
-            continue
-        if in_fence is None:
-            match = _HEADING.match(line)
+    text = "\n".join(lines)
+    if text.count("\n") == len(lines) - 1:
+        specials = _special_lines(text, list(_line_starts(lines)))
+    else:  # a "line" holding a newline: test each line on its own
+        specials = []
+        for i, line in enumerate(lines):
+            match = _SPECIAL.match(line)
             if match:
-                yield i, len(match.group(1)), match.group(2).strip()
+                specials.append((i, match.group(1) or "|"))
+    return iter(_headings(lines, specials))
 
 
-def _markdown_sections(lines: list[str]) -> list[_Section]:
+def _line_starts(lines: list[str]) -> Iterator[int]:
+    """Offset of each line in the joined text, and one past the last: a sum in C."""
+    return accumulate(map(_PLUS_ONE, map(len, lines)), initial=0)
+
+
+def _special_lines(text: str, starts: list[int]) -> _Specials:
+    """(line, tag) of each line _SPECIAL matches; ``starts`` from _line_starts."""
+    found = [(m.start() + 1, m.group(1)) for m in _SPECIAL_AFTER_NL.finditer(text)]
+    head = _SPECIAL.match(text)
+    if head:
+        found.insert(0, (0, head.group(1)))
+    return [(bisect_right(starts, pos) - 1, tag or "|") for pos, tag in found]
+
+
+def _headings(lines: list[str], specials: _Specials) -> list[tuple[int, int, str]]:
+    """(line, level, text) of the headings among ``specials``, skipping fences.
+
+    A fence opened by ``` closes at the next fence line of backticks (any
+    length >= 3), likewise for ~~~.
+    """
+    out: list[tuple[int, int, str]] = []
+    in_fence = ""
+    for i, tag in specials:
+        if tag == "#":
+            if not in_fence:
+                match = _HEADING.match(lines[i])
+                if match:
+                    out.append((i, len(match.group(1)), match.group(2).strip()))
+        elif tag == "|":
+            continue
+        elif not in_fence:
+            in_fence = tag
+        elif tag == in_fence:
+            in_fence = ""
+    return out
+
+
+def _markdown_sections(
+    lines: list[str], text: str, starts: list[int], specials: _Specials
+) -> list[_Section]:
     sections: list[_Section] = []
     stack: list[tuple[int, str, str]] = []  # (level, text, slug-path)
     counts: dict[tuple[str, str], int] = {}
     used: set[str] = set()
     current = _Section((), "_preamble", 0, 0)
-    for i, level, text in markdown_headings(lines):
+    for i, level, heading in _headings(lines, specials):
         current.last = i
         sections.append(current)
         while stack and stack[-1][0] >= level:
             stack.pop()
         parent = stack[-1][2] if stack else ""
-        base = slugify(text)
+        base = slugify(heading)
         n = counts.get((parent, base), 0) + 1
         slug = base if n == 1 else f"{base}-{n}"
         path = f"{parent}/{slug}" if parent else slug
@@ -79,7 +129,7 @@ def _markdown_sections(lines: list[str]) -> list[_Section]:
             path = f"{parent}/{slug}" if parent else slug
         counts[(parent, base)] = n
         used.add(path)
-        stack.append((level, text, path))
+        stack.append((level, heading, path))
         current = _Section(tuple(t for _, t, _ in stack), path, i, i)
     current.last = len(lines)
     sections.append(current)
@@ -89,43 +139,55 @@ def _markdown_sections(lines: list[str]) -> list[_Section]:
         current.anchor = ""
     # A heading directly followed by a sub-heading has no text of its own: it
     # lives on in its children's heading paths rather than as an empty chunk.
-    return [s for s in sections if _has_body(lines, s)]
+    return [s for s in sections if _has_body(text, starts, s)]
 
 
-def _has_body(lines: list[str], section: _Section) -> bool:
+def _has_body(text: str, starts: list[int], section: _Section) -> bool:
     start = section.first + (1 if section.heading_path else 0)
-    return any(ln.strip() for ln in lines[start : section.last])
+    # Lines [start, last) are text[starts[start] : starts[last] - 1].
+    return _NON_BLANK.search(text, starts[start], starts[section.last] - 1) is not None
 
 
-def _blocks(lines: list[str], first: int, last: int) -> Iterator[tuple[int, int]]:
-    """Yield [start, end) line ranges that should stay together (fences, tables)."""
-    i = first
-    marks = _MARKS
-    while i < last:
-        line = lines[i]
-        if "|" not in line and line[:4].lstrip(" ")[:1] not in marks:
-            yield i, i + 1  # the common case: a plain line is its own block
-            i += 1
+def _blocks(
+    lines: list[str],
+    text: str,
+    starts: list[int],
+    specials: _Specials,
+    first: int,
+    last: int,
+) -> list[tuple[int, int]]:
+    """[start, end) ranges of 2+ lines in [first, last) that stay together.
+
+    A fence runs to the next line that starts, after any whitespace, with its
+    marker (or to ``last``); a table is a run of lines starting with ``|``. Every
+    other line is a block of its own, which packing treats as a plain line.
+    """
+    out: list[tuple[int, int]] = []
+    k = bisect_right(specials, (first, ""))
+    n = len(specials)
+    nxt = first  # lines before nxt belong to a block already found
+    while k < n:
+        i, tag = specials[k]
+        k += 1
+        if i >= last:
+            break
+        if i < nxt or tag == "#":
             continue
-        fence = _FENCE.match(line)
-        if fence:
-            marker = fence.group(1)[0] * 3
+        if tag == "|":
             j = i + 1
-            while j < last and not lines[j].lstrip().startswith(marker):
+            while k < n and specials[k] == (j, "|") and j < last:
                 j += 1
-            end = min(j + 1, last)
-            yield i, end
-            i = end
-            continue
-        if lines[i].lstrip().startswith("|"):
-            j = i + 1
-            while j < last and lines[j].lstrip().startswith("|"):
-                j += 1
-            yield i, j
-            i = j
-            continue
-        yield i, i + 1
-        i += 1
+                k += 1
+        else:
+            j = last
+            if i + 1 < last:
+                close = _CLOSER[tag].search(text, starts[i + 1], starts[last] - 1)
+                if close is not None:
+                    j = bisect_right(starts, close.start())
+        if j - i > 1:
+            out.append((i, j))
+        nxt = j
+    return out
 
 
 def _split_long_line(line: str, size: int) -> list[str]:
@@ -142,43 +204,61 @@ def _split_long_line(line: str, size: int) -> list[str]:
 
 
 def _pack(
-    lines: list[str], first: int, last: int, size: int
-) -> Iterator[tuple[int, int]]:
-    """Yield [start, end) line ranges of about ``size`` characters, never starting blank."""
-    start: int | None = None
-    length = 0
-    for b_start, b_end in _blocks(lines, first, last):
-        if b_end - b_start == 1:
-            block_len = len(lines[b_start]) + 1
-        else:
-            block_len = sum(len(lines[k]) + 1 for k in range(b_start, b_end))
-        if start is None:
-            if b_end - b_start == 1 and not lines[b_start].strip():
+    lines: list[str],
+    starts: list[int],
+    first: int,
+    last: int,
+    size: int,
+    blocks: list[tuple[int, int]],
+) -> list[tuple[int, int]]:
+    """[start, end) line ranges of about ``size`` characters, never starting blank.
+
+    Greedy: a segment takes lines (or whole blocks) while it stays within
+    ``size`` characters (each line counting its newline) and always takes its
+    first one. Between blocks, the line that would overflow the segment that
+    starts at ``s`` is the first ``k > s`` with ``starts[k + 1] > starts[s] +
+    size``: a binary search. A segment ends trimmed of blank lines; a block
+    that alone exceeds the size is cut on lines, keeping blank ones.
+    """
+    out: list[tuple[int, int]] = []
+    start = -1  # first line of the open segment, -1 when none is open
+    pos = first  # next line to pack
+    for b_start, b_end in (*blocks, (last, last)):
+        while pos < b_start:  # plain lines [pos, b_start)
+            if start < 0:
+                while pos < b_start and not lines[pos].strip():
+                    pos += 1
+                if pos == b_start:
+                    break
+                start = pos
+                pos += 1
                 continue
-            start, length = b_start, 0
-        if length and length + block_len > size:
-            yield start, _trim_end(lines, start, b_start)
-            start, length = b_start, 0
-            if b_end - b_start == 1 and not lines[b_start].strip():
-                start = None
-                continue
-        if block_len > size and b_end - b_start > 1:
+            k = bisect_right(starts, starts[start] + size, pos + 1, b_start + 1) - 1
+            if k >= b_start:
+                pos = b_start
+                break
+            out.append((start, _trim_end(lines, start, k)))
+            start = k if lines[k].strip() else -1
+            pos = k + 1
+        if b_start == last:
+            break
+        if start < 0:
+            start = b_start
+        elif starts[b_end] - starts[start] > size:
+            out.append((start, _trim_end(lines, start, b_start)))
+            start = b_start
+        if starts[b_end] - starts[b_start] > size:
             # A block that alone exceeds the size: split inside it on lines.
-            if length:
-                yield start, _trim_end(lines, start, b_start)
-            sub_start, sub_len = b_start, 0
-            for k in range(b_start, b_end):
-                if sub_len and sub_len + len(lines[k]) + 1 > size:
-                    yield sub_start, k
-                    sub_start, sub_len = k, 0
-                sub_len += len(lines[k]) + 1
-            start, length = sub_start, sub_len
-            continue
-        length += block_len
-    if start is not None:
-        end = _trim_end(lines, start, last)
-        if end > start:
-            yield start, end
+            while True:
+                k = bisect_right(starts, starts[start] + size, start + 2, b_end + 1) - 1
+                if k >= b_end:
+                    break
+                out.append((start, k))
+                start = k
+        pos = b_end
+    if start >= 0:
+        out.append((start, _trim_end(lines, start, last)))
+    return out
 
 
 def _trim_end(lines: list[str], start: int, end: int) -> int:
@@ -216,12 +296,11 @@ def segment_document(
     texts: list[str] = []
     used_anchors: set[str] = set()
     for unit in extracted.units:
-        raw = unit.text.split("\n")
-        # Over-long lines are cut into several lines for segmentation only when
-        # the unit has no line structure to cite (rare: minified files).
-        lines = raw
+        text = unit.text
+        lines = text.split("\n")
         # Offset of each line (and one past the last): a running sum in C.
-        starts = list(accumulate(map(_PLUS_ONE, map(len, lines)), initial=0))
+        starts = list(_line_starts(lines))
+        specials = _special_lines(text, starts)
         anchor = _unit_anchor(unit)
         if anchor is not None:
             # Two sheets whose names slugify alike get -2, -3 (ids stay unique).
@@ -231,36 +310,48 @@ def segment_document(
             anchor = anchor if k == 1 else f"{anchor}-{k}"
             used_anchors.add(anchor)
         if unit.markdown:
-            sections = _markdown_sections(lines)
+            sections = _markdown_sections(lines, text, starts, specials)
         else:
             sections = [_Section((), "", 0, len(lines))]
+        page, slide, sheet, cells = unit.page, unit.slide, unit.sheet, unit.line_cells
         for section in sections:
             base = section.anchor if anchor is None else _join(anchor, section.anchor)
-            ranges = list(_ranges(lines, section, size))
-            for part, (a, b, piece_start, piece_end) in enumerate(ranges, start=1):
-                cid = chunk_id(rel_path, base, part)
-                text = unit.text[starts[a] + piece_start : starts[b - 1] + piece_end]
-                cells = unit.line_cells[a:b] if unit.line_cells is not None else None
-                segments.append(
-                    Segment(
-                        ordinal=len(segments),
-                        text=text,
-                        start_line=a + 1,
-                        end_line=b,
-                        heading_path=section.heading_path,
-                        chunk_id=cid,
-                        page=unit.page,
-                        slide=unit.slide,
-                        sheet=unit.sheet,
-                        line_cells=cells,
-                        char_start=offset + starts[a] + piece_start,
-                        char_end=offset + starts[b - 1] + piece_end,
-                        anchor=base,
-                        part=part,
+            path = section.heading_path
+            blocks = _blocks(lines, text, starts, specials, section.first, section.last)
+            ranges = _pack(lines, starts, section.first, section.last, size, blocks)
+            part = 0
+            for a, b in ranges:
+                if b - a == 1 and len(lines[a]) > size * 2:
+                    pieces = _split_long_line(lines[a], size)
+                else:
+                    pieces = None
+                lo = starts[a]
+                hi = starts[b] - 1  # end of line b - 1
+                for piece in pieces or (None,):
+                    part += 1
+                    if piece is not None:
+                        hi = lo + len(piece)
+                    segments.append(
+                        Segment(
+                            len(segments),
+                            text[lo:hi],
+                            a + 1,
+                            b,
+                            path,
+                            chunk_id(rel_path, base, part),
+                            page,
+                            slide,
+                            sheet,
+                            cells[a:b] if cells is not None else None,
+                            offset + lo,
+                            offset + hi,
+                            base,
+                            part,
+                        )
                     )
-                )
-        texts.append(unit.text)
-        offset += len(unit.text) + len(UNIT_SEPARATOR)
+                    lo = hi
+        texts.append(text)
+        offset += len(text) + len(UNIT_SEPARATOR)
     return UNIT_SEPARATOR.join(texts), _finish_ids(segments, rel_path)
 
 
@@ -268,20 +359,6 @@ def _join(anchor: str, section_anchor: str) -> str:
     if not section_anchor or section_anchor == "_preamble":
         return anchor
     return f"{anchor}/{section_anchor}"
-
-
-def _ranges(
-    lines: list[str], section: _Section, size: int
-) -> Iterator[tuple[int, int, int, int]]:
-    """Yield (first_line, end_line, start_col, end_col_in_last_line) pieces."""
-    for a, b in _pack(lines, section.first, section.last, size):
-        if b - a == 1 and len(lines[a]) > size * 2:
-            col = 0
-            for piece in _split_long_line(lines[a], size):
-                yield a, b, col, col + len(piece)
-                col += len(piece)
-            continue
-        yield a, b, 0, len(lines[b - 1])
 
 
 def _finish_ids(segments: list[Segment], rel_path: str) -> list[Segment]:
@@ -293,8 +370,10 @@ def _finish_ids(segments: list[Segment], rel_path: str) -> list[Segment]:
         rel_path,
     ):
         return [dataclasses.replace(segments[0], chunk_id=rel_path)]
-    seen: dict[str, int] = {}
     used = {seg.chunk_id for seg in segments}
+    if len(used) == len(segments):
+        return segments  # already unique: the usual case
+    seen: dict[str, int] = {}
     out: list[Segment] = []
     for seg in segments:
         cid = seg.chunk_id

@@ -42,7 +42,7 @@ class _LazyRe:
 
     def __getattr__(self, name: str) -> Any:
         compiled = re.compile(self.pattern)
-        for method in ("match", "search", "findall", "finditer"):
+        for method in ("match", "search", "findall", "finditer", "sub"):
             setattr(self, method, getattr(compiled, method))  # later calls skip this
         return getattr(compiled, name)
 
