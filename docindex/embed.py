@@ -156,6 +156,35 @@ def _utf8_crcs(keys: Any) -> Any:
     return crc ^ 0xFFFFFFFF
 
 
+_CP_CRCS: list[Any] = []
+
+
+def _ngram_crcs(keys: Any) -> Any:
+    """``_utf8_crcs`` for keys of one or two CJK code points, by tables.
+
+    CRC-32 is affine, so ``crc(A + B) = L(crc(A)) ^ crc(B)`` where ``L`` feeds
+    ``len(B)`` zero bytes through the table (3 bytes in the BMP, 4 above it):
+    each key costs a few table lookups instead of a byte-by-byte pass, and the
+    code points' own CRCs are one table for the whole CJK range (issue #7).
+    """
+    import numpy as np
+
+    if not _CP_CRCS:  # correct from U+0800 (3-byte UTF-8); CJK starts at U+1100
+        _CP_CRCS.append(_utf8_crcs(np.arange(0x323B0, dtype=np.int64)))
+    cp_crc, table = _CP_CRCS[0], _crc32_table()
+    first, last = keys >> 21, keys & ((1 << 21) - 1)
+    crc = cp_crc[last]
+    two = np.flatnonzero(first)
+    if len(two):
+        head = cp_crc[first[two]]
+        for _ in range(3):
+            head = table[head & 0xFF] ^ (head >> 8)
+        astral = np.flatnonzero(last[two] >= 0x10000)
+        head[astral] = table[head[astral] & 0xFF] ^ (head[astral] >> 8)
+        crc[two] ^= head
+    return crc
+
+
 def _finish(summed: Any, n: int, dim: int) -> FloatArray:
     """Bucket sums -> (n, dim) float32 rows scaled to unit length (zero stays zero)."""
     import numpy as np
@@ -354,18 +383,30 @@ class NgramEmbedder:
                 key = (key << 21) | cps[at + j]
             keys.append(key)
             rows.append(run_row[run_of[at]])
-        key_all = np.concatenate(keys)
-        uniq, kid = np.unique(key_all, return_inverse=True)
-        pair, tf = np.unique(np.concatenate(rows) * len(uniq) + kid, return_counts=True)
-        u_row, u_kid = pair // len(uniq), pair % len(uniq)
-        crc = _utf8_crcs(uniq)
+        if self.cjk_ngram <= 2 and len(run_lists) < (1 << 21):
+            # Keys fit 42 bits and rows the other 21: one sort counts each
+            # text's n-grams, in the same (row, key) order as below.
+            pair, tf = np.unique(
+                np.concatenate(
+                    [(r << 42) | k for k, r in zip(keys, rows, strict=True)]
+                ),
+                return_counts=True,
+            )
+            u_row, crc = pair >> 42, _ngram_crcs(pair & ((1 << 42) - 1))
+        else:
+            key_all = np.concatenate(keys)
+            uniq, kid = np.unique(key_all, return_inverse=True)
+            pair, tf = np.unique(
+                np.concatenate(rows) * len(uniq) + kid, return_counts=True
+            )
+            u_row, u_kid = pair // len(uniq), pair % len(uniq)
+            crc = _utf8_crcs(uniq)[u_kid]
         w = _LOG_TF_NP()[np.minimum(tf, _N_LOG_TF - 1)]
         if tf.max() >= _N_LOG_TF:
             big = np.flatnonzero(tf >= _N_LOG_TF)
             w[big] = [1.0 + math.log(int(t)) for t in tf[big]]
         sign = np.where((crc >> 31) & 1, np.float32(1.0), np.float32(-1.0))
-        val = sign[u_kid] * w.astype(np.float32)
-        return u_row * dim + (crc % dim)[u_kid], val
+        return u_row * dim + crc % dim, sign * w.astype(np.float32)
 
     def _embed_lists(
         self, term_lists: Sequence[Sequence[str]], weights: dict[str, float] | None

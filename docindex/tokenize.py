@@ -92,8 +92,7 @@ _concat = operator.add
 # and after NFKC, so term_parts may blank them (issue #7: full-width Chinese
 # punctuation made nearly every Chinese text fail the NFKC quick check).
 _SEPARATOR_COMPAT_RE: Any = _LazyRe(
-    "[\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff5e"
-    "\xa0\u2009\u200a\u3000\u2026]"
+    "[\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff5e\xa0\u2009\u200a\u3000\u2026]"
 )
 # word -> term memo for the index-time loop; cleared when full (cheap refill).
 _STEMS: dict[str, str] = {}

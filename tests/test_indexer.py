@@ -107,6 +107,23 @@ def test_cjk_ngram_hashes_are_zlib_crc32() -> None:
     assert got.tolist() == expected
 
 
+def test_table_crcs_of_cjk_unigrams_and_bigrams_are_zlib_crc32() -> None:
+    """The affine-combination CRCs (issue #7) equal zlib's, astral planes too."""
+    import random
+    import zlib
+
+    from docindex.embed import _ngram_crcs
+
+    rng = random.Random(7)
+    pool = ["中", "ア", "한", "〇", "𠀀", "\U000323af", "\u1100", "\uff9f"]
+    pool += [chr(rng.randrange(0x4E00, 0xA000)) for _ in range(40)]
+    pool += [chr(rng.randrange(0x20000, 0x323B0)) for _ in range(40)]
+    texts = pool + [a + b for a in pool for b in pool]
+    keys = [ord(t[0]) if len(t) == 1 else (ord(t[0]) << 21) | ord(t[1]) for t in texts]
+    got = _ngram_crcs(np.array(keys, dtype=np.int64))
+    assert got.tolist() == [zlib.crc32(t.encode("utf-8")) for t in texts]
+
+
 def _files(n: int) -> dict[str, str]:
     files = {}
     for i in range(n):

@@ -87,7 +87,10 @@ def test_blanked_compatibility_characters_are_separators_in_nfkc() -> None:
     assert len(blanked) == 37 and "，" in blanked and "ａ" not in blanked
     for ch in blanked:
         assert unicodedata.normalize("NFKC", ch) != ch
-        assert term_parts(f"a{ch}b中{ch}文", use_stem=False) == (["a", "b"], ["中", "文"])
+        assert term_parts(f"a{ch}b中{ch}文", use_stem=False) == (
+            ["a", "b"],
+            ["中", "文"],
+        )
         assert _reference_parts(f"a{ch}b中{ch}文") == (["a", "b"], ["中", "文"])
 
 
