@@ -384,6 +384,7 @@ class _Workers:
             ]  # fmt: skip
             if hasattr(_embedder(self.cfg), "embed_parts"):
                 preload += ["docindex.embed", "numpy"]
+            preload.append("zlib_ng.zlib_ng")  # the server skips what won't import
             self._ctx.set_forkserver_preload(preload)
             forkserver.ensure_running()  # spawns the server; does not wait
 

@@ -161,3 +161,13 @@ def test_body_cache_follows_writes_of_other_connections(tmp_path: Path) -> None:
             "UPDATE documents SET body = ? WHERE id = ?", (compress_body("new"), doc)
         )
         assert reader.body(doc) == "new"
+
+
+def test_bodies_are_zlib_format_whichever_compressor_wrote_them() -> None:
+    """zlib-ng writes them when installed; the standard zlib reads them (#7)."""
+    import zlib
+
+    from docindex.store import compress_body
+
+    text = "Indexing 全文检索 " * 500
+    assert zlib.decompress(compress_body(text)).decode("utf-8") == text
