@@ -792,8 +792,19 @@ def segment_columns(
     if not index:
         return None, tuple(rows)
     # Most anchors are the slugs of their headings: then the path alone is kept.
+    # Sections share parents, so each path's slug extends its parent's (memo).
+    slugs: dict[tuple[str, ...], str] = {(): ""}
+
+    def slug_of(path: tuple[str, ...]) -> str:
+        got = slugs.get(path)
+        if got is None:
+            parent = slug_of(path[:-1])
+            own = slug_path(path[-1:])
+            got = slugs[path] = f"{parent}/{own}" if parent else own
+        return got
+
     listed = json.dumps(
-        [list(h) if a == slug_path(h) and h else [list(h), a] for h, a in index],
+        [list(h) if h and a == slug_of(h) else [list(h), a] for h, a in index],
         ensure_ascii=False,
     )
     return zlib.compress(listed.encode("utf-8"), 9), tuple(rows)
