@@ -6,41 +6,47 @@ one; Markdown segments never cross headings and carry the heading path; a
 segment never starts on a blank line; a fenced code block or a table stays in
 one segment unless it alone exceeds the size.
 
-Speed (issue #7): no Python loop runs over every line. One regex pass finds the
-few lines that matter (headings, fences, table rows); packing the plain lines
-between them is a binary search over the line start offsets.
+Speed (issue #7): nothing loops over every line in Python, and the text is not
+split into lines. Positions are character offsets; a line is known by the
+offset of its first character (``len(text) + 1`` stands for "past the last
+line"), so lines [a, b) are ``text[a : b - 1]``. One regex pass finds the few
+lines that matter (headings, fences, table rows); where a segment of plain
+lines must end is found with ``str.rfind``; line numbers are counted newlines.
 """
 
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
-from collections.abc import Iterator
+from bisect import bisect_left
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from itertools import accumulate
 
 from .anchors import chunk_id, slugify
 from .models import Extracted, Segment, Unit
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$")
-# A line that may start a heading or a fence (``#``, ``` or ~~~ within the first
-# 4 columns) or a table (``|`` after leading whitespace): group 1 is "#", "```"
-# or "~~~", None for a table row. A fence opener is what _FENCE used to match:
-# ``^ {0,3}(`{3,}|~{3,})``.
+_HEADING_MARKS = re.compile(r" {0,3}(#{1,6})[ \t]+")  # _HEADING up to its text
+# A line that may be a heading or open a fence (``#``, ``` or ~~~ after at most
+# 3 spaces) or is a table row (``|`` after any whitespace): group 1 is "#",
+# "```" or "~~~", None for a table row. A fence opener is what
+# ``^ {0,3}(`{3,}|~{3,})`` matches; ``[^\S\n]`` is the whitespace str.strip()
+# removes, newline excepted.
 _SPECIAL = re.compile(r"^(?: {0,3}(#|```|~~~)|[^\S\n]*\|)")
-# The same after a newline: a search for a literal first character runs in C
+# The same after a newline: searching for a literal first character runs in C
 # far faster than trying ``^`` at every position.
 _SPECIAL_AFTER_NL = re.compile(r"\n(?: {0,3}(#|```|~~~)|[^\S\n]*\|)")
-# A fence closer for _blocks: any leading whitespace (str.lstrip), then the marker.
+# What closes a fence for packing: any leading whitespace, then the marker.
 _CLOSER = {
     "```": re.compile(r"^[^\S\n]*```", re.MULTILINE),
     "~~~": re.compile(r"^[^\S\n]*~~~", re.MULTILINE),
 }
+_TABLE_RUN = re.compile(r"[^\S\n]*\|[^\n]*(?:\n[^\S\n]*\|[^\n]*)*")
+_BLANK_LINES = re.compile(r"(?:[^\S\n]*\n)*")
+_HAS_TEXT = re.compile(r"[^\S\n]*\S")  # matched at a line start
 _NON_BLANK = re.compile(r"\S")
-_PLUS_ONE = (1).__add__
 UNIT_SEPARATOR = "\n"
 
-# (line index, "#" | "```" | "~~~" | "|") for each special line, in order.
+# (where the line starts, "#" | "```" | "~~~" | "|") of each special line, in order.
 _Specials = list[tuple[int, str]]
 
 
@@ -48,52 +54,60 @@ _Specials = list[tuple[int, str]]
 class _Section:
     heading_path: tuple[str, ...]
     anchor: str  # chunk-id fragment, "" for a file without headings
-    first: int  # index of first line (0-based) in the unit
-    last: int  # exclusive
+    first: int  # offset of its first line in the unit text
+    last: int  # offset of the line after it (len(text) + 1 past the last line)
 
 
 def markdown_headings(lines: list[str]) -> Iterator[tuple[int, int, str]]:
     """Yield (0-based line, level, text) of ATX headings outside code fences."""
     text = "\n".join(lines)
-    if text.count("\n") == len(lines) - 1:
-        specials = _special_lines(text, list(_line_starts(lines)))
-    else:  # a "line" holding a newline: test each line on its own
-        specials = []
-        for i, line in enumerate(lines):
-            match = _SPECIAL.match(line)
-            if match:
-                specials.append((i, match.group(1) or "|"))
-    return iter(_headings(lines, specials))
+    if text.count("\n") != len(lines) - 1:  # a "line" holding a newline
+        found = [(i, _SPECIAL.match(line)) for i, line in enumerate(lines)]
+        specials = [(i, m[1] or "|") for i, m in found if m]
+        return iter(_headings(specials, lines.__getitem__))
+    at = line = 0
+    out: list[tuple[int, int, str]] = []
+    for pos, level, heading in _headings(_special_lines(text), _line_reader(text)):
+        line += text.count("\n", at, pos)
+        at = pos
+        out.append((line, level, heading))
+    return iter(out)
 
 
-def _line_starts(lines: list[str]) -> Iterator[int]:
-    """Offset of each line in the joined text, and one past the last: a sum in C."""
-    return accumulate(map(_PLUS_ONE, map(len, lines)), initial=0)
-
-
-def _special_lines(text: str, starts: list[int]) -> _Specials:
-    """(line, tag) of each line _SPECIAL matches; ``starts`` from _line_starts."""
-    found = [(m.start() + 1, m.group(1)) for m in _SPECIAL_AFTER_NL.finditer(text)]
+def _special_lines(text: str) -> _Specials:
+    found = [(m.start() + 1, m[1] or "|") for m in _SPECIAL_AFTER_NL.finditer(text)]
     head = _SPECIAL.match(text)
     if head:
-        found.insert(0, (0, head.group(1)))
-    return [(bisect_right(starts, pos) - 1, tag or "|") for pos, tag in found]
+        found.insert(0, (0, head[1] or "|"))
+    return found
 
 
-def _headings(lines: list[str], specials: _Specials) -> list[tuple[int, int, str]]:
-    """(line, level, text) of the headings among ``specials``, skipping fences.
+def _line_reader(text: str) -> Callable[[int], str]:
+    """The line starting at an offset of ``text``."""
+
+    def line_at(pos: int) -> str:
+        end = text.find("\n", pos)
+        return text[pos:end] if end >= 0 else text[pos:]
+
+    return line_at
+
+
+def _headings(
+    specials: _Specials, line_at: Callable[[int], str]
+) -> list[tuple[int, int, str]]:
+    """(where, level, text) of the headings among ``specials``, skipping fences.
 
     A fence opened by ``` closes at the next fence line of backticks (any
     length >= 3), likewise for ~~~.
     """
     out: list[tuple[int, int, str]] = []
     in_fence = ""
-    for i, tag in specials:
+    for where, tag in specials:
         if tag == "#":
             if not in_fence:
-                match = _HEADING.match(lines[i])
-                if match:
-                    out.append((i, len(match.group(1)), match.group(2).strip()))
+                heading = _heading(line_at(where))
+                if heading is not None:
+                    out.append((where, *heading))
         elif tag == "|":
             continue
         elif not in_fence:
@@ -103,15 +117,29 @@ def _headings(lines: list[str], specials: _Specials) -> list[tuple[int, int, str
     return out
 
 
-def _markdown_sections(
-    lines: list[str], text: str, starts: list[int], specials: _Specials
-) -> list[_Section]:
+def _heading(line: str) -> tuple[int, str] | None:
+    """(level, text) of an ATX heading line, as _HEADING finds them.
+
+    Without the regex's lazy group: the text is what follows the marks and
+    blanks, less a closing run of blanks, #s and blanks.
+    """
+    if "\n" in line:  # the regex's ``.`` and ``$`` treat a newline specially
+        match = _HEADING.match(line)
+        return (len(match[1]), match[2].strip()) if match else None
+    marks = _HEADING_MARKS.match(line)
+    if marks is None:
+        return None
+    text = line[marks.end() :].rstrip(" \t").rstrip("#").rstrip(" \t")
+    return len(marks[1]), text.strip()
+
+
+def _markdown_sections(text: str, specials: _Specials) -> list[_Section]:
     sections: list[_Section] = []
-    stack: list[tuple[int, str, str]] = []  # (level, text, slug-path)
+    stack: list[tuple[int, tuple[str, ...], str]] = []  # (level, path, slug path)
     counts: dict[tuple[str, str], int] = {}
     used: set[str] = set()
     current = _Section((), "_preamble", 0, 0)
-    for i, level, heading in _headings(lines, specials):
+    for i, level, heading in _headings(specials, _line_reader(text)):
         current.last = i
         sections.append(current)
         while stack and stack[-1][0] >= level:
@@ -129,9 +157,10 @@ def _markdown_sections(
             path = f"{parent}/{slug}" if parent else slug
         counts[(parent, base)] = n
         used.add(path)
-        stack.append((level, heading, path))
-        current = _Section(tuple(t for _, t, _ in stack), path, i, i)
-    current.last = len(lines)
+        heading_path = (*stack[-1][1], heading) if stack else (heading,)
+        stack.append((level, heading_path, path))
+        current = _Section(heading_path, path, i, i)
+    current.last = len(text) + 1
     sections.append(current)
     if len(sections) == 1:
         # No headings: plain-text ids (``a.md``, ``a.md~2``) as for a .txt file;
@@ -139,54 +168,48 @@ def _markdown_sections(
         current.anchor = ""
     # A heading directly followed by a sub-heading has no text of its own: it
     # lives on in its children's heading paths rather than as an empty chunk.
-    return [s for s in sections if _has_body(text, starts, s)]
+    return [s for s in sections if _has_body(text, s)]
 
 
-def _has_body(text: str, starts: list[int], section: _Section) -> bool:
-    start = section.first + (1 if section.heading_path else 0)
-    # Lines [start, last) are text[starts[start] : starts[last] - 1].
-    return _NON_BLANK.search(text, starts[start], starts[section.last] - 1) is not None
+def _has_body(text: str, section: _Section) -> bool:
+    start = section.first
+    if section.heading_path:
+        start = text.find("\n", start) + 1 or len(text) + 1
+    return _NON_BLANK.search(text, start, section.last - 1) is not None
 
 
 def _blocks(
-    lines: list[str],
-    text: str,
-    starts: list[int],
-    specials: _Specials,
-    first: int,
-    last: int,
+    text: str, specials: _Specials, where: list[int], first: int, last: int
 ) -> list[tuple[int, int]]:
-    """[start, end) ranges of 2+ lines in [first, last) that stay together.
+    """[start, end) of the fences and tables in lines [first, last).
 
     A fence runs to the next line that starts, after any whitespace, with its
-    marker (or to ``last``); a table is a run of lines starting with ``|``. Every
-    other line is a block of its own, which packing treats as a plain line.
+    marker (or to ``last``); a table is a run of lines starting with ``|``.
     """
     out: list[tuple[int, int]] = []
-    k = bisect_right(specials, (first, ""))
+    k = bisect_left(where, first)  # where[k] is specials[k][0]
     n = len(specials)
     nxt = first  # lines before nxt belong to a block already found
     while k < n:
-        i, tag = specials[k]
+        pos, tag = specials[k]
         k += 1
-        if i >= last:
+        if pos >= last:
             break
-        if i < nxt or tag == "#":
+        if pos < nxt or tag == "#":
             continue
-        if tag == "|":
-            j = i + 1
-            while k < n and specials[k] == (j, "|") and j < last:
-                j += 1
-                k += 1
-        else:
-            j = last
-            if i + 1 < last:
-                close = _CLOSER[tag].search(text, starts[i + 1], starts[last] - 1)
+        end = last
+        if tag != "|":
+            body = text.find("\n", pos) + 1
+            if 0 < body < last:
+                close = _CLOSER[tag].search(text, body, last - 1)
                 if close is not None:
-                    j = bisect_right(starts, close.start())
-        if j - i > 1:
-            out.append((i, j))
-        nxt = j
+                    end = text.find("\n", close.end()) + 1 or len(text) + 1
+        else:
+            run = _TABLE_RUN.match(text, pos, last - 1)
+            if run is not None:
+                end = run.end() + 1
+        out.append((pos, end))
+        nxt = end
     return out
 
 
@@ -204,67 +227,69 @@ def _split_long_line(line: str, size: int) -> list[str]:
 
 
 def _pack(
-    lines: list[str],
-    starts: list[int],
-    first: int,
-    last: int,
-    size: int,
-    blocks: list[tuple[int, int]],
+    text: str, first: int, last: int, size: int, blocks: list[tuple[int, int]]
 ) -> list[tuple[int, int]]:
     """[start, end) line ranges of about ``size`` characters, never starting blank.
 
     Greedy: a segment takes lines (or whole blocks) while it stays within
-    ``size`` characters (each line counting its newline) and always takes its
-    first one. Between blocks, the line that would overflow the segment that
-    starts at ``s`` is the first ``k > s`` with ``starts[k + 1] > starts[s] +
-    size``: a binary search. A segment ends trimmed of blank lines; a block
-    that alone exceeds the size is cut on lines, keeping blank ones.
+    ``size`` characters, each line counting its newline, and always takes its
+    first one. The plain line that overflows the segment starting at ``s`` is
+    the one holding offset ``s + size`` (the one after ``s`` when that line
+    alone is longer). A segment ends trimmed of blank lines; a block that
+    alone exceeds the size is cut on lines, keeping blank ones.
     """
     out: list[tuple[int, int]] = []
+    past = len(text) + 1
     start = -1  # first line of the open segment, -1 when none is open
     pos = first  # next line to pack
     for b_start, b_end in (*blocks, (last, last)):
         while pos < b_start:  # plain lines [pos, b_start)
             if start < 0:
-                while pos < b_start and not lines[pos].strip():
-                    pos += 1
-                if pos == b_start:
+                blank = _BLANK_LINES.match(text, pos, b_start)
+                start = blank.end() if blank else pos  # it always matches
+                if start >= b_start or not _HAS_TEXT.match(text, start):
+                    start = -1
                     break
-                start = pos
-                pos += 1
+                pos = text.find("\n", start) + 1 or past
                 continue
-            k = bisect_right(starts, starts[start] + size, pos + 1, b_start + 1) - 1
-            if k >= b_start:
-                pos = b_start
+            cut = _overflow(text, start, size, past)
+            if cut >= b_start:
                 break
-            out.append((start, _trim_end(lines, start, k)))
-            start = k if lines[k].strip() else -1
-            pos = k + 1
+            out.append((start, _trim_end(text, start, cut, past)))
+            start = cut if _HAS_TEXT.match(text, cut) else -1
+            pos = text.find("\n", cut) + 1 or past
         if b_start == last:
             break
         if start < 0:
             start = b_start
-        elif starts[b_end] - starts[start] > size:
-            out.append((start, _trim_end(lines, start, b_start)))
+        elif b_end - start > size:
+            out.append((start, _trim_end(text, start, b_start, past)))
             start = b_start
-        if starts[b_end] - starts[b_start] > size:
+        if b_end - b_start > size:
             # A block that alone exceeds the size: split inside it on lines.
-            while True:
-                k = bisect_right(starts, starts[start] + size, start + 2, b_end + 1) - 1
-                if k >= b_end:
-                    break
-                out.append((start, k))
-                start = k
+            while (cut := _overflow(text, start, size, past)) < b_end:
+                out.append((start, cut))
+                start = cut
         pos = b_end
     if start >= 0:
-        out.append((start, _trim_end(lines, start, last)))
+        out.append((start, _trim_end(text, start, last, past)))
     return out
 
 
-def _trim_end(lines: list[str], start: int, end: int) -> int:
-    while end > start + 1 and not lines[end - 1].strip():
-        end -= 1
-    return end
+def _overflow(text: str, start: int, size: int, past: int) -> int:
+    """The first line after ``start`` that ends past offset ``start + size``."""
+    if start + size >= past:
+        return past  # every line ends by then
+    end = text.rfind("\n", start, start + size)
+    if end < 0:
+        end = text.find("\n", start)
+    return end + 1 or past
+
+
+def _trim_end(text: str, start: int, end: int, past: int) -> int:
+    """``end`` moved back over blank lines, keeping the line at ``start``."""
+    kept = len(text[start : end - 1].rstrip())
+    return text.find("\n", start + kept) + 1 or past
 
 
 def _unit_anchor(unit: Unit) -> str | None:
@@ -297,10 +322,8 @@ def segment_document(
     used_anchors: set[str] = set()
     for unit in extracted.units:
         text = unit.text
-        lines = text.split("\n")
-        # Offset of each line (and one past the last): a running sum in C.
-        starts = list(_line_starts(lines))
-        specials = _special_lines(text, starts)
+        specials = _special_lines(text)
+        where = [pos for pos, _ in specials]
         anchor = _unit_anchor(unit)
         if anchor is not None:
             # Two sheets whose names slugify alike get -2, -3 (ids stay unique).
@@ -310,31 +333,31 @@ def segment_document(
             anchor = anchor if k == 1 else f"{anchor}-{k}"
             used_anchors.add(anchor)
         if unit.markdown:
-            sections = _markdown_sections(lines, text, starts, specials)
+            sections = _markdown_sections(text, specials)
         else:
-            sections = [_Section((), "", 0, len(lines))]
+            sections = [_Section((), "", 0, len(text) + 1)]
         page, slide, sheet, cells = unit.page, unit.slide, unit.sheet, unit.line_cells
+        at = line = 0  # a line start and its 0-based number
         for section in sections:
             base = section.anchor if anchor is None else _join(anchor, section.anchor)
             path = section.heading_path
-            blocks = _blocks(lines, text, starts, specials, section.first, section.last)
-            ranges = _pack(lines, starts, section.first, section.last, size, blocks)
+            blocks = _blocks(text, specials, where, section.first, section.last)
             part = 0
-            for a, b in ranges:
-                if b - a == 1 and len(lines[a]) > size * 2:
-                    pieces = _split_long_line(lines[a], size)
+            for lo, end in _pack(text, section.first, section.last, size, blocks):
+                a = line + text.count("\n", at, lo)
+                hi = end - 1  # lines [lo, end) are text[lo:hi]
+                b = a + 1 + text.count("\n", lo, hi)
+                at, line = end, b
+                if b - a == 1 and hi - lo > size * 2:
+                    spans = _split_spans(text[lo:hi], lo, size)
                 else:
-                    pieces = None
-                lo = starts[a]
-                hi = starts[b] - 1  # end of line b - 1
-                for piece in pieces or (None,):
+                    spans = [(lo, hi)]
+                for p, q in spans:
                     part += 1
-                    if piece is not None:
-                        hi = lo + len(piece)
                     segments.append(
                         Segment(
                             len(segments),
-                            text[lo:hi],
+                            text[p:q],
                             a + 1,
                             b,
                             path,
@@ -343,16 +366,24 @@ def segment_document(
                             slide,
                             sheet,
                             cells[a:b] if cells is not None else None,
-                            offset + lo,
-                            offset + hi,
+                            offset + p,
+                            offset + q,
                             base,
                             part,
                         )
                     )
-                    lo = hi
         texts.append(text)
         offset += len(text) + len(UNIT_SEPARATOR)
     return UNIT_SEPARATOR.join(texts), _finish_ids(segments, rel_path)
+
+
+def _split_spans(line: str, at: int, size: int) -> list[tuple[int, int]]:
+    """Offsets of the pieces _split_long_line cuts ``line`` (at offset ``at``) into."""
+    spans: list[tuple[int, int]] = []
+    for piece in _split_long_line(line, size):
+        spans.append((at, at + len(piece)))
+        at += len(piece)
+    return spans
 
 
 def _join(anchor: str, section_anchor: str) -> str:
