@@ -88,6 +88,7 @@ _CJK_RE: Any = _LazyRe(rf"[{_CJK}]")
 _CJK_RUN_RE: Any = _LazyRe(rf"[{_CJK}]+")
 _LATIN_RE: Any = _LazyRe(rf"[^\W_{_CJK}]+")
 _concat = operator.add
+_SHORT = 256  # term_parts of texts this short use _TOKEN_RE alone
 # Characters whose NFKC form is ASCII punctuation or a space: separators before
 # and after NFKC, so term_parts may blank them (issue #7: full-width Chinese
 # punctuation made nearly every Chinese text fail the NFKC quick check).
@@ -183,11 +184,18 @@ def term_parts(text: str, *, use_stem: bool = True) -> tuple[list[str], list[str
         # runs of [a-z0-9], which translate + split find ~5x faster than re.
         words = text.lower().translate(_ASCII_SEPARATORS).split()
         return (_stem_words(words) if use_stem else words), []
-    # Same terms as normalize(text): the blanked characters separate terms in
-    # either form (tests/test_tokenize.py checks this character by character).
-    norm = normalize(_SEPARATOR_COMPAT_RE.sub(" ", text))
-    words = _LATIN_RE.findall(norm)
-    return (_stem_words(words) if use_stem else words), _CJK_RUN_RE.findall(norm)
+    if len(text) <= _SHORT:
+        # A query: the one regex query_terms compiled anyway, instead of
+        # compiling three more (~3 ms of a one-shot query, issue #7).
+        found = _TOKEN_RE.findall(normalize(text))
+        words = [w for _, w in found if w]
+        runs = [c for c, _ in found if c]
+    else:
+        # Same terms as normalize(text): the blanked characters separate terms
+        # in either form (tests/test_tokenize.py checks this for each one).
+        norm = normalize(_SEPARATOR_COMPAT_RE.sub(" ", text))
+        words, runs = _LATIN_RE.findall(norm), _CJK_RUN_RE.findall(norm)
+    return (_stem_words(words) if use_stem else words), runs
 
 
 def cjk_ngrams(runs: list[str], cjk_ngram: int = 2) -> list[str]:
