@@ -517,7 +517,7 @@ def scan(
     if getattr(embedder, "degraded", None):
         result.degraded = True
         result.warnings.append(embedder.degraded)
-    with store.atomic():
+    with store.bulk_journal(), store.atomic():
         check_settings(store, cfg)
         store.set_meta("tokenizer", {"version": TOKENIZER_VERSION,
                                      "cjk_ngram": cfg.cjk_ngram, "stem": cfg.stem})  # fmt: skip

@@ -171,3 +171,49 @@ def test_bodies_are_zlib_format_whichever_compressor_wrote_them() -> None:
 
     text = "Indexing 全文检索 " * 500
     assert zlib.decompress(compress_body(text)).decode("utf-8") == text
+
+
+def test_first_scan_writes_with_a_rollback_journal_then_returns_to_wal(
+    tmp_path: Path,
+) -> None:
+    """An empty index's first scan writes pages once (#7); the index ends in WAL."""
+    import sqlite3
+
+    from docindex.config import Config
+    from docindex.indexer import scan
+
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "a.md").write_text("# A\n\nalpha beta\n")
+    db = tmp_path / "i.db"
+    with Store.open(db, create=True) as store:
+        with store.bulk_journal() as switched:
+            assert switched
+            mode = store.conn.execute("PRAGMA journal_mode").fetchone()[0]
+            assert mode == "delete"
+        assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        scan(store, Config(roots=(str(root),)))
+        with store.bulk_journal() as switched:
+            assert not switched  # the index has documents now
+    assert not Path(f"{db}-journal").exists()
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("SELECT count(*) FROM documents").fetchone()[0] == 1
+
+
+def test_bulk_journal_never_waits_for_another_connection(tmp_path: Path) -> None:
+    """Another open connection keeps the index in WAL, without a busy wait."""
+    import sqlite3
+    import time
+
+    db = tmp_path / "i.db"
+    Store.open(db, create=True).close()
+    other = sqlite3.connect(db)
+    other.execute("SELECT count(*) FROM documents").fetchone()
+    with Store.open(db, busy_timeout=30) as store:
+        started = time.perf_counter()
+        with store.bulk_journal() as switched:
+            assert not switched
+        assert time.perf_counter() - started < 5
+        assert store.conn.execute("PRAGMA busy_timeout").fetchone()[0] == 30000
+    other.close()
