@@ -102,3 +102,15 @@ def test_slugify() -> None:
     assert slugify("Hello, World!") == "hello-world"
     assert slugify("  a -- b  ") == "a-b"
     assert slugify("全文 检索") == "全文-检索"
+
+
+def test_markdown_title_is_the_first_h1_outside_fences_in_400_lines() -> None:
+    from docindex.extract.markdown import _first_h1
+
+    assert _first_h1("# Title\n\ntext") == "Title"
+    assert _first_h1("```sh\n# not a title\n```\n# Real ##") == "Real"
+    assert _first_h1("  ~~~\n# fenced\n\t~~~\n#\tTabbed") == "Tabbed"
+    assert _first_h1("## h2\n#no-space\n # indented\n") is None
+    assert _first_h1("\n".join(["x"] * 399 + ["# Last"])) == "Last"
+    assert _first_h1("\n".join(["x"] * 400 + ["# Late"])) is None
+    assert _first_h1("```\n# open fence never closed") is None

@@ -10,6 +10,8 @@ from .text import decode, looks_binary
 
 _FRONT = re.compile(r"\A---[ \t]*\n(.*?\n)(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S)
 _H1 = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.M)
+# A line that may be an H1 (group 2) or opens/closes a fence (group 1), after "\\n".
+_H1_OR_FENCE = re.compile(r"\n(?:[^\S\n]*(```|~~~)|(#)[ \t])")
 
 
 def parse_front_matter(text: str) -> tuple[dict[str, str], int]:
@@ -63,14 +65,23 @@ def extract(data: bytes, name: str, limits: ExtractLimits) -> Extracted:
 
 
 def _first_h1(text: str) -> str | None:
+    """The first ``# heading`` of the first 400 lines that is not in a code fence.
+
+    Only lines that start a heading or a fence are visited: one regex finds
+    them after a newline (a literal prefix, so it skips ahead in C; issue #7).
+    """
     in_fence = False
-    for line in text.split("\n", 400)[:400]:
-        stripped = line.lstrip()
-        if stripped.startswith(("```", "~~~")):
+    for match in _H1_OR_FENCE.finditer("\n" + text):
+        if match.group(1) is not None:  # a fence line toggles
             in_fence = not in_fence
             continue
-        if not in_fence:
-            match = _H1.match(line)
-            if match:
-                return match.group(1).strip()
+        if in_fence:
+            continue
+        start = match.start() + 1  # the heading line, in ``"\n" + text``
+        if text.count("\n", 0, start - 1) >= 400:
+            return None
+        line_end = text.find("\n", start - 1)
+        found = _H1.match(text[start - 1 : None if line_end < 0 else line_end])
+        if found:
+            return found.group(1).strip()
     return None
