@@ -384,7 +384,9 @@ class _Workers:
             ]  # fmt: skip
             if hasattr(_embedder(self.cfg), "embed_parts"):
                 preload += ["docindex.embed", "numpy"]
-            preload.append("zlib_ng.zlib_ng")  # the server skips what won't import
+            # Front matter (libyaml) and the CJK code-point codec, once for all
+            # workers; the server skips what will not import.
+            preload += ["yaml", "encodings.utf_32_le", "zlib_ng.zlib_ng"]
             self._ctx.set_forkserver_preload(preload)
             forkserver.ensure_running()  # spawns the server; does not wait
 
