@@ -101,8 +101,10 @@ def reindex(
     from .store import Store
 
     if not _resumable(tmp, ws.config):
-        for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
-            leftover.unlink(missing_ok=True)
+        # A first scan writes with a rollback journal (Store.bulk_journal): a
+        # stale -journal must never meet a new file of the same name.
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(f"{tmp}{suffix}").unlink(missing_ok=True)
     with Store.open(tmp, create=True, busy_timeout=ws.config.busy_timeout_s) as store, \
             _progress_ctx(progress) as on_progress:  # fmt: skip
         result = core_scan(store, ws.config, on_progress=on_progress)
