@@ -42,7 +42,7 @@ class _LazyRe:
 
     def __getattr__(self, name: str) -> Any:
         compiled = re.compile(self.pattern)
-        for method in ("match", "search", "findall", "finditer", "sub"):
+        for method in ("match", "search", "findall", "finditer", "sub", "split"):
             setattr(self, method, getattr(compiled, method))  # later calls skip this
         return getattr(compiled, name)
 
@@ -86,6 +86,7 @@ def token_matches(text: str) -> Iterator[Any]:
 
 _CJK_RE: Any = _LazyRe(rf"[{_CJK}]")
 _CJK_RUN_RE: Any = _LazyRe(rf"[{_CJK}]+")
+_CJK_SPLIT_RE: Any = _LazyRe(rf"([{_CJK}]+)")
 _LATIN_RE: Any = _LazyRe(rf"[^\W_{_CJK}]+")
 _concat = operator.add
 _SHORT = 256  # term_parts of texts this short use _TOKEN_RE alone
@@ -194,7 +195,15 @@ def term_parts(text: str, *, use_stem: bool = True) -> tuple[list[str], list[str
         # Same terms as normalize(text): the blanked characters separate terms
         # in either form (tests/test_tokenize.py checks this for each one).
         norm = normalize(_SEPARATOR_COMPAT_RE.sub(" ", text))
-        words, runs = _LATIN_RE.findall(norm), _CJK_RUN_RE.findall(norm)
+        # CJK runs, and the latin words of what lies between them (a space
+        # keeps the pieces apart): Chinese text is not scanned twice, and the
+        # pieces are often ASCII, which translate + split handle.
+        parts = _CJK_SPLIT_RE.split(norm)
+        runs, rest = parts[1::2], " ".join(parts[0::2])
+        if rest.isascii():
+            words = rest.translate(_ASCII_SEPARATORS).split()
+        else:
+            words = _LATIN_RE.findall(rest)
     return (_stem_words(words) if use_stem else words), runs
 
 
