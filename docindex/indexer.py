@@ -17,6 +17,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -601,38 +602,27 @@ def _scan(
     walk_scopes: list[Path | None] = list(scopes) or [None]
     workers = _Workers(cfg)
     try:
-        for scope in walk_scopes:
-            for entry in walk(roots, options, scope):
-                if isinstance(entry, SkipEntry):
-                    result.skip(entry.reason, str(entry.path), entry.message)
-                    if entry.reason == "missing-root":
-                        rid = root_ids.get(str(entry.path))
-                        if rid is not None:
-                            complete[rid] = False
-                    if entry.reason == "walk-limit" or (
-                        entry.reason == "error"
-                        and entry.message.startswith("cannot list directory")
-                    ):
-                        for rid in root_ids.values():
-                            complete[rid] = False
-                    continue
-                result.scanned += 1
-                rid = root_ids[str(entry.root)]
-                seen[rid].add(entry.rel_path)
-                old = known[rid].get(entry.rel_path)
-                if (
-                    old
-                    and not force
-                    and old.size == entry.size
-                    and old.mtime_ns == entry.mtime_ns
-                ):
-                    result.unchanged += 1
-                    continue
-                jobs.append(_job(entry, old.hash if old and not force else None))
-                if len(jobs) == POOL_THRESHOLD:
-                    workers.boot()  # imports while the walk goes on
-                if on_progress:
-                    on_progress(Progress("walk", result.scanned, None, entry.rel_path))
+        for entry in chain.from_iterable(walk(roots, options, s) for s in walk_scopes):
+            if isinstance(entry, SkipEntry):
+                _walk_skip(entry, result, root_ids, complete)
+                continue
+            result.scanned += 1
+            rid = root_ids[str(entry.root)]
+            seen[rid].add(entry.rel_path)
+            old = known[rid].get(entry.rel_path)
+            if (
+                old
+                and not force
+                and old.size == entry.size
+                and old.mtime_ns == entry.mtime_ns
+            ):
+                result.unchanged += 1
+                continue
+            jobs.append(_job(entry, old.hash if old and not force else None))
+            if len(jobs) == POOL_THRESHOLD:
+                workers.boot()  # imports while the walk goes on
+            if on_progress:
+                on_progress(Progress("walk", result.scanned, None, entry.rel_path))
         _apply(store, cfg, jobs, root_ids, known, result, on_progress, workers)
     finally:
         workers.close()
@@ -649,6 +639,22 @@ def _scan(
                 continue
             remove_document(store, cfg, row.id)
             result.removed += 1
+
+
+def _walk_skip(
+    entry: Any, result: ScanResult, root_ids: dict[str, int], complete: dict[int, bool]
+) -> None:
+    """Record a file the walk left out; a root it could not see whole is not pruned."""
+    result.skip(entry.reason, str(entry.path), entry.message)
+    if entry.reason == "missing-root":
+        rid = root_ids.get(str(entry.path))
+        if rid is not None:
+            complete[rid] = False
+    if entry.reason == "walk-limit" or (
+        entry.reason == "error" and entry.message.startswith("cannot list directory")
+    ):
+        for rid in root_ids.values():
+            complete[rid] = False
 
 
 def _scope_prefixes(root: Path, scopes: Sequence[Path]) -> list[str] | None:
