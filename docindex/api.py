@@ -50,7 +50,7 @@ def scan(
         scopes.append(resolve_scope(roots_p, path))
     with ws.open(create=True) as store, _progress_ctx(progress) as on_progress:
         return core_scan(store, ws.config, scopes=scopes, force=force,
-                         on_progress=on_progress)  # fmt: skip
+                         on_progress=on_progress, bulk=True)  # fmt: skip
 
 
 class _null_ctx:
@@ -107,7 +107,7 @@ def reindex(
             Path(f"{tmp}{suffix}").unlink(missing_ok=True)
     with Store.open(tmp, create=True, busy_timeout=ws.config.busy_timeout_s) as store, \
             _progress_ctx(progress) as on_progress:  # fmt: skip
-        result = core_scan(store, ws.config, on_progress=on_progress)
+        result = core_scan(store, ws.config, on_progress=on_progress, bulk=True)
         store.checkpoint()
     # Take the write lock on the old index while swapping, so no writer is lost.
     try:

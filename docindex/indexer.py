@@ -10,6 +10,7 @@ identical whether one core or two built it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import stat
@@ -497,6 +498,7 @@ def scan(
     scopes: Sequence[Path] = (),
     force: bool = False,
     on_progress: ProgressFn | None = None,
+    bulk: bool = False,
 ) -> ScanResult:
     """Bring the index up to date with the roots (or only with ``scopes`` inside them).
 
@@ -507,6 +509,9 @@ def scan(
             that no longer exists removes what was indexed under it.
         force: re-index every file even if unchanged.
         on_progress: called with Progress events.
+        bulk: write the first scan of an empty index with a rollback journal
+            (``Store.bulk_journal``); for one-off scans, not for a watcher
+            whose readers come and go.
 
     Returns:
         The scan's counts.
@@ -520,7 +525,8 @@ def scan(
     if getattr(embedder, "degraded", None):
         result.degraded = True
         result.warnings.append(embedder.degraded)
-    with store.bulk_journal(), store.atomic():
+    journal = store.bulk_journal() if bulk else contextlib.nullcontext()
+    with journal, store.atomic():
         check_settings(store, cfg)
         store.set_meta("tokenizer", {"version": TOKENIZER_VERSION,
                                      "cjk_ngram": cfg.cjk_ngram, "stem": cfg.stem})  # fmt: skip

@@ -247,8 +247,28 @@ class Store:
             yield switched
         finally:
             if switched:
-                with contextlib.suppress(sqlite3.Error):  # the next open sets WAL
-                    conn.execute("PRAGMA journal_mode = WAL")
+                self._back_to_wal()
+
+    def _back_to_wal(self, attempts: int = 100) -> None:
+        """Switch to WAL, retrying while a reader holds a lock (about 2 s at most).
+
+        The switch takes an exclusive lock without SQLite's busy wait, so a
+        reader in the middle of a read makes it fail at once; if every
+        attempt fails, the next open (``_setup``) switches instead.
+        """
+        import time
+
+        conn = self.conn
+        timeout = conn.execute("PRAGMA busy_timeout").fetchone()[0]
+        conn.execute("PRAGMA busy_timeout = 0")
+        try:
+            for _ in range(attempts):
+                with contextlib.suppress(sqlite3.OperationalError):
+                    if conn.execute("PRAGMA journal_mode = WAL").fetchone()[0] == "wal":
+                        return
+                time.sleep(0.02)
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {int(timeout)}")
 
     @contextlib.contextmanager
     def atomic(self, immediate: bool = True, savepoint: bool = True) -> Iterator[None]:

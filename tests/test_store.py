@@ -217,3 +217,20 @@ def test_bulk_journal_never_waits_for_another_connection(tmp_path: Path) -> None
         assert time.perf_counter() - started < 5
         assert store.conn.execute("PRAGMA busy_timeout").fetchone()[0] == 30000
     other.close()
+
+
+def test_bulk_journal_returns_to_wal_once_a_reader_lets_go(tmp_path: Path) -> None:
+    """A reader mid-read when the first scan ends delays the switch, not loses it."""
+    import sqlite3
+    import threading
+
+    db = tmp_path / "i.db"
+    with Store.open(db, create=True) as store:
+        with store.bulk_journal() as switched:
+            assert switched
+            reader = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
+            reader.execute("BEGIN")
+            reader.execute("SELECT count(*) FROM documents").fetchone()
+            threading.Timer(0.3, lambda: reader.execute("COMMIT")).start()
+        assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        reader.close()
