@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import sys
 from collections.abc import Callable
@@ -43,6 +44,13 @@ def _err_console(quiet: bool = False) -> Any:
     from rich.console import Console
 
     return Console(stderr=True, quiet=quiet, highlight=False)
+
+
+def _color() -> bool | None:
+    """click.echo's ``color``: NO_COLOR and FORCE_COLOR as rich reads them, else auto."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    return True if os.environ.get("FORCE_COLOR") else None
 
 
 def _out_console() -> Any:
@@ -211,7 +219,7 @@ def query(text: str | None, top: int, mode: str, snippet_chars: int,
     Exit status 0 even with zero hits; 1 on a runtime failure; 2 on misuse.
     """
     from . import api
-    from .render import print_hits, to_json
+    from .render import hits_text, to_json
 
     pairs = []
     for item in where:
@@ -238,7 +246,7 @@ def query(text: str | None, top: int, mode: str, snippet_chars: int,
     if as_json:
         click.echo(to_json(result))
     else:
-        print_hits(_out_console(), result, explain=explain)
+        click.echo(hits_text(result, explain=explain), color=_color())
 
 
 @cli.command()

@@ -54,49 +54,54 @@ def location(hit: Hit) -> str:
     return ""
 
 
-def print_hits(console: Any, result: Any, *, explain: bool = False) -> None:
-    """Print a QueryResult for people: score, path:line, location, heading, snippet."""
-    from rich.text import Text
+# C0 controls (but tab and newline) and DEL: a document's escape sequences must
+# not reach the terminal.
+_CONTROLS = {c: None for c in (*range(0, 9), *range(11, 32), 127)}
 
+
+def hits_text(result: Any, *, explain: bool = False) -> str:
+    """A QueryResult for people: score, path:line, location, heading, snippet.
+
+    Styled with ``click.style`` (``click.echo`` drops the styles off a terminal)
+    rather than rich, whose import is a quarter of a one-shot query (issue #7).
+    """
+    import click
+
+    style = click.style
     if not result.hits:
-        console.print(Text("no hits", style="dim"))
+        lines = [style("no hits", dim=True)]
         hint = getattr(result, "hint", None)
         if hint and hint.get("suggestion"):  # issue #6: say why, and what to try
-            console.print(Text(f"hint: {hint['suggestion']}", style="yellow"))
-        return
+            lines.append(style(f"hint: {_clean(hint['suggestion'])}", fg="yellow"))
+        return "\n".join(lines)
+    lines = []
     for hit in result.hits:
-        head = Text()
-        head.append(f"{hit.score:.3f} ", style="bold green")
-        head.append(hit.rel_path, style="bold magenta")
-        head.append(f":{hit.line}", style="cyan")
+        head = style(f"{hit.score:.3f} ", fg="green", bold=True)
+        head += style(_clean(hit.rel_path), fg="magenta", bold=True)
+        head += style(f":{hit.line}", fg="cyan")
         loc = location(hit)
         if loc:
-            head.append(f"  {loc}", style="yellow")
+            head += style(f"  {_clean(loc)}", fg="yellow")
         trail = " > ".join(hit.heading_path) if hit.heading_path else hit.title
         if trail:
-            head.append(f"  {trail}", style="dim")
-        console.print(head, soft_wrap=True)
-        console.print(highlight_text(hit.snippet), soft_wrap=False)
+            head += style(f"  {_clean(trail)}", dim=True)
+        lines.append(head)
+        snippet, pos, out = _clean(hit.snippet), 0, ["    "]
+        for m in _MARK.finditer(snippet):
+            out += [snippet[pos : m.start()], style(m.group(1), fg="yellow", bold=True)]
+            pos = m.end()
+        lines.append("".join([*out, snippet[pos:]]))
         if explain and hit.explain:
-            console.print(Text(f"    {json.dumps(hit.explain)}", style="dim"))
+            lines.append(style(f"    {json.dumps(hit.explain)}", dim=True))
     footer = f"{len(result.hits)} of {result.total} hits in {result.took_ms:.1f} ms"
     footer += f" ({', '.join(result.used) or 'no lists'}"
     footer += ", degraded)" if result.degraded else ")"
-    console.print(Text(footer, style="dim"))
+    lines.append(style(footer, dim=True))
+    return "\n".join(lines)
 
 
-def highlight_text(snippet: str) -> Any:
-    """Turn ``**match**`` markers into styled rich Text, indented."""
-    from rich.text import Text
-
-    text = Text("    ")
-    pos = 0
-    for m in _MARK.finditer(snippet):
-        text.append(snippet[pos : m.start()])
-        text.append(m.group(1), style="bold yellow")
-        pos = m.end()
-    text.append(snippet[pos:])
-    return text
+def _clean(text: str) -> str:
+    return text.translate(_CONTROLS)
 
 
 def print_scan(console: Any, result: ScanResult) -> None:

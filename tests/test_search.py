@@ -332,3 +332,34 @@ def test_long_lived_process_switches_to_numpy_after_a_few_queries(tree) -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True,
                          text=True, env=dict(os.environ), check=True)  # fmt: skip
     assert out.stdout.strip() == "[False, False, False, True, True]"
+
+
+def test_human_query_output_without_rich_and_without_control_codes(tree) -> None:
+    """`docindex query` prints hits through click (issue #7) and strips the
+    document's escape sequences before they reach a terminal."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import run_json as _run_json
+
+    root = tree({"a.md": "# Doc\n\nindexing \x1b[31mred\x1b[0m notes \x07 here\n"})
+    _run_json("scan", str(root))
+    code = (
+        "import sys\n"
+        "from docindex.cli import cli\n"
+        "try:\n"
+        "    cli(['query', 'indexing notes'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('RICH' if 'rich' in sys.modules else 'NORICH')\n"
+    )
+    env = dict(os.environ, FORCE_COLOR="1")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                         text=True, env=env, check=True).stdout  # fmt: skip
+    assert out.rstrip().endswith("NORICH")
+    assert "a.md" in out and "\x1b[1m" in out  # styled: FORCE_COLOR
+    assert "\x1b[31m" not in out and "\x07" not in out
+    plain = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           env=dict(os.environ, NO_COLOR="1"), check=True).stdout  # fmt: skip
+    assert "\x1b" not in plain and "indexing" in plain
