@@ -11,14 +11,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 _SLUG_DROP = re.compile(r"[^\w\s-]")
 _SPACES = re.compile(r"\s+")
 _DASHES = re.compile(r"-{2,}")
 
 
+@lru_cache(maxsize=16384)
 def slugify(text: str) -> str:
-    """Lowercase; keep letters (CJK too), digits, spaces and hyphens; spaces to hyphens."""
+    """Lowercase; keep letters (CJK too), digits, spaces and hyphens; spaces to hyphens.
+
+    Memoised: the segmenter and ``segment_columns`` slug every heading of a
+    scan, and headings repeat (issue #7).
+    """
     slug = _SLUG_DROP.sub("", text.lower()).replace("_", "")
     slug = _SPACES.sub("-", slug.strip())
     slug = _DASHES.sub("-", slug)
