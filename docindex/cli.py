@@ -139,12 +139,12 @@ def scan(path: Path | None, roots: tuple[str, ...], exclude: tuple[str, ...],
 
 
 def _print_scan(result: Any, as_json: bool, quiet: bool) -> None:
-    from .render import print_scan, to_json
+    from .render import scan_text, to_json
 
     if as_json:
         click.echo(to_json(result))
     elif not quiet:
-        print_scan(_err_console(), result)
+        click.echo(scan_text(result), err=True, color=_color())
 
 
 @cli.command()

@@ -104,8 +104,14 @@ def _clean(text: str) -> str:
     return text.translate(_CONTROLS)
 
 
-def print_scan(console: Any, result: ScanResult) -> None:
-    """Summarise a scan for people (on stderr)."""
+def scan_text(result: ScanResult) -> str:
+    """Summarise a scan for people (stderr), with click styles (no rich: issue #7).
+
+    Paths and messages are printed as text (a ``[`` in a file name is not
+    markup) without control characters.
+    """
+    import click
+
     parts = [
         f"scanned {result.scanned}",
         f"indexed {result.indexed}",
@@ -113,22 +119,19 @@ def print_scan(console: Any, result: ScanResult) -> None:
         f"removed {result.removed}",
         f"unchanged {result.unchanged}",
     ]
-    console.print(", ".join(parts) + f" in {result.took_ms / 1000:.2f} s")
+    lines = [", ".join(parts) + f" in {result.took_ms / 1000:.2f} s"]
     for warning in result.warnings:
-        console.print(
-            f"warning: {warning}", style="yellow", markup=False, soft_wrap=True
-        )
+        lines.append(click.style(f"warning: {_clean(warning)}", fg="yellow"))
     if result.skipped:
         skipped = ", ".join(f"{k} {v}" for k, v in sorted(result.skipped.items()))
-        console.print(f"skipped: {skipped}", style="dim")
+        lines.append(click.style(f"skipped: {skipped}", dim=True))
     for err in result.errors[:20]:
-        console.print(
-            f"  {err['reason']}: {err['path']}: {err['message']}", style="yellow"
-        )
+        line = f"  {err['reason']}: {err['path']}: {err['message']}"
+        lines.append(click.style(_clean(line), fg="yellow"))
     if len(result.errors) > 20:
-        console.print(
-            f"  … and {len(result.errors) - 20} more (see --json)", style="dim"
-        )
+        more = f"  … and {len(result.errors) - 20} more (see --json)"
+        lines.append(click.style(more, dim=True))
+    return "\n".join(lines)
 
 
 def print_stats(console: Any, stats: dict[str, Any]) -> None:

@@ -258,3 +258,18 @@ def test_python_dash_m(docs) -> None:
     out = subprocess.run([sys.executable, "-m", "docindex", "--version"],
                          capture_output=True, text=True, check=True)  # fmt: skip
     assert "docindex" in out.stdout
+
+
+def test_scan_summary_prints_file_names_as_text(tmp_path) -> None:
+    """A bracket in a file name is not console markup (the summary uses click)."""
+    from docindex.models import ScanResult
+    from docindex.render import scan_text
+
+    result = ScanResult(scanned=2, indexed=1)
+    result.skip("error", "docs/[/bold]x[red].md", "cannot read: \x1b[31mdenied")
+    out = scan_text(result)
+    assert "docs/[/bold]x[red].md" in out and "\x1b[31m" not in out
+    assert out.startswith("scanned 2, indexed 1,")
+    (tmp_path / "[red]note.md").write_text("# Note\n\nbrackets in names\n")
+    done = run("scan", str(tmp_path), "--db", str(tmp_path / "i.db"))
+    assert "indexed 1" in done.stderr
