@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+import struct
 import zlib
 from collections import Counter
 from collections.abc import Sequence
@@ -37,6 +38,7 @@ def _n_subwords(length: Any) -> Any:
 
 
 _MAX_CACHE = 400_000
+PURE_TOKENS_MAX = 4_000  # quantized_rows without numpy up to this many tokens (~40 ms)
 _N_LOG_TF = 64
 _LOG_TF = [0.0] + [1.0 + math.log(tf) for tf in range(1, _N_LOG_TF)]
 
@@ -186,13 +188,56 @@ def _ngram_crcs(keys: Any) -> Any:
 
 
 def _finish(summed: Any, n: int, dim: int) -> FloatArray:
-    """Bucket sums -> (n, dim) float32 rows scaled to unit length (zero stays zero)."""
+    """Bucket sums -> (n, dim) float32 rows scaled to unit length (zero stays zero).
+
+    The sums are rounded to float32; the norm is a float64 left-to-right sum
+    of their squares (``cumsum``: a fixed order, unlike numpy's pairwise
+    ``norm``), so ``_unit_row`` gets the same bits without numpy.
+    """
     import numpy as np
 
-    out: FloatArray = summed.reshape(n, dim).astype(np.float32)
-    norms = np.linalg.norm(out, axis=1, keepdims=True)
-    np.divide(out, norms, out=out, where=norms > 0)
+    rounded = summed.reshape(n, dim).astype(np.float32).astype(np.float64)
+    norms = np.sqrt(np.cumsum(rounded * rounded, axis=1)[:, -1:])
+    unit = np.zeros((n, dim), dtype=np.float64)
+    np.divide(rounded, norms, out=unit, where=norms > 0)
+    out: FloatArray = unit.astype(np.float32)
     return out
+
+
+_F32 = struct.Struct("<f")
+_F16 = struct.Struct("<e")
+
+
+def _f32(x: float) -> float:
+    """``x`` rounded to float32 (to nearest, ties to even), as numpy casts it."""
+    return float(_F32.unpack(_F32.pack(x))[0])
+
+
+def _unit_row(sums: dict[int, float], dim: int) -> list[float]:
+    """``_finish`` of one row of exact bucket sums, in pure Python (same bits)."""
+    row = [0.0] * dim
+    for bucket, total in sums.items():
+        row[bucket] = _f32(total)
+    acc = 0.0
+    for x in row:
+        acc += x * x  # a float32 square is exact in float64; the adds round alike
+    norm = math.sqrt(acc)
+    return [_f32(x / norm) for x in row] if norm > 0 else row
+
+
+def _quantize_row(row: list[float], bits: int) -> bytes:
+    """``quantize`` of one float32 row, in pure Python (same bytes)."""
+    top, scale_struct = (127.0, _F32) if bits == 8 else (7.0, _F16)
+    peak = max(map(abs, row))
+    packed = scale_struct.pack(_f32(peak / top))
+    scale = scale_struct.unpack(packed)[0]
+    if not scale > 0:
+        scale, packed = 1.0, scale_struct.pack(1.0)
+    q = [round(_f32(x / scale)) for x in row]  # round(): ties to even, as np.rint
+    if bits == 8:
+        return packed + bytes(v & 0xFF for v in q)
+    q = [min(7, max(-7, v)) & 0x0F for v in q]
+    return packed + bytes(lo | hi << 4 for lo, hi in zip(q[0::2], q[1::2], strict=True))
 
 
 class NgramEmbedder:
@@ -355,6 +400,52 @@ class NgramEmbedder:
         idx = np.concatenate([f[0] for f in parts])
         val = np.concatenate([f[1] for f in parts])
         return _finish(np.bincount(idx, weights=val, minlength=n * dim), n, dim)
+
+    def quantized_rows(
+        self, word_lists: Sequence[Sequence[str]], run_lists: Sequence[Sequence[str]]
+    ) -> list[bytes]:
+        """``quantize(self.embed_parts(word_lists, run_lists), self.bits)``.
+
+        A few rows in a process that has not imported numpy are computed in
+        pure Python, bit for bit the same (tests check it): a rescan of one
+        edited file would otherwise spend ~50 ms importing numpy (issue #7).
+        """
+        import sys
+
+        tokens = sum(map(len, word_lists)) + sum(map(len, chain(*run_lists)))
+        if "numpy" in sys.modules or tokens > PURE_TOKENS_MAX:
+            return quantize(self.embed_parts(word_lists, run_lists), self.bits)
+        return [
+            _quantize_row(_unit_row(self._row_sums(words, runs), self.dim), self.bits)
+            for words, runs in zip(word_lists, run_lists, strict=True)
+        ]
+
+    def _row_sums(self, words: Sequence[str], runs: Sequence[str]) -> dict[int, float]:
+        """Exact float64 bucket sums of one row's float32 feature values.
+
+        Each value is a float32 with at least 2^-35 resolution and a segment
+        has at most ~10^4 of them, so the float64 sums are exact whatever the
+        order: numpy's ``bincount`` and this loop agree.
+        """
+        sums: dict[int, float] = {}
+        get = sums.get
+        for term, tf in Counter(words).items():
+            if term in STOPWORDS:
+                continue
+            w = _f32(_LOG_TF[tf] if tf < _N_LOG_TF else 1.0 + math.log(tf))
+            idx, val = self._term_features(term)
+            for bucket, v in zip(idx, val, strict=True):
+                sums[bucket] = get(bucket, 0.0) + _f32(_f32(v) * w)
+        grams: Counter[str] = Counter()
+        for run in runs:
+            for size in range(1, min(self.cjk_ngram, len(run)) + 1):
+                grams.update(run[i : i + size] for i in range(len(run) - size + 1))
+        dim = self.dim
+        for gram, tf in grams.items():
+            w = _f32(_LOG_TF[tf] if tf < _N_LOG_TF else 1.0 + math.log(tf))
+            h = zlib.crc32(gram.encode("utf-8"))
+            sums[h % dim] = get(h % dim, 0.0) + (w if (h >> 31) & 1 else -w)
+        return sums
 
     def _cjk_features(self, run_lists: Sequence[Sequence[str]]) -> Any:
         """(row * dim + bucket, float32 value) of the CJK n-grams of each text."""

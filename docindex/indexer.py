@@ -198,7 +198,7 @@ def _tokens_and_vectors(
 
     n_gram, use_stem = cfg.cjk_ngram, cfg.stem
     embedder = _embedder(cfg)
-    by_parts = embedder is not None and hasattr(embedder, "embed_parts")
+    by_parts = embedder is not None and hasattr(embedder, "quantized_rows")
     heads: dict[tuple[str, ...], str] = {}
     contexts: dict[tuple[str, ...], tuple[list[str], list[str]]] = {}
     fts: list[tuple[str, str]] = []
@@ -232,14 +232,14 @@ def _tokens_and_vectors(
     vectors: list[bytes] = []
     for i in range(0, len(segments), EMBED_BATCH):
         if by_parts:
-            matrix = embedder.embed_parts(
+            vectors.extend(embedder.quantized_rows(
                 word_lists[i : i + EMBED_BATCH], run_lists[i : i + EMBED_BATCH]
-            )
-        else:
-            matrix = embedder.embed(
-                [embed_input(title or doc_title, s.heading_path, s.text)
-                 for s in segments[i : i + EMBED_BATCH]]
-            )  # fmt: skip
+            ))  # fmt: skip
+            continue
+        matrix = embedder.embed(
+            [embed_input(title or doc_title, s.heading_path, s.text)
+             for s in segments[i : i + EMBED_BATCH]]
+        )  # fmt: skip
         vectors.extend(quantize(matrix, getattr(embedder, "bits", 8)))
     return tuple(fts), tuple(vectors)
 

@@ -162,3 +162,79 @@ def test_vectorised_vocabulary_equals_per_term_features() -> None:
     assert emb._feat_idx.data[start + 1] == h % 512
     w = SUBWORD_WEIGHT / np.sqrt(7)  # 4 three-grams + 3 four-grams of "<abcd>"
     assert np.isclose(abs(emb._feat_val.data[start + 1]), w)
+
+
+_WORDS = ["index", "indexing", "the", "was", "a", "x9", "sqlite3", "b" * 40, "ab",
+          "configur", "of", "café", "useeffect", "q"]  # fmt: skip
+_RUNS = ["中文", "检索引擎", "ア", "한국어", "𠀀𠀁", "的的的的", "\U000323af中"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.lists(st.sampled_from(_WORDS), max_size=80),
+            st.lists(st.sampled_from(_RUNS), max_size=12),
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+    st.sampled_from([(256, 2, 4), (256, 2, 8), (64, 1, 4), (96, 3, 8)]),
+)
+def test_pure_python_rows_equal_the_numpy_path(rows, params) -> None:
+    """quantized_rows' numpy-free path gives the numpy path's bytes (issue #7)."""
+    from docindex.embed import _quantize_row, _unit_row
+
+    dim, cjk, bits = params
+    emb = NgramEmbedder(dim=dim, cjk_ngram=cjk, bits=bits)
+    words = [w for w, _ in rows]
+    runs = [r for _, r in rows]
+    expected = quantize(emb.embed_parts(words, runs), emb.bits)
+    pure = [
+        _quantize_row(_unit_row(emb._row_sums(w, r), dim), emb.bits)
+        for w, r in zip(words, runs, strict=True)
+    ]
+    assert pure == expected
+
+
+def test_many_repeats_and_empty_rows_in_pure_python() -> None:
+    from docindex.embed import _quantize_row, _unit_row
+
+    emb = NgramEmbedder()
+    words = [["index"] * 300 + ["query"] * 70, [], ["the", "of"]]
+    runs = [["中" * 90], [], []]
+    expected = quantize(emb.embed_parts(words, runs), emb.bits)
+    pure = [_quantize_row(_unit_row(emb._row_sums(w, r), 256), 4)
+            for w, r in zip(words, runs, strict=True)]  # fmt: skip
+    assert pure == expected and expected[1] == expected[2]
+
+
+def test_rescanning_one_file_never_imports_numpy(tmp_path) -> None:
+    """A small scan embeds without numpy, and stores the same vectors (issue #7)."""
+    import os
+    import subprocess
+    import sys
+
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "a.md").write_text("# Guide\n\nIndexing notes about 全文检索 and search.\n")
+    code = (
+        "import sys, sqlite3\n"
+        "if sys.argv[2] == 'numpy':\n"
+        "    import numpy\n"
+        "from docindex import api\n"
+        "api.scan(sys.argv[1], path=__import__('pathlib').Path(sys.argv[3]))\n"
+        "vecs = sqlite3.connect(sys.argv[1]).execute(\n"
+        "    'SELECT vec FROM segments ORDER BY id').fetchall()\n"
+        "print('numpy' in sys.modules, [v[0].hex() for v in vecs])\n"
+    )
+    outs = []
+    for mode in ("pure", "numpy"):
+        db = tmp_path / f"{mode}.db"
+        done = subprocess.run(
+            [sys.executable, "-c", code, str(db), mode, str(root)],
+            capture_output=True, text=True, env=dict(os.environ), check=True,
+        )  # fmt: skip
+        outs.append(done.stdout.strip())
+    assert outs[0].startswith("False [") and outs[1].startswith("True [")
+    assert outs[0].split(" ", 1)[1] == outs[1].split(" ", 1)[1]
