@@ -14,6 +14,7 @@ import math
 import re
 import struct
 import zlib
+from array import array
 from collections import Counter
 from collections.abc import Sequence
 from itertools import chain, repeat
@@ -38,7 +39,7 @@ def _n_subwords(length: Any) -> Any:
 
 
 _MAX_CACHE = 400_000
-PURE_TOKENS_MAX = 4_000  # quantized_rows without numpy up to this many tokens (~40 ms)
+PURE_TOKENS_MAX = 8_000  # quantized_rows without numpy up to this many tokens (~50 ms)
 _N_LOG_TF = 64
 _LOG_TF = [0.0] + [1.0 + math.log(tf) for tf in range(1, _N_LOG_TF)]
 
@@ -215,14 +216,15 @@ def _f32(x: float) -> float:
 
 def _unit_row(sums: dict[int, float], dim: int) -> list[float]:
     """``_finish`` of one row of exact bucket sums, in pure Python (same bits)."""
-    row = [0.0] * dim
+    dense = [0.0] * dim
     for bucket, total in sums.items():
-        row[bucket] = _f32(total)
+        dense[bucket] = total
+    row = array("f", dense).tolist()  # float32 rounding, in C
     acc = 0.0
     for x in row:
         acc += x * x  # a float32 square is exact in float64; the adds round alike
     norm = math.sqrt(acc)
-    return [_f32(x / norm) for x in row] if norm > 0 else row
+    return array("f", [x / norm for x in row]).tolist() if norm > 0 else row
 
 
 def _quantize_row(row: list[float], bits: int) -> bytes:
@@ -233,7 +235,8 @@ def _quantize_row(row: list[float], bits: int) -> bytes:
     scale = scale_struct.unpack(packed)[0]
     if not scale > 0:
         scale, packed = 1.0, scale_struct.pack(1.0)
-    q = [round(_f32(x / scale)) for x in row]  # round(): ties to even, as np.rint
+    # float32 quotients, then round(): ties to even, as np.rint
+    q = [round(x) for x in array("f", [x / scale for x in row]).tolist()]
     if bits == 8:
         return packed + bytes(v & 0xFF for v in q)
     q = [min(7, max(-7, v)) & 0x0F for v in q]
@@ -352,6 +355,8 @@ class NgramEmbedder:
         # "#" + sub-word -> (bucket, sign): sub-words repeat across terms, so
         # each is hashed once (issue #3: scan speed).
         self._slots: dict[str, tuple[int, float]] = {}
+        # term -> its features as float32 values, for quantized_rows' pure path
+        self._py_features: dict[str, tuple[list[int], list[float]]] = {}
         self._feat_idx = _Buffer("int64")
         self._feat_val = _Buffer("float32")
         self._starts = _Buffer("int64")
@@ -429,13 +434,21 @@ class NgramEmbedder:
         """
         sums: dict[int, float] = {}
         get = sums.get
+        cache = self._py_features
         for term, tf in Counter(words).items():
             if term in STOPWORDS:
                 continue
             w = _f32(_LOG_TF[tf] if tf < _N_LOG_TF else 1.0 + math.log(tf))
-            idx, val = self._term_features(term)
-            for bucket, v in zip(idx, val, strict=True):
-                sums[bucket] = get(bucket, 0.0) + _f32(_f32(v) * w)
+            found = cache.get(term)
+            if found is None:
+                if len(cache) >= _MAX_CACHE:
+                    cache.clear()
+                idx, val = self._term_features(term)
+                found = cache[term] = (idx, array("f", val).tolist())
+            idx, val = found
+            # float32 products of float32 values (exact in float64, then rounded)
+            for bucket, v in zip(idx, array("f", [v * w for v in val]), strict=True):
+                sums[bucket] = get(bucket, 0.0) + v
         grams: Counter[str] = Counter()
         for run in runs:
             for size in range(1, min(self.cjk_ngram, len(run)) + 1):
