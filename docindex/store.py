@@ -220,7 +220,7 @@ class Store:
         """Write a first scan's pages once: a rollback journal while the index is empty.
 
         In WAL mode every page goes to the ``-wal`` file and the checkpoint at
-        commit copies it into the database (and syncs it): ~0.2 s of a 60 MB
+        commit copies it into the database (and syncs it): ~0.3 s of a 60 MB
         first scan, on its critical path (issue #7). An index without
         documents has nothing for readers to see, so its first scan uses a
         rollback journal instead (a killed scan is still rolled back, from
@@ -252,9 +252,11 @@ class Store:
     def _back_to_wal(self, attempts: int = 100) -> None:
         """Switch to WAL, retrying while a reader holds a lock (about 2 s at most).
 
-        The switch takes an exclusive lock without SQLite's busy wait, so a
-        reader in the middle of a read makes it fail at once; if every
-        attempt fails, the next open (``_setup``) switches instead.
+        The switch needs an exclusive lock. Each attempt runs with no busy
+        wait and fails at once while a reader is mid-read; short retries get
+        in between reads (a reader that opened during the scan may also be
+        trying to switch). If every attempt fails, the next open (``_setup``)
+        switches instead.
         """
         import time
 
