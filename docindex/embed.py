@@ -39,6 +39,7 @@ def _n_subwords(length: Any) -> Any:
 
 
 _MAX_CACHE = 400_000
+_PY_CACHE_MAX = 20_000  # terms whose features quantized_rows keeps (~1 KB each)
 PURE_TOKENS_MAX = 8_000  # quantized_rows without numpy up to this many tokens (~50 ms)
 _N_LOG_TF = 64
 _LOG_TF = [0.0] + [1.0 + math.log(tf) for tf in range(1, _N_LOG_TF)]
@@ -441,8 +442,8 @@ class NgramEmbedder:
             w = _f32(_LOG_TF[tf] if tf < _N_LOG_TF else 1.0 + math.log(tf))
             found = cache.get(term)
             if found is None:
-                if len(cache) >= _MAX_CACHE:
-                    cache.clear()
+                if len(cache) >= _PY_CACHE_MAX:
+                    cache.clear()  # a watcher embeds small batches for hours
                 idx, val = self._term_features(term)
                 found = cache[term] = (idx, array("f", val).tolist())
             idx, val = found
