@@ -234,13 +234,9 @@ class Store:
             try:
                 empty = conn.execute("SELECT 1 FROM documents LIMIT 1").fetchone()
                 if empty is None:
-                    timeout = conn.execute("PRAGMA busy_timeout").fetchone()[0]
-                    conn.execute("PRAGMA busy_timeout = 0")  # never wait for it
-                    try:
+                    with self._no_busy_wait():
                         mode = conn.execute("PRAGMA journal_mode = DELETE").fetchone()
-                        switched = mode[0] == "delete"
-                    finally:
-                        conn.execute(f"PRAGMA busy_timeout = {int(timeout)}")
+                    switched = mode[0] == "delete"
             except sqlite3.OperationalError:
                 switched = False  # busy: stay in WAL
         try:
@@ -260,15 +256,22 @@ class Store:
         """
         import time
 
+        with self._no_busy_wait():
+            for _ in range(attempts):
+                with contextlib.suppress(sqlite3.OperationalError):
+                    mode = self.conn.execute("PRAGMA journal_mode = WAL").fetchone()
+                    if mode[0] == "wal":
+                        return
+                time.sleep(0.02)
+
+    @contextlib.contextmanager
+    def _no_busy_wait(self) -> Iterator[None]:
+        """Fail at once on a lock instead of waiting; the busy timeout comes back."""
         conn = self.conn
         timeout = conn.execute("PRAGMA busy_timeout").fetchone()[0]
         conn.execute("PRAGMA busy_timeout = 0")
         try:
-            for _ in range(attempts):
-                with contextlib.suppress(sqlite3.OperationalError):
-                    if conn.execute("PRAGMA journal_mode = WAL").fetchone()[0] == "wal":
-                        return
-                time.sleep(0.02)
+            yield
         finally:
             conn.execute(f"PRAGMA busy_timeout = {int(timeout)}")
 

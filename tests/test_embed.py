@@ -183,30 +183,30 @@ _RUNS = ["中文", "检索引擎", "ア", "한국어", "𠀀𠀁", "的的的的
 )
 def test_pure_python_rows_equal_the_numpy_path(rows, params) -> None:
     """quantized_rows' numpy-free path gives the numpy path's bytes (issue #7)."""
-    from docindex.embed import _quantize_row, _unit_row
-
     dim, cjk, bits = params
     emb = NgramEmbedder(dim=dim, cjk_ngram=cjk, bits=bits)
     words = [w for w, _ in rows]
     runs = [r for _, r in rows]
     expected = quantize(emb.embed_parts(words, runs), emb.bits)
-    pure = [
-        _quantize_row(_unit_row(emb._row_sums(w, r), dim), emb.bits)
+    assert _pure_rows(emb, words, runs) == expected
+
+
+def _pure_rows(emb: NgramEmbedder, words: list, runs: list) -> list[bytes]:
+    """quantized_rows' numpy-free path, whatever is imported."""
+    from docindex.embed import _quantize_row, _unit_row
+
+    return [
+        _quantize_row(_unit_row(emb._row_sums(w, r), emb.dim), emb.bits)
         for w, r in zip(words, runs, strict=True)
     ]
-    assert pure == expected
 
 
 def test_many_repeats_and_empty_rows_in_pure_python() -> None:
-    from docindex.embed import _quantize_row, _unit_row
-
     emb = NgramEmbedder()
     words = [["index"] * 300 + ["query"] * 70, [], ["the", "of"]]
     runs = [["中" * 90], [], []]
     expected = quantize(emb.embed_parts(words, runs), emb.bits)
-    pure = [_quantize_row(_unit_row(emb._row_sums(w, r), 256), 4)
-            for w, r in zip(words, runs, strict=True)]  # fmt: skip
-    assert pure == expected and expected[1] == expected[2]
+    assert _pure_rows(emb, words, runs) == expected and expected[1] == expected[2]
 
 
 def test_rescanning_one_file_never_imports_numpy(tmp_path) -> None:

@@ -1,7 +1,9 @@
 """Issue #7: the fast segmenter gives exactly what the line-by-line one gave.
 
 The reference below is ``docindex/segment.py`` as of commit 1842bde, copied
-verbatim (public names prefixed ``reference_``). Hypothesis draws documents
+verbatim (public names prefixed ``reference_``), except three helpers the
+rewrite left unchanged (``_split_long_line``, ``_unit_anchor``, ``_join``),
+which it imports. Hypothesis draws documents
 from lines that exercise every rule: blank and whitespace-only lines (Unicode
 whitespace, CR), headings of every level with closing #s and indents, fences
 of both kinds and several lengths (closed, unclosed, indented, in tables),
@@ -20,7 +22,13 @@ from hypothesis import strategies as st
 
 from docindex.anchors import chunk_id, slugify
 from docindex.models import Extracted, Segment, Unit
-from docindex.segment import markdown_headings, segment_document
+from docindex.segment import (  # unchanged helpers, shared with the reference
+    _join,
+    _split_long_line,
+    _unit_anchor,
+    markdown_headings,
+    segment_document,
+)
 
 # -- reference implementation (commit 1842bde) ----------------------------------
 
@@ -135,19 +143,6 @@ def _blocks(lines: list[str], first: int, last: int) -> Iterator[tuple[int, int]
         i += 1
 
 
-def _split_long_line(line: str, size: int) -> list[str]:
-    """Cut an over-long line near ``size`` at a space when there is one."""
-    parts: list[str] = []
-    while len(line) > size:
-        cut = line.rfind(" ", size // 2, size)
-        if cut <= 0:
-            cut = size
-        parts.append(line[:cut])
-        line = line[cut:]
-    parts.append(line)
-    return parts
-
-
 def _pack(
     lines: list[str], first: int, last: int, size: int
 ) -> Iterator[tuple[int, int]]:
@@ -192,16 +187,6 @@ def _trim_end(lines: list[str], start: int, end: int) -> int:
     while end > start + 1 and not lines[end - 1].strip():
         end -= 1
     return end
-
-
-def _unit_anchor(unit: Unit) -> str | None:
-    if unit.page is not None:
-        return f"p{unit.page}"
-    if unit.slide is not None:
-        return f"slide-{unit.slide}"
-    if unit.sheet is not None:
-        return f"sheet-{slugify(unit.sheet)}"
-    return None
 
 
 def reference_segment_document(
@@ -269,12 +254,6 @@ def reference_segment_document(
         texts.append(unit.text)
         offset += len(unit.text) + len(_UNIT_SEPARATOR)
     return _UNIT_SEPARATOR.join(texts), _finish_ids(segments, rel_path)
-
-
-def _join(anchor: str, section_anchor: str) -> str:
-    if not section_anchor or section_anchor == "_preamble":
-        return anchor
-    return f"{anchor}/{section_anchor}"
 
 
 def _ranges(
