@@ -85,7 +85,6 @@ def token_matches(text: str) -> Iterator[Any]:
 
 
 _CJK_RE: Any = _LazyRe(rf"[{_CJK}]")
-_CJK_RUN_RE: Any = _LazyRe(rf"[{_CJK}]+")
 _CJK_SPLIT_RE: Any = _LazyRe(rf"([{_CJK}]+)")
 _LATIN_RE: Any = _LazyRe(rf"[^\W_{_CJK}]+")
 _concat = operator.add

@@ -71,10 +71,12 @@ def test_is_cjk_and_ascii_token_path_agree_with_the_regexes() -> None:
 
 def _reference_parts(text: str) -> tuple[list[str], list[str]]:
     """term_parts without the blanking shortcut: tokens of the plain NFKC text."""
-    from docindex.tokenize import _CJK_RUN_RE, _LATIN_RE, normalize
+    import re
+
+    from docindex.tokenize import _CJK, _LATIN_RE, normalize
 
     norm = normalize(text)
-    return _LATIN_RE.findall(norm), _CJK_RUN_RE.findall(norm)
+    return _LATIN_RE.findall(norm), re.findall(f"[{_CJK}]+", norm)
 
 
 def test_blanked_compatibility_characters_are_separators_in_nfkc() -> None:
