@@ -192,18 +192,34 @@ def _ngram_crcs(keys: Any) -> Any:
 def _finish(summed: Any, n: int, dim: int) -> FloatArray:
     """Bucket sums -> (n, dim) float32 rows scaled to unit length (zero stays zero).
 
-    The sums are rounded to float32; the norm is a float64 left-to-right sum
-    of their squares (``cumsum``: a fixed order, unlike numpy's pairwise
-    ``norm``), so ``_unit_row`` gets the same bits without numpy.
+    The sums are rounded to float32 and divided by ``_row_norms``.
     """
     import numpy as np
 
     rounded = summed.reshape(n, dim).astype(np.float32).astype(np.float64)
-    norms = np.sqrt(np.cumsum(rounded * rounded, axis=1)[:, -1:])
+    norms = _row_norms(rounded)
     unit = np.zeros((n, dim), dtype=np.float64)
     np.divide(rounded, norms, out=unit, where=norms > 0)
     out: FloatArray = unit.astype(np.float32)
     return out
+
+
+def _row_norms(rows: Any) -> Any:
+    """(n, 1) norms of float64 ``rows``: each a left-to-right sum of the squares.
+
+    A fixed order, unlike numpy's pairwise ``norm``, so ``_unit_row`` gets
+    the same bits without numpy. Reducing the transposed squares over their
+    outer axis adds them column after column, ~4x faster than the last
+    column of a ``cumsum`` (issue #7); a single row would be reduced along
+    its contiguous axis, pairwise, so it takes the ``cumsum``.
+    """
+    import numpy as np
+
+    if len(rows) == 1:
+        return np.sqrt(np.cumsum(rows * rows, axis=1)[:, -1:])
+    squares = rows.T.copy()
+    squares *= squares
+    return np.sqrt(np.add.reduce(squares, axis=0))[:, None]
 
 
 _F32 = struct.Struct("<f")

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -199,6 +200,29 @@ def _pure_rows(emb: NgramEmbedder, words: list, runs: list) -> list[bytes]:
         _quantize_row(_unit_row(emb._row_sums(w, r), emb.dim), emb.bits)
         for w, r in zip(words, runs, strict=True)
     ]
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 17])
+def test_row_norms_add_left_to_right(n) -> None:
+    """_finish's norms add the squares in _unit_row's order, for one row or many.
+
+    Values spanning 10^-4..10^4 make the float64 sum depend on its order: a
+    pairwise sum (numpy's, along a contiguous axis) differs in most rows.
+    """
+    import math
+
+    from docindex.embed import _row_norms
+
+    rng = np.random.default_rng(n)
+    for dim in (16, 64, 256):
+        for _ in range(60 // n):
+            rows = rng.standard_normal((n, dim)) * 10.0 ** rng.integers(-4, 5, (n, dim))
+            got = _row_norms(rows)
+            for i in range(n):
+                acc = 0.0
+                for x in rows[i].tolist():
+                    acc += x * x
+                assert got[i, 0] == math.sqrt(acc)
 
 
 def test_many_repeats_and_empty_rows_in_pure_python() -> None:
