@@ -45,11 +45,20 @@ _N_LOG_TF = 64
 _LOG_TF = [0.0] + [1.0 + math.log(tf) for tf in range(1, _N_LOG_TF)]
 
 
-def _LOG_TF_NP() -> Any:
-    """``1 + math.log(tf)`` for small tf as a float64 array (math.log, not np.log)."""
+def _log_tf(tf: Any) -> Any:
+    """``1 + math.log(tf)`` of an array of counts, as float64 (math.log, not np.log)."""
     import numpy as np
 
-    return np.array(_LOG_TF, dtype=np.float64)
+    w = np.array(_LOG_TF, dtype=np.float64)[np.minimum(tf, _N_LOG_TF - 1)]
+    if tf.max() >= _N_LOG_TF:
+        big = np.flatnonzero(tf >= _N_LOG_TF)
+        w[big] = [1.0 + math.log(int(t)) for t in tf[big]]
+    return w
+
+
+def _log_tf32(tf: int) -> float:
+    """``_log_tf`` of one count, rounded to float32 (``quantized_rows``' pure path)."""
+    return _f32(_LOG_TF[tf] if tf < _N_LOG_TF else 1.0 + math.log(tf))
 
 
 class _Buffer:
@@ -455,7 +464,7 @@ class NgramEmbedder:
         for term, tf in Counter(words).items():
             if term in STOPWORDS:
                 continue
-            w = _f32(_LOG_TF[tf] if tf < _N_LOG_TF else 1.0 + math.log(tf))
+            w = _log_tf32(tf)
             found = cache.get(term)
             if found is None:
                 if len(cache) >= _PY_CACHE_MAX:
@@ -472,7 +481,7 @@ class NgramEmbedder:
                 grams.update(run[i : i + size] for i in range(len(run) - size + 1))
         dim = self.dim
         for gram, tf in grams.items():
-            w = _f32(_LOG_TF[tf] if tf < _N_LOG_TF else 1.0 + math.log(tf))
+            w = _log_tf32(tf)
             h = zlib.crc32(gram.encode("utf-8"))
             sums[h % dim] = get(h % dim, 0.0) + (w if (h >> 31) & 1 else -w)
         return sums
@@ -522,10 +531,7 @@ class NgramEmbedder:
             )
             u_row, u_kid = pair // len(uniq), pair % len(uniq)
             crc = _utf8_crcs(uniq)[u_kid]
-        w = _LOG_TF_NP()[np.minimum(tf, _N_LOG_TF - 1)]
-        if tf.max() >= _N_LOG_TF:
-            big = np.flatnonzero(tf >= _N_LOG_TF)
-            w[big] = [1.0 + math.log(int(t)) for t in tf[big]]
+        w = _log_tf(tf)
         sign = np.where((crc >> 31) & 1, np.float32(1.0), np.float32(-1.0))
         return u_row * dim + crc % dim, sign * w.astype(np.float32)
 
@@ -584,10 +590,7 @@ class NgramEmbedder:
         idx_all = self._feat_idx.data[pos] + np.repeat(u_row * dim, lens)
         # w = 1 + math.log(tf) (times idf) in float64, then rounded to float32
         # as the scalar product ``val * w`` rounds it.
-        w = _LOG_TF_NP()[np.minimum(tf, _N_LOG_TF - 1)]
-        if tf.max() >= _N_LOG_TF:
-            big = np.flatnonzero(tf >= _N_LOG_TF)
-            w[big] = [1.0 + math.log(int(t)) for t in tf[big]]
+        w = _log_tf(tf)
         if weights is not None:
             names = list(vocab)
             w *= np.array([weights.get(names[i], 1.0) for i in u_tid], dtype=np.float64)

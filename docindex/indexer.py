@@ -384,7 +384,7 @@ class _Workers:
             preload = [
                 "docindex.indexer", "docindex.segment", "docindex.extract.markdown"
             ]  # fmt: skip
-            if hasattr(_embedder(self.cfg), "embed_parts"):
+            if hasattr(_embedder(self.cfg), "quantized_rows"):
                 preload += ["docindex.embed", "numpy"]
             # Front matter (libyaml) and the CJK code-point codec, once for all
             # workers; the server skips what will not import.
