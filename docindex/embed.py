@@ -579,7 +579,11 @@ class NgramEmbedder:
         if not len(tid):
             return None
         n_vocab = len(vocab)
-        keys, tf = np.unique(row * n_vocab + tid, return_counts=True)
+        keys = row * n_vocab + tid
+        if n * n_vocab < 1 << 31:  # int32 keys sort ~40% faster (issue #7)
+            keys = keys.astype(np.int32)
+        keys, tf = np.unique(keys, return_counts=True)
+        keys = keys.astype(np.int64)
         u_tid, u_row = keys % n_vocab, keys // n_vocab
         lens = self._lens.data[u_tid]
         starts = self._starts.data[u_tid]

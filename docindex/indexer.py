@@ -44,6 +44,7 @@ EMBED_BATCH = 512  # segments embedded at once: bounds a big file's memory (#8)
 CHUNK_BYTES = 256 * 1024  # a worker's unit of work: ~this many bytes of files
 CHUNK_FILES = 32
 IN_FLIGHT = 3  # chunks submitted ahead, per worker (bounds memory, issue #7)
+CJK_NUMPY_MIN = 512  # CJK characters in a file from which its n-gram text uses numpy
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,18 +202,23 @@ def _tokens_and_vectors(
     by_parts = embedder is not None and hasattr(embedder, "quantized_rows")
     heads: dict[tuple[str, ...], str] = {}
     contexts: dict[tuple[str, ...], tuple[list[str], list[str]]] = {}
-    fts: list[tuple[str, str]] = []
+    titles: list[str] = []
+    latin: list[str | None] = []  # each body's latin terms, None when it has none
+    body_runs: list[list[str]] = []
     word_lists: list[list[str]] = []
     run_lists: list[list[str]] = []
+    cjk_chars = 0
     for seg in segments:
         words, runs = term_parts(seg.text, use_stem=use_stem)
-        body_terms = words + cjk_ngrams(runs, n_gram) if runs else words
         head = heads.get(seg.heading_path)
         if head is None:
             head = heads[seg.heading_path] = " ".join(
                 tok(" ".join((doc_title, *seg.heading_path)))
             )
-        fts.append((head, " ".join(body_terms)))
+        titles.append(head)
+        latin.append(" ".join(words) if words else None)
+        if runs:
+            cjk_chars += sum(map(len, runs))
         if by_parts:
             ctx = contexts.get(seg.heading_path)
             if ctx is None:
@@ -223,8 +229,16 @@ def _tokens_and_vectors(
                 )
             word_lists.append(ctx[0] + words if ctx[0] else words)
             run_lists.append(ctx[1] + runs if ctx[1] else runs)
+        body_runs.append(runs)
+    # " ".join(words + cjk_ngrams(runs)), with the n-grams made per file
+    fts = tuple(
+        (head, cjk if words is None else f"{words} {cjk}" if cjk else words)
+        for head, words, cjk in zip(
+            titles, latin, _cjk_texts(body_runs, n_gram, cjk_chars), strict=True
+        )
+    )
     if embedder is None or getattr(embedder, "deferred", False):
-        return tuple(fts), None  # neural vectors come in embed_pending (issue #9)
+        return fts, None  # neural vectors come in embed_pending (issue #9)
     from .embed import quantize
 
     # In batches: one batch for a 5 MB file's 10k segments peaked at ~400 MiB
@@ -241,7 +255,18 @@ def _tokens_and_vectors(
              for s in segments[i : i + EMBED_BATCH]]
         )  # fmt: skip
         vectors.extend(quantize(matrix, getattr(embedder, "bits", 8)))
-    return tuple(fts), tuple(vectors)
+    return fts, tuple(vectors)
+
+
+def _cjk_texts(run_lists: list[list[str]], n_gram: int, chars: int) -> list[str]:
+    """Each body's CJK n-grams as FTS text; numpy pays past ``CJK_NUMPY_MIN`` characters."""
+    import sys
+
+    if chars >= CJK_NUMPY_MIN and "numpy" in sys.modules:
+        from .tokenize import cjk_ngram_texts
+
+        return cjk_ngram_texts(run_lists, n_gram)
+    return [" ".join(cjk_ngrams(runs, n_gram)) if runs else "" for runs in run_lists]
 
 
 def _read_regular(path: str, limit: int) -> bytes | None:

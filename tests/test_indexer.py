@@ -55,6 +55,50 @@ def test_ascii_fast_path_matches_the_reference(text: str) -> None:
     assert terms(text) == _reference_terms(text)
 
 
+CJK_RUN = st.text(alphabet=st.sampled_from(list("全文检索エン색〇\U00020000\U000323af")),
+                  min_size=1, max_size=7)  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(CJK_RUN, max_size=4), min_size=1, max_size=6),
+       st.sampled_from([1, 2, 3]))  # fmt: skip
+def test_cjk_ngram_texts_match_the_reference(
+    run_lists: list[list[str]], n: int
+) -> None:
+    """The numpy n-gram text of big CJK files (issue #7) is the plain join."""
+    from docindex.tokenize import cjk_ngram_texts
+
+    expected = [" ".join(_reference_terms(" ".join(runs), n)) for runs in run_lists]
+    assert cjk_ngram_texts(run_lists, n) == expected
+
+
+def test_fts_rows_of_a_cjk_heavy_file_are_what_delete_replays() -> None:
+    """A file past CJK_NUMPY_MIN takes the numpy path; each FTS row must still be
+    ``fts_row`` of its segment, or deleting the file would corrupt the index."""
+    from docindex.segment import segment_document
+
+    paras = [
+        f"段落{i}：全文检索和向量检索 mixes English words 第{i}节。" for i in range(60)
+    ]
+    doc = "# 标题 Title\n\n" + "\n\n".join(paras[:30]) + "\n\n## 第二 Part\n\n"
+    doc += "\n\n".join(paras[30:]) + "\n\n## English\n\nonly latin words here\n"
+    cfg = Config(roots=("/x",))
+    extracted = indexer._extract("md", doc.encode(), "a.md", cfg)
+    _, segments = segment_document(extracted, "a.md", cfg.segment_chars)
+    assert len(segments) > 3
+    runs = [term_parts(s.text)[1] for s in segments]
+    assert sum(len(r) for rs in runs for r in rs) >= indexer.CJK_NUMPY_MIN
+    doc_title = indexer.title_text(extracted.title, "a.md")
+    fts, vectors = indexer._tokens_and_vectors(
+        cfg, extracted.title, doc_title, segments
+    )
+    assert vectors is not None and len(vectors) == len(segments)
+    assert list(fts) == [
+        indexer.fts_row(cfg, doc_title, s.heading_path, s.text) for s in segments
+    ]
+    assert any(not rs for rs in runs)  # a segment without CJK text is covered too
+
+
 @settings(max_examples=150, deadline=None)
 @given(st.lists(TEXT, min_size=1, max_size=4), st.sampled_from([1, 2, 3]))
 def test_embed_parts_is_embed(texts: list[str], n: int) -> None:
