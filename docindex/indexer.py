@@ -232,8 +232,8 @@ def _tokens_and_vectors(
         body_runs.append(runs)
     # " ".join(words + cjk_ngrams(runs)), with the n-grams made per file
     fts = tuple(
-        (head, cjk if words is None else f"{words} {cjk}" if cjk else words)
-        for head, words, cjk in zip(
+        (head, cjk if lat is None else f"{lat} {cjk}" if cjk else lat)
+        for head, lat, cjk in zip(
             titles, latin, _cjk_texts(body_runs, n_gram, cjk_chars), strict=True
         )
     )
