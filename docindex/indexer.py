@@ -258,15 +258,23 @@ def _tokens_and_vectors(
     return fts, tuple(vectors)
 
 
-def _cjk_texts(run_lists: list[list[str]], n_gram: int, chars: int) -> list[str]:
-    """Each body's CJK n-grams as FTS text; numpy pays past ``CJK_NUMPY_MIN`` characters."""
+def _cjk_texts(run_lists: list[list[str]], n_gram: int, chars: int) -> Iterator[str]:
+    """Each body's CJK n-grams as FTS text; numpy pays past ``CJK_NUMPY_MIN`` characters.
+
+    Lazily, in batches as the vectors are: the caller joins each text to its
+    latin terms as it goes, so a big CJK file never holds both forms whole
+    (issue #8: peak memory).
+    """
     import sys
 
-    if chars >= CJK_NUMPY_MIN and "numpy" in sys.modules:
-        from .tokenize import cjk_ngram_texts
+    if chars < CJK_NUMPY_MIN or "numpy" not in sys.modules:
+        for runs in run_lists:
+            yield " ".join(cjk_ngrams(runs, n_gram)) if runs else ""
+        return
+    from .tokenize import cjk_ngram_texts
 
-        return cjk_ngram_texts(run_lists, n_gram)
-    return [" ".join(cjk_ngrams(runs, n_gram)) if runs else "" for runs in run_lists]
+    for i in range(0, len(run_lists), EMBED_BATCH):
+        yield from cjk_ngram_texts(run_lists[i : i + EMBED_BATCH], n_gram)
 
 
 def _read_regular(path: str, limit: int) -> bytes | None:
