@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from itertools import chain, repeat
 from typing import TYPE_CHECKING, Any
 
-from .tokenize import STOPWORDS, normalize, terms
+from .tokenize import STOPWORDS, cjk_layout, normalize, terms
 
 if TYPE_CHECKING:
     import numpy as np
@@ -490,21 +490,12 @@ class NgramEmbedder:
         """(row * dim + bucket, float32 value) of the CJK n-grams of each text."""
         import numpy as np
 
-        runs = [run for runs_ in run_lists for run in runs_]
-        if not runs:
+        layout = cjk_layout(run_lists)
+        if layout is None:
             return None
         dim = self.dim
-        run_row = np.repeat(
-            np.arange(len(run_lists), dtype=np.int64), [len(r) for r in run_lists]
-        )
-        run_len = np.fromiter(map(len, runs), dtype=np.int64, count=len(runs))
-        cps = np.frombuffer("".join(runs).encode("utf-32-le"), dtype="<u4")
+        cps, left, row_of = layout
         cps = cps.astype(np.int64)
-        run_of = np.repeat(np.arange(len(runs), dtype=np.int64), run_len)
-        offset = np.arange(len(cps), dtype=np.int64) - np.repeat(
-            np.cumsum(run_len) - run_len, run_len
-        )
-        left = run_len[run_of] - offset  # characters from here to the run's end
         keys, rows = [], []
         for size in range(1, self.cjk_ngram + 1):
             at = np.flatnonzero(left >= size)
@@ -512,7 +503,7 @@ class NgramEmbedder:
             for j in range(1, size):  # 21 bits a code point: sizes never collide
                 key = (key << 21) | cps[at + j]
             keys.append(key)
-            rows.append(run_row[run_of[at]])
+            rows.append(row_of[at])
         if self.cjk_ngram <= 2 and len(run_lists) < (1 << 21):
             # Keys fit 42 bits and rows the other 21: one sort counts each
             # text's n-grams, in the same (row, key) order as below.

@@ -207,7 +207,6 @@ def _tokens_and_vectors(
     body_runs: list[list[str]] = []
     word_lists: list[list[str]] = []
     run_lists: list[list[str]] = []
-    cjk_chars = 0
     for seg in segments:
         words, runs = term_parts(seg.text, use_stem=use_stem)
         head = heads.get(seg.heading_path)
@@ -217,8 +216,6 @@ def _tokens_and_vectors(
             )
         titles.append(head)
         latin.append(" ".join(words) if words else None)
-        if runs:
-            cjk_chars += sum(map(len, runs))
         if by_parts:
             ctx = contexts.get(seg.heading_path)
             if ctx is None:
@@ -234,7 +231,7 @@ def _tokens_and_vectors(
     fts = tuple(
         (head, cjk if lat is None else f"{lat} {cjk}" if cjk else lat)
         for head, lat, cjk in zip(
-            titles, latin, _cjk_texts(body_runs, n_gram, cjk_chars), strict=True
+            titles, latin, _cjk_texts(body_runs, n_gram), strict=True
         )
     )
     if embedder is None or getattr(embedder, "deferred", False):
@@ -258,7 +255,7 @@ def _tokens_and_vectors(
     return fts, tuple(vectors)
 
 
-def _cjk_texts(run_lists: list[list[str]], n_gram: int, chars: int) -> Iterator[str]:
+def _cjk_texts(run_lists: list[list[str]], n_gram: int) -> Iterator[str]:
     """Each body's CJK n-grams as FTS text; numpy pays past ``CJK_NUMPY_MIN`` characters.
 
     Lazily, in batches as the vectors are: the caller joins each text to its
@@ -267,6 +264,7 @@ def _cjk_texts(run_lists: list[list[str]], n_gram: int, chars: int) -> Iterator[
     """
     import sys
 
+    chars = sum(len(run) for runs in run_lists for run in runs)
     if chars < CJK_NUMPY_MIN or "numpy" not in sys.modules:
         for runs in run_lists:
             yield " ".join(cjk_ngrams(runs, n_gram)) if runs else ""

@@ -18,8 +18,8 @@ import operator
 import re
 import unicodedata
 from bisect import bisect_right
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, AnyStr
 
 from .stem import stem
 
@@ -192,7 +192,8 @@ def term_parts(text: str, *, use_stem: bool = True) -> tuple[list[str], list[str
         # NFKC leaves ASCII alone and casefold is lower(); the tokens are the
         # runs of [a-z0-9], which translate + split find ~5x faster than re.
         if use_stem:
-            return _stem_ascii(text.encode().translate(_ASCII_BYTES).split()), []
+            words_b = text.encode().translate(_ASCII_BYTES).split()
+            return _stem_words(words_b, _STEMS_ASCII), []
         return text.lower().translate(_ASCII_SEPARATORS).split(), []
     if len(text) <= _SHORT:
         # A query: the one regex query_terms compiled anyway, instead of
@@ -213,7 +214,7 @@ def term_parts(text: str, *, use_stem: bool = True) -> tuple[list[str], list[str
             words = rest.translate(_ASCII_SEPARATORS).split()
         else:
             words = _LATIN_RE.findall(rest)
-    return (_stem_words(words) if use_stem else words), runs
+    return (_stem_words(words, _STEMS) if use_stem else words), runs
 
 
 def cjk_ngrams(runs: list[str], cjk_ngram: int = 2) -> list[str]:
@@ -230,6 +231,31 @@ def cjk_ngrams(runs: list[str], cjk_ngram: int = 2) -> list[str]:
     return out
 
 
+def cjk_layout(run_lists: Sequence[Sequence[str]]) -> tuple[Any, Any, Any] | None:
+    """The CJK runs of each text as numpy arrays, or None when there are none.
+
+    Returns ``(cps, left, text_of)``: every run's code points end to end
+    (uint32), how many characters each one has to its run's end (itself
+    included), and the index of the text it belongs to. An n-gram of size
+    ``k`` starts wherever ``left >= k``. Shared by the FTS n-gram text below
+    and the embedder's CJK features.
+    """
+    import numpy as np
+
+    runs = [run for runs_ in run_lists for run in runs_]
+    if not runs:
+        return None
+    run_len = np.fromiter(map(len, runs), dtype=np.int64, count=len(runs))
+    run_text = np.repeat(
+        np.arange(len(run_lists), dtype=np.int64), [len(r) for r in run_lists]
+    )
+    cps = np.frombuffer("".join(runs).encode("utf-32-le"), dtype="<u4")
+    run_of = np.repeat(np.arange(len(runs), dtype=np.int64), run_len)
+    first = np.cumsum(run_len) - run_len
+    left = run_len[run_of] - (np.arange(len(cps)) - first[run_of])
+    return cps, left, run_text[run_of]
+
+
 def cjk_ngram_texts(run_lists: list[list[str]], cjk_ngram: int = 2) -> list[str]:
     """``" ".join(cjk_ngrams(runs, cjk_ngram))`` for each text's runs, in numpy.
 
@@ -241,19 +267,11 @@ def cjk_ngram_texts(run_lists: list[list[str]], cjk_ngram: int = 2) -> list[str]
     """
     import numpy as np
 
-    runs = [run for runs_ in run_lists for run in runs_]
-    if not runs:
+    layout = cjk_layout(run_lists)
+    if layout is None:
         return [""] * len(run_lists)
+    cps, left, text_of = layout
     n_texts = len(run_lists)
-    run_len = np.fromiter(map(len, runs), dtype=np.int64, count=len(runs))
-    run_text = np.repeat(
-        np.arange(n_texts, dtype=np.int64), [len(r) for r in run_lists]
-    )
-    cps = np.frombuffer("".join(runs).encode("utf-32-le"), dtype="<u4")
-    run_of = np.repeat(np.arange(len(runs), dtype=np.int64), run_len)
-    first = np.cumsum(run_len) - run_len
-    left = run_len[run_of] - (np.arange(len(cps)) - first[run_of])  # chars to run end
-    text_of = run_text[run_of]
     sizes = range(1, cjk_ngram + 1)
     starts = [np.flatnonzero(left >= size) for size in sizes]
     # counts[k, t]: text t's n-grams of size k + 1; each takes size + 1 places.
@@ -276,24 +294,12 @@ def cjk_ngram_texts(run_lists: list[list[str]], cjk_ngram: int = 2) -> list[str]
     return [joined[a:b] for a, b in zip(text_at.tolist(), ends, strict=True)]
 
 
-def _stem_ascii(words: list[bytes]) -> list[str]:
-    """``_stem_words`` for ASCII words given as bytes (memo keyed by bytes)."""
-    memo = _STEMS_ASCII
-    try:
-        return list(map(memo.__getitem__, words))
-    except KeyError:
-        pass
-    new = set(words).difference(memo)
-    if len(memo) + len(new) > _STEMS_MAX:
-        memo.clear()
-        new = set(words)
-    memo.update({word: stem(word.decode()) for word in new})
-    return list(map(memo.__getitem__, words))
+def _stem_words(words: list[AnyStr], memo: dict[AnyStr, str]) -> list[str]:
+    """Stem every word through ``memo`` (all in C once the memo is warm).
 
-
-def _stem_words(words: list[str]) -> list[str]:
-    """Stem every word through the memo (all in C once the memo is warm)."""
-    memo = _STEMS
+    ``memo`` is ``_STEMS`` for str words, ``_STEMS_ASCII`` for the index-time
+    ASCII path's bytes words.
+    """
     try:
         return list(map(memo.__getitem__, words))
     except KeyError:
@@ -303,7 +309,7 @@ def _stem_words(words: list[str]) -> list[str]:
     if len(memo) + len(new) > _STEMS_MAX:
         memo.clear()
         new = set(words)
-    memo.update({word: stem(word) for word in new})
+    memo.update({w: stem(w.decode() if isinstance(w, bytes) else w) for w in new})
     return list(map(memo.__getitem__, words))
 
 
