@@ -211,7 +211,9 @@ def stats(db: str | None) -> dict[str, Any]:
         wal = Path(f"{ws.db}-wal")
         return {
             "db": str(ws.db),
-            **{k: v for k, v in counts.items() if k != "roots"},
+            "documents": counts.documents,
+            "segments": counts.segments,
+            "embedded": counts.embedded,
             "roots": list(store.roots().values()),
             "types": store.kinds(),
             "db_bytes": size + (wal.stat().st_size if wal.exists() else 0),

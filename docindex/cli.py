@@ -27,7 +27,7 @@ class _Group(click.Group):
         except DocindexError as exc:
             raise click.ClickException(str(exc)) from None
         except sqlite3.Error as exc:
-            from .store import translate
+            from .errors import translate_sqlite_error as translate
 
             raise click.ClickException(str(translate(exc, ""))) from None
         except KeyboardInterrupt:

@@ -112,12 +112,12 @@ def _would_match(store: Store, hits: list[Any], opts: QueryOptions) -> dict[str,
     docs = store.documents_at(pairs)
     out: dict[str, Any] = {}
     if opts.types:
-        out["type"] = sorted({d["kind"] for d in docs})[:_SHOWN]
+        out["type"] = sorted({d.kind for d in docs})[:_SHOWN]
     if opts.path_glob:
-        out["path"] = [d["rel_path"] for d in docs][:_SHOWN]
+        out["path"] = [d.rel_path for d in docs][:_SHOWN]
     if opts.where:
         out["where"] = {
-            key: sorted({d["meta"][key] for d in docs if key in d["meta"]})[:_SHOWN]
+            key: sorted({d.meta[key] for d in docs if key in d.meta})[:_SHOWN]
             for key, _ in opts.where
         }
     return out

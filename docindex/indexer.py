@@ -15,7 +15,6 @@ import hashlib
 import os
 import stat
 import time
-import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain
@@ -31,7 +30,14 @@ from .errors import (
     OutsideRootsError,
 )
 from .models import ScanResult, Segment
-from .store import Store, compress_body
+from .store import (
+    EncodedSegments,
+    Fingerprint,
+    NewDocument,
+    Store,
+    compress_body,
+    encode_segments,
+)
 from .tokenize import cjk_ngrams, term_parts, terms
 
 if TYPE_CHECKING:  # imported where used: a query needs none of them (issue #7)
@@ -83,8 +89,7 @@ class Prepared:
     title: str | None = None
     meta: dict[str, str] | None = None
     body_z: bytes = b""  # the text, compressed in the worker (store.compress_body)
-    rows: tuple[tuple[Any, ...], ...] = ()  # segment columns between doc_id and vec
-    sections: bytes | None = None  # documents.sections (segment_columns)
+    segments: EncodedSegments = EncodedSegments()  # in stored form
     fts: tuple[tuple[str, str], ...] = ()
     vectors: tuple[bytes, ...] | None = None
     notes: tuple[tuple[str, str], ...] = ()
@@ -173,12 +178,11 @@ def prepare(job: _Job, cfg: Config) -> Prepared:
         return Prepared(job, hash=digest, skip="empty", kind=extracted.kind)
     doc_title = title_text(extracted.title, job.rel_path)
     fts, vectors = _tokens_and_vectors(cfg, extracted.title, doc_title, segments)
-    sections, rows = segment_columns(segments, job.rel_path)
     return Prepared(
         job, hash=digest, kind=extracted.kind, title=extracted.title,
         meta=_facets(extracted.meta), notes=_notes(extracted.meta),
-        body_z=compress_body(body), rows=rows, sections=sections, fts=fts,
-        vectors=vectors,
+        body_z=compress_body(body), segments=encode_segments(segments, job.rel_path),
+        fts=fts, vectors=vectors,
     )  # fmt: skip
 
 
@@ -594,8 +598,8 @@ def embed_pending(
     if embedder is None:
         return 0
     counts = store.counts()
-    room = max(0, cfg.max_embedded - counts["embedded"])
-    total = min(room, counts["segments"] - counts["embedded"])
+    room = max(0, cfg.max_embedded - counts.embedded)
+    total = min(room, counts.segments - counts.embedded)
     done, after = 0, 0
     while done < total:
         rows = store.pending_vectors(after, min(EMBED_COMMIT, total - done))
@@ -610,7 +614,7 @@ def embed_pending(
         ]  # fmt: skip
         blobs = quantize(embedder.embed(inputs), getattr(embedder, "bits", 8))
         with store.atomic():
-            store.set_vectors(zip(blobs, (r.id for r in rows), strict=True))
+            store.set_vectors([r.id for r in rows], blobs)
         after = rows[-1].id
         done += len(rows)
         if result is not None:
@@ -720,7 +724,7 @@ def _job(entry: FileEntry, known_hash: str | None) -> _Job:
 
 def _apply(
     store: Store, cfg: Config, jobs: list[_Job], root_ids: dict[str, int],
-    known: dict[int, dict[str, Any]], result: ScanResult,
+    known: dict[int, dict[str, Fingerprint]], result: ScanResult,
     on_progress: ProgressFn | None, workers: _Workers | None = None,
 ) -> None:  # fmt: skip
     if not jobs:  # a no-op rescan must not count the segments (a table scan)
@@ -747,20 +751,20 @@ def _apply(
         if prep.skip:
             result.skip(prep.skip, job.path, prep.message)
             if old is not None:  # a file that turned bad loses its stale rows
-                n_segments -= _segments_count(store, old.id)
+                n_segments -= store.segment_count(old.id)
                 remove_document(store, cfg, old.id)
                 known[rid].pop(job.rel_path, None)
                 n_docs -= 1
                 result.removed += 1
             continue
         if old is not None:
-            n_segments -= _segments_count(store, old.id)
+            n_segments -= store.segment_count(old.id)
             remove_document(store, cfg, old.id)
             n_docs -= 1
         elif n_docs >= cfg.max_docs:
             result.skip("max-docs", job.path, f"index holds max_docs={cfg.max_docs}")
             continue
-        if n_segments + len(prep.rows) > cfg.max_segments:
+        if n_segments + len(prep.segments) > cfg.max_segments:
             result.skip("max-segments", job.path,
                         f"index holds max_segments={cfg.max_segments}")  # fmt: skip
             if old is not None:
@@ -785,9 +789,9 @@ def _apply(
             reason = "truncated" if key == "truncated" else "partial"
             result.skip(reason, job.path, f"{key}: {value}")
         n_docs += 1
-        n_segments += len(prep.rows)
+        n_segments += len(prep.segments)
         n_embedded += len(vectors or ())
-        result.segments += len(prep.rows)
+        result.segments += len(prep.segments)
         result.embedded += len(vectors or ())
         if old is not None:
             result.updated += 1
@@ -795,86 +799,18 @@ def _apply(
             result.indexed += 1
 
 
-def _segments_count(store: Store, doc_id: int) -> int:
-    row = store.conn.execute("SELECT n_segments FROM documents WHERE id = ?", (doc_id,))
-    found = row.fetchone()
-    return int(found[0]) if found else 0
-
-
-def segment_columns(
-    segments: Sequence[Segment], rel_path: str
-) -> tuple[bytes | None, tuple[tuple[Any, ...], ...]]:
-    """A document's ``sections`` (zlib JSON) and its segments' stored columns.
-
-    Columns run from ``section`` to ``cells`` (between ``doc_id`` and ``vec``);
-    a segment's ordinal is its id minus the document's ``first_segment``.
-    Heading paths and anchors are stored once per section; a segment keeps
-    the section's index and its piece number, and ``frag`` only when its
-    chunk id is not ``chunk_id(rel_path, anchor, part)`` (issue #7).
-    """
-    import json
-
-    from .anchors import chunk_id, slug_path
-
-    index: dict[tuple[tuple[str, ...], str], int] = {}
-    rows = []
-    for seg in segments:
-        key = (seg.heading_path, seg.anchor)
-        section = None
-        if key != ((), ""):
-            section = index.get(key)
-            if section is None:
-                section = index[key] = len(index)
-        derived = chunk_id(rel_path, seg.anchor, seg.part)
-        frag = None if seg.chunk_id == derived else seg.chunk_id[len(rel_path) :]
-        rows.append((
-            section, seg.part if seg.part != 1 else None, frag,
-            seg.start_line, seg.end_line - seg.start_line,
-            seg.char_start, seg.char_end - seg.char_start,
-            seg.page, seg.slide, seg.sheet,
-            json.dumps(list(seg.line_cells)) if seg.line_cells else None,
-        ))  # fmt: skip
-    if not index:
-        return None, tuple(rows)
-    # Most anchors are the slugs of their headings: then the path alone is kept.
-    # Sections share parents, so each path's slug extends its parent's (memo).
-    slugs: dict[tuple[str, ...], str] = {(): ""}
-
-    def slug_of(path: tuple[str, ...]) -> str:
-        got = slugs.get(path)
-        if got is None:
-            parent = slug_of(path[:-1])
-            own = slug_path(path[-1:])
-            got = slugs[path] = f"{parent}/{own}" if parent else own
-        return got
-
-    listed = json.dumps(
-        [list(h) if h and a == slug_of(h) else [list(h), a] for h, a in index],
-        ensure_ascii=False,
-    )
-    return zlib.compress(listed.encode("utf-8"), 9), tuple(rows)
-
-
 def _store_prepared(
     store: Store, root_id: int, prep: Prepared, vectors: tuple[bytes, ...] | None
 ) -> None:
     job = prep.job
-    n_vec = len(vectors) if vectors is not None else 0
-    with store.atomic(savepoint=False):
-        first = store.next_segment_id()
-        doc_id = store.insert_document(
-            root_id, job.rel_path, prep.kind, prep.title, job.size, job.mtime_ns,
-            prep.hash, prep.body_z, prep.meta or {}, len(prep.rows), time.time(),
-            prep.sections, first,
-        )  # fmt: skip
-        rows = [
-            (doc_id, *row, vectors[i] if i < n_vec else None)  # type: ignore[index]
-            for i, row in enumerate(prep.rows)
-        ]
-        store.insert_segments(rows, first)
-        store.insert_fts(
-            (first + i, title, body) for i, (title, body) in enumerate(prep.fts)
+    store.add_document(
+        NewDocument(
+            root_id=root_id, rel_path=job.rel_path, kind=prep.kind, title=prep.title,
+            size=job.size, mtime_ns=job.mtime_ns, hash=prep.hash, body=prep.body_z,
+            segments=prep.segments, fts=prep.fts, vectors=vectors or (),
+            meta=prep.meta or {}, indexed_at=time.time(),
         )
+    )  # fmt: skip
 
 
 def remove_document(store: Store, cfg: Config, doc_id: int) -> None:
@@ -883,7 +819,7 @@ def remove_document(store: Store, cfg: Config, doc_id: int) -> None:
     if doc is None:
         return
     body = store.body(doc_id)
-    doc_title = title_text(doc["title"], doc["rel_path"])
+    doc_title = title_text(doc.title, doc.rel_path)
     rows = [
         (
             seg.id,
@@ -891,6 +827,4 @@ def remove_document(store: Store, cfg: Config, doc_id: int) -> None:
         )
         for seg in store.segments_of(doc_id)
     ]
-    with store.atomic(savepoint=False):
-        store.delete_fts(rows)
-        store.delete_document(doc_id)
+    store.delete_document(doc_id, rows)

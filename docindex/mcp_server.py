@@ -346,7 +346,7 @@ def build_server(tools: Tools) -> Any:
         except DocindexError as exc:
             text, error = json.dumps({"error": str(exc)}, ensure_ascii=False), True
         except sqlite3.Error as exc:
-            from .store import translate
+            from .errors import translate_sqlite_error as translate
 
             text = json.dumps({"error": str(translate(exc, "the index"))})
             error = True

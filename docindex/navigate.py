@@ -9,6 +9,7 @@ the roots (``..``, absolute paths elsewhere, symlinks pointing out) raises
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Sequence
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from .errors import DocindexError, OutsideRootsError
 from .segment import markdown_headings
-from .store import SegmentRow, Store
+from .store import DocFilter, SegmentRow, Store
 
 MARKDOWN_KINDS = ("md", "docx")  # kinds whose text carries ``#`` headings
 _LINE_SUFFIX = re.compile(r"^(.*):(\d+)$")
@@ -214,8 +215,8 @@ def _doc_of(store: Store, doc_id: int) -> _Doc:
     row = store.document(doc_id)
     if row is None:  # deleted between two statements
         raise DocindexError("the document is no longer in the index")
-    title = row["title"] or row["rel_path"].rsplit("/", 1)[-1]
-    return _Doc(doc_id, row["root"], row["rel_path"], title, row["kind"])
+    title = row.title or row.rel_path.rsplit("/", 1)[-1]
+    return _Doc(doc_id, row.root, row.rel_path, title, row.kind)
 
 
 def resolve_file(
@@ -443,17 +444,17 @@ def list_documents(
         limit: page size.
         offset: documents to skip.
     """
-    where, params = _doc_filter(store, roots, path_glob, types)
-    rows, total = store.documents(where, params, limit=limit, offset=offset)
+    only = _doc_filter(store, roots, path_glob, types)
+    rows, total = store.documents(only, limit=limit, offset=offset)
     docs = [
         DocumentInfo(
-            path=_join(r["root"], r["rel_path"]),
-            rel_path=r["rel_path"],
-            title=r["title"] or r["rel_path"].rsplit("/", 1)[-1],
-            type=r["type"],
-            size=int(r["size"]),
-            segments=int(r["segments"]),
-        )  # fmt: skip
+            path=_join(r.root, r.rel_path),
+            rel_path=r.rel_path,
+            title=r.title or r.rel_path.rsplit("/", 1)[-1],
+            type=r.kind,
+            size=r.size,
+            segments=r.n_segments,
+        )
         for r in rows
     ]
     return DocumentList(docs, total, offset + len(docs) < total)
@@ -461,17 +462,12 @@ def list_documents(
 
 def _doc_filter(
     store: Store, roots: Sequence[str], path_glob: str | None, types: Sequence[str]
-) -> tuple[str, tuple[object, ...]]:
-    ids = list(_root_ids(store, roots).values()) or [-1]
-    clauses = [f"d.root_id IN ({','.join('?' * len(ids))})"]
-    params: list[object] = list(ids)
-    if types:
-        clauses.append(f"d.kind IN ({','.join('?' * len(types))})")
-        params.extend(t.lower().lstrip(".") for t in types)
-    if path_glob:
-        clauses.append("d.rel_path GLOB ?")
-        params.append(path_glob)
-    return " AND ".join(clauses), tuple(params)
+) -> DocFilter:
+    return DocFilter(
+        root_ids=tuple(_root_ids(store, roots).values()),
+        kinds=tuple(types),
+        path_glob=path_glob,
+    )
 
 
 def related(
@@ -515,10 +511,10 @@ def related(
     if norm == 0:
         return Related(source, [])
     query /= norm
-    where, params = _doc_filter(store, roots, None, ())
+    only = _doc_filter(store, roots, None, ())
     if not same_file:
-        where, params = f"{where} AND d.id != ?", (*params, doc_id)
-    ids, cand = store.all_vectors(where, params)
+        only = dataclasses.replace(only, except_doc=doc_id)
+    ids, cand = store.all_vectors(only)
     if not ids:
         return Related(source, [])
     sims = dequantize(cand, dim) @ query

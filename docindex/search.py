@@ -46,7 +46,7 @@ from .config import Config
 from .embed import embedder_for as _embedder
 from .models import Hit
 from .snippet import best_line, make_snippet, match_spans
-from .store import SegmentRow, Store
+from .store import DocFilter, SegmentRow, Store
 from .tokenize import STOPWORDS, query_terms, terms
 
 MODES = ("auto", "lexical", "semantic")
@@ -123,23 +123,9 @@ def rrf(
     return {doc: min(1.0, s / best) for doc, s in scores.items()}
 
 
-def _filters(opts: QueryOptions) -> tuple[str, tuple[Any, ...]]:
-    """SQL over ``documents d`` for --type, --path and --where (pushed down)."""
-    clauses: list[str] = []
-    params: list[Any] = []
-    if opts.types:
-        clauses.append(f"d.kind IN ({','.join('?' * len(opts.types))})")
-        params.extend(t.lower().lstrip(".") for t in opts.types)
-    if opts.path_glob:
-        clauses.append("d.rel_path GLOB ?")
-        params.append(opts.path_glob)
-    for key, value in opts.where:
-        clauses.append(
-            "EXISTS (SELECT 1 FROM facets x WHERE x.doc_id = d.id AND x.key = ? "
-            "AND x.value = ?)"
-        )
-        params.extend((key, value))
-    return " AND ".join(clauses), tuple(params)
+def _doc_filter(opts: QueryOptions) -> DocFilter:
+    """--type, --path and --where as the storage's document filter (pushed down)."""
+    return DocFilter(kinds=opts.types, path_glob=opts.path_glob, facets=opts.where)
 
 
 def fuse_scores(
@@ -407,7 +393,7 @@ def search(
             result.hint = _zero_hint(store, text, cfg, opts)
         result.took_ms = _ms(started)
         return result
-    where, params = _filters(opts)
+    only = _doc_filter(opts)
     pool = max(200, min(2000, (opts.top + opts.offset) * 20))
     lists: dict[str, list[tuple[int, float]]] = {}
     semantic: list[tuple[int, float]] | None = None
@@ -417,16 +403,16 @@ def search(
         # query with no word in common with a document can still find it. Past
         # ALL_VECTORS_MAX reading every vector costs seconds (bench/query_speed.py)
         # and the lexical candidates (a larger pool) are scored instead.
-        semantic = _semantic(store, text, cfg, None, where, params, pool)
+        semantic = _semantic(store, text, cfg, None, only, pool)
     if opts.mode != "semantic" or not every_vector or semantic is None:
         match = " OR ".join(quote_fts(t) for t in qterms)
         size = SEMANTIC_POOL if opts.mode == "semantic" else pool
-        lists["lexical"] = store.lexical(match, size, cfg.title_weight, where, params)
+        lists["lexical"] = store.lexical(match, size, cfg.title_weight, only)
     if opts.mode == "semantic" and not every_vector:
         candidates = [sid for sid, _ in lists.pop("lexical")]
-        semantic = _semantic(store, text, cfg, candidates, where, params, pool)
+        semantic = _semantic(store, text, cfg, candidates, only, pool)
         if semantic is None:
-            lexical = store.lexical(match, pool, cfg.title_weight, where, params)
+            lexical = store.lexical(match, pool, cfg.title_weight, only)
             lists["lexical"] = lexical
     # Language gate (issue #9): an English-only neural model gets no weight
     # on a mostly-CJK or mostly-[UNK] query; --explain shows it as "gate".
@@ -443,7 +429,7 @@ def search(
         # auto re-scores the lexical candidates by cosine; scoring every vector
         # costs more and gained nothing measurable (bench/eval.py, issue #3).
         candidates = [sid for sid, _ in lists["lexical"]]
-        semantic = _semantic(store, text, cfg, candidates, where, params, pool)
+        semantic = _semantic(store, text, cfg, candidates, only, pool)
     if opts.mode in ("auto", "semantic"):
         if semantic is None:
             result.degraded = True
@@ -583,13 +569,13 @@ def _provider_degraded(cfg: Config) -> bool:
 
 def _semantic(
     store: Store, text: str, cfg: Config, candidates: list[int] | None,
-    where: str, params: tuple[Any, ...], limit: int,
+    only: DocFilter, limit: int,
 ) -> list[tuple[int, float]] | None:  # fmt: skip
     """Cosine ranking, best first (positive cosines only, at most ``limit``).
 
     Args:
         candidates: segment ids to score, or None for every vector (filtered
-            by ``where``).
+            by ``only``).
 
     Returns:
         None when the semantic path is unavailable (provider ``none`` or an
@@ -604,12 +590,12 @@ def _semantic(
     ):
         return None  # vectors from another model (or minilm not installed): issue #9
     if candidates is None:
-        ids, blobs = store.all_vectors(where, params)
-        if not ids and not where:
+        ids, blobs = store.all_vectors(only)
+        if not ids and not only:
             return None
     elif candidates:
         ids, blobs = store.vectors(candidates)
-        if not ids and store.counts()["embedded"] == 0:
+        if not ids and store.counts().embedded == 0:
             return None  # an index scanned without vectors (e.g. max_embedded = 0)
     else:
         return []

@@ -255,7 +255,7 @@ def test_caps_hold_without_counting_the_segments_table(
     with Store.open(tmp_path / "c.db", create=True) as store:
         result = indexer.scan(store, cfg)
         counts = store.counts()
-        assert result.embedded == counts["embedded"] == 7
+        assert result.embedded == counts.embedded == 7
         assert "max-embedded" in result.skipped
-        assert counts["segments"] == result.segments <= 40
-        assert store.fill_counts() == (counts["documents"], counts["segments"])
+        assert counts.segments == result.segments <= 40
+        assert store.fill_counts() == (counts.documents, counts.segments)

@@ -1,0 +1,48 @@
+"""Storage: the index's schema, row format and every SQL statement (issue #18).
+
+``Index`` (``interface.py``) is the typed interface the core uses; ``Store``
+(``sqlite.py``) implements it on one SQLite file; ``records.py`` holds the
+dataclasses that cross it; ``encoding.py`` the segment row format;
+``migrations.py`` the schema. ``from docindex.store import Store`` keeps
+working as before.
+"""
+
+from __future__ import annotations
+
+from ..errors import translate_sqlite_error as translate
+from .encoding import encode_segments
+from .interface import Index
+from .records import (
+    DocFilter,
+    DocRow,
+    EncodedSegments,
+    Fingerprint,
+    IndexCounts,
+    NewDocument,
+    SegmentColumns,
+    SegmentRow,
+    StoredDocument,
+)
+from .sqlite import Store, compress_body
+
+__all__ = [
+    "DocFilter",
+    "DocRow",
+    "EncodedSegments",
+    "Fingerprint",
+    "Index",
+    "IndexCounts",
+    "NewDocument",
+    "SegmentColumns",
+    "SegmentRow",
+    "Store",
+    "StoredDocument",
+    "compress_body",
+    "encode_segments",
+    "translate",
+]
+
+
+def _implements_index(store: Store) -> Index:
+    """Never called: mypy checks here that ``Store`` implements ``Index``."""
+    return store

@@ -1,0 +1,159 @@
+"""The records that cross the storage interface (issue #18).
+
+Callers pass and receive these, never row tuples: only the storage
+implementation knows its columns. ``SegmentColumns`` is a NamedTuple rather
+than a dataclass because a scan builds one per segment in worker processes
+and pickles them back; it is still built only by ``encode_segments``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+
+@dataclass(frozen=True, slots=True)
+class Fingerprint:
+    """The fingerprint of an indexed document, for incremental scans."""
+
+    id: int
+    size: int
+    mtime_ns: int
+    hash: str
+
+
+DocRow = Fingerprint  # the name before issue #18
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentRow:
+    """A stored segment with what a hit needs to be rendered."""
+
+    id: int
+    doc_id: int
+    ordinal: int
+    chunk_id: str
+    start_line: int
+    end_line: int
+    char_start: int
+    char_end: int
+    heading: tuple[str, ...]
+    page: int | None
+    slide: int | None
+    sheet: str | None
+    cells: tuple[str, ...] | None
+    root: str
+    rel_path: str
+    title: str | None
+    kind: str
+
+
+class SegmentColumns(NamedTuple):
+    """One segment as stored, between its ``doc_id`` and its vector.
+
+    A segment's ordinal is its id minus the document's first segment id;
+    ``section`` indexes the document's section list (heading path and
+    anchor), ``frag`` is kept only when the chunk id is not derived.
+    """
+
+    section: int | None
+    part: int | None
+    frag: str | None
+    start_line: int
+    lines: int
+    char_start: int
+    chars: int
+    page: int | None
+    slide: int | None
+    sheet: str | None
+    cells: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedSegments:
+    """A document's segments in stored form (``encode_segments``)."""
+
+    sections: bytes | None = None
+    rows: tuple[SegmentColumns, ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+@dataclass(frozen=True, slots=True)
+class NewDocument:
+    """A document to insert, with its segments and their FTS rows and vectors.
+
+    ``body`` is the text compressed with ``compress_body`` (the indexer
+    compresses in its worker processes). ``fts`` holds one pre-tokenised
+    (title, body) pair per segment; ``vectors`` at most one blob per segment,
+    in order (fewer when ``max_embedded`` cut them).
+    """
+
+    root_id: int
+    rel_path: str
+    kind: str
+    title: str | None
+    size: int
+    mtime_ns: int
+    hash: str
+    body: bytes
+    segments: EncodedSegments
+    fts: tuple[tuple[str, str], ...] = ()
+    vectors: tuple[bytes, ...] = ()
+    meta: dict[str, str] = field(default_factory=dict)
+    indexed_at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class StoredDocument:
+    """A document's row (without its body)."""
+
+    id: int
+    root: str
+    rel_path: str
+    kind: str
+    title: str | None
+    size: int
+    mtime_ns: int
+    hash: str
+    meta: dict[str, str]
+    n_segments: int
+
+
+@dataclass(frozen=True, slots=True)
+class DocFilter:
+    """Which documents a search or a listing keeps; empty keeps all.
+
+    Args:
+        root_ids: only documents of these roots (None: any root).
+        kinds: document kinds (``md``, ``.pdf``...; case and dot ignored).
+        path_glob: SQLite GLOB over the root-relative path.
+        facets: (key, value) front-matter pairs a document must all have.
+        except_doc: leave out this document (``related`` without ``--same-file``).
+    """
+
+    root_ids: tuple[int, ...] | None = None
+    kinds: tuple[str, ...] = ()
+    path_glob: str | None = None
+    facets: tuple[tuple[str, str], ...] = ()
+    except_doc: int | None = None
+
+    def __bool__(self) -> bool:
+        return bool(
+            self.root_ids is not None
+            or self.kinds
+            or self.path_glob
+            or self.facets
+            or self.except_doc is not None
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class IndexCounts:
+    """Documents, segments, segments with a vector, and roots."""
+
+    documents: int
+    segments: int
+    embedded: int
+    roots: int
