@@ -22,7 +22,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .config import Config
-from .embed import embedder_for as _embedder
+from .embed import NgramEmbedder
+from .embedder import choose
+from .embedder import embedder_for as _embedder
 from .errors import (
     DocindexError,
     EmbedderMismatchError,
@@ -130,8 +132,12 @@ def _limits(cfg: Config) -> ExtractLimits:
     )
 
 
-def prepare(job: _Job, cfg: Config) -> Prepared:
-    """Read, hash, extract, segment, tokenise and embed one file (worker-safe)."""
+def prepare(job: _Job, cfg: Config, *, bulk: bool = False) -> Prepared:
+    """Read, hash, extract, segment, tokenise and embed one file (worker-safe).
+
+    ``bulk`` is True in the scan's worker processes, which import numpy when
+    they start: its vector and n-gram paths are then free to use.
+    """
     from .extract import kind_for
     from .extract.text import looks_binary
     from .segment import segment_document
@@ -177,7 +183,9 @@ def prepare(job: _Job, cfg: Config) -> Prepared:
     if not segments:
         return Prepared(job, hash=digest, skip="empty", kind=extracted.kind)
     doc_title = title_text(extracted.title, job.rel_path)
-    fts, vectors = _tokens_and_vectors(cfg, extracted.title, doc_title, segments)
+    fts, vectors = _tokens_and_vectors(
+        cfg, extracted.title, doc_title, segments, bulk=bulk
+    )
     return Prepared(
         job, hash=digest, kind=extracted.kind, title=extracted.title,
         meta=_facets(extracted.meta), notes=_notes(extracted.meta),
@@ -187,8 +195,9 @@ def prepare(job: _Job, cfg: Config) -> Prepared:
 
 
 def _tokens_and_vectors(
-    cfg: Config, title: str | None, doc_title: str, segments: Sequence[Segment]
-) -> tuple[tuple[tuple[str, str], ...], tuple[bytes, ...] | None]:
+    cfg: Config, title: str | None, doc_title: str, segments: Sequence[Segment],
+    *, bulk: bool = False,
+) -> tuple[tuple[tuple[str, str], ...], tuple[bytes, ...] | None]:  # fmt: skip
     """FTS rows and quantised vectors of a file's segments.
 
     Each segment's text is tokenised once (issue #7): the latin terms and CJK
@@ -203,7 +212,10 @@ def _tokens_and_vectors(
 
     n_gram, use_stem = cfg.cjk_ngram, cfg.stem
     embedder = _embedder(cfg)
-    by_parts = embedder is not None and hasattr(embedder, "quantized_rows")
+    # The n-gram embedder shares the tokenizer: it takes the terms made here.
+    ngram = embedder if isinstance(embedder, NgramEmbedder) else None
+    by_parts = ngram is not None
+    numpy_ready = ngram is not None and (bulk or ngram.numpy_used)
     heads: dict[tuple[str, ...], str] = {}
     contexts: dict[tuple[str, ...], tuple[list[str], list[str]]] = {}
     titles: list[str] = []
@@ -235,10 +247,10 @@ def _tokens_and_vectors(
     fts = tuple(
         (head, cjk if lat is None else f"{lat} {cjk}" if cjk else lat)
         for head, lat, cjk in zip(
-            titles, latin, _cjk_texts(body_runs, n_gram), strict=True
+            titles, latin, _cjk_texts(body_runs, n_gram, numpy_ready), strict=True
         )
     )
-    if embedder is None or getattr(embedder, "deferred", False):
+    if embedder is None or embedder.deferred:
         return fts, None  # neural vectors come in embed_pending (issue #9)
     from .embed import quantize
 
@@ -246,30 +258,32 @@ def _tokens_and_vectors(
     # (issue #8). Rows are independent, so the vectors are bit-identical.
     vectors: list[bytes] = []
     for i in range(0, len(segments), EMBED_BATCH):
-        if by_parts:
-            vectors.extend(embedder.quantized_rows(
-                word_lists[i : i + EMBED_BATCH], run_lists[i : i + EMBED_BATCH]
+        if ngram is not None:
+            vectors.extend(ngram.quantized_rows(
+                word_lists[i : i + EMBED_BATCH], run_lists[i : i + EMBED_BATCH],
+                bulk=bulk,
             ))  # fmt: skip
             continue
         matrix = embedder.embed(
             [embed_input(title or doc_title, s.heading_path, s.text)
              for s in segments[i : i + EMBED_BATCH]]
         )  # fmt: skip
-        vectors.extend(quantize(matrix, getattr(embedder, "bits", 8)))
+        vectors.extend(quantize(matrix, embedder.bits))
     return fts, tuple(vectors)
 
 
-def _cjk_texts(run_lists: list[list[str]], n_gram: int) -> Iterator[str]:
+def _cjk_texts(
+    run_lists: list[list[str]], n_gram: int, numpy_ready: bool = False
+) -> Iterator[str]:
     """Each body's CJK n-grams as FTS text; numpy pays past ``CJK_NUMPY_MIN`` characters.
 
     Lazily, in batches as the vectors are: the caller joins each text to its
     latin terms as it goes, so a big CJK file never holds both forms whole
-    (issue #8: peak memory).
+    (issue #8: peak memory). numpy only when the process has it already
+    (``numpy_ready``): importing it would cost more than it saves.
     """
-    import sys
-
     chars = sum(len(run) for runs in run_lists for run in runs)
-    if chars < CJK_NUMPY_MIN or "numpy" not in sys.modules:
+    if chars < CJK_NUMPY_MIN or not numpy_ready:
         for runs in run_lists:
             yield " ".join(cjk_ngrams(runs, n_gram)) if runs else ""
         return
@@ -368,7 +382,7 @@ def embedder_params(cfg: Config) -> dict[str, Any] | None:
 
 
 def _prepare_chunk(jobs: list[_Job], cfg: Config) -> list[Prepared]:
-    return [prepare(job, cfg) for job in jobs]
+    return [prepare(job, cfg, bulk=True) for job in jobs]
 
 
 def _chunked(jobs: Sequence[_Job]) -> Iterator[list[_Job]]:
@@ -419,7 +433,7 @@ class _Workers:
             preload = [
                 "docindex.indexer", "docindex.segment", "docindex.extract.markdown"
             ]  # fmt: skip
-            if hasattr(_embedder(self.cfg), "quantized_rows"):
+            if isinstance(_embedder(self.cfg), NgramEmbedder):
                 preload += ["docindex.embed", "numpy"]
             # Front matter (libyaml) and the CJK code-point codec, once for all
             # workers; the server skips what will not import.
@@ -501,7 +515,7 @@ def check_settings(store: Store, cfg: Config) -> None:
         )
     emb = store.get_meta("embedder")
     if emb is not None and emb != embedder_params(cfg):
-        why = getattr(_embedder(cfg), "degraded_reason", None)
+        why = choose(cfg).reason
         if why and emb.get("provider") == "minilm":
             from .embed_minilm import INSTALL_HINT
 
@@ -556,10 +570,11 @@ def scan(
     roots = [Path(r) for r in cfg.roots]
     if not roots:
         raise DocindexError("no roots to scan; pass a directory or --root")
-    embedder = _embedder(cfg)
-    if getattr(embedder, "degraded", None):
+    choice = choose(cfg)
+    embedder = choice.embedder
+    if choice.warning:
         result.degraded = True
-        result.warnings.append(embedder.degraded)
+        result.warnings.append(choice.warning)
     journal = store.bulk_journal() if bulk else contextlib.nullcontext()
     with journal, store.atomic():
         check_settings(store, cfg)
@@ -568,7 +583,7 @@ def scan(
         store.set_meta("embedder", embedder_params(cfg))
         store.set_meta("settings", cfg.index_settings())
         _scan(store, cfg, roots, scopes, force, on_progress, result)
-    if getattr(embedder, "deferred", False):
+    if embedder is not None and embedder.deferred:
         embed_pending(store, cfg, on_progress=on_progress, result=result)
     store.reclaim()
     result.took_ms = round((time.perf_counter() - started) * 1000, 1)
@@ -612,7 +627,7 @@ def embed_pending(
             )
             for row in rows
         ]  # fmt: skip
-        blobs = quantize(embedder.embed(inputs), getattr(embedder, "bits", 8))
+        blobs = quantize(embedder.embed(inputs), embedder.bits)
         with store.atomic():
             store.set_vectors([r.id for r in rows], blobs)
         after = rows[-1].id

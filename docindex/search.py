@@ -35,7 +35,6 @@ segment's bm25 by ~3 points nDCG@10 and the feedback added ~1.4.
 from __future__ import annotations
 
 import math
-import sys
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -43,7 +42,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .config import Config
-from .embed import embedder_for as _embedder
+from .embed import NgramEmbedder
+from .embedder import choose
+from .embedder import embedder_for as _embedder
 from .models import Hit
 from .snippet import best_line, make_snippet, match_spans
 from .store import DocFilter, SegmentRow, Store
@@ -55,7 +56,6 @@ SEMANTIC_POOL = 2000  # lexical candidates --mode semantic scores past that
 MAX_TOP = 1000
 PURE_PYTHON_MAX = 600  # candidates scored without numpy in a fresh process
 PURE_PYTHON_QUERIES = 3  # ... for its first queries; later ones import numpy
-_SEEN = [0]  # semantic rankings computed by this process
 
 
 @dataclass(frozen=True, slots=True)
@@ -518,7 +518,7 @@ def _dense_weight(cfg: Config) -> float:
     """``neural_weight`` for the minilm list (SciFact: 2.0 > 1.5 > 1.0), else
     ``semantic_weight`` (issue #9)."""
     embedder = _embedder(cfg)
-    if getattr(embedder, "name", "") == "minilm":
+    if embedder is not None and embedder.name == "minilm":
         return cfg.neural_weight
     return cfg.semantic_weight
 
@@ -564,7 +564,7 @@ def _ngram_fallback(
 
 
 def _provider_degraded(cfg: Config) -> bool:
-    return bool(getattr(_embedder(cfg), "degraded", None))
+    return not choose(cfg).available
 
 
 def _semantic(
@@ -605,12 +605,14 @@ def _semantic(
     n_total = max(1, store.max_segment_id())  # ~count(*), without a table scan
     dfs = store.doc_freqs(qt)
     idf = {t: math.log(1 + n_total / (1 + dfs.get(t, 0))) for t in qt}
-    _SEEN[0] += 1
+    ngram = embedder if isinstance(embedder, NgramEmbedder) else None
+    if ngram is not None:
+        ngram.queries_ranked += 1
     if (
-        embedder.name == "ngram"
+        ngram is not None
         and len(ids) <= PURE_PYTHON_MAX
-        and "numpy" not in sys.modules
-        and _SEEN[0] <= PURE_PYTHON_QUERIES
+        and not ngram.numpy_used
+        and ngram.queries_ranked <= PURE_PYTHON_QUERIES
     ):
         # A one-shot `docindex query` would spend ~0.1 s importing numpy to
         # score a few hundred candidates; pure Python does it in ~2 ms (#7).
@@ -618,7 +620,7 @@ def _semantic(
         # the import once and saves those ms on every later query.
         from .embed import cosine_int8
 
-        qlist = embedder.query_vector(text, weights=idf)
+        qlist = ngram.query_vector(text, weights=idf)
         if not any(qlist):
             return []
         pure = sorted(

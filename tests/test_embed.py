@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from docindex.embed import NgramEmbedder, dequantize, make_embedder, quantize
+from docindex.embed import NgramEmbedder, dequantize, quantize
+from docindex.embedder import make_embedder
 
 TEXTS = [
     "Indexing documents with SQLite FTS5",
