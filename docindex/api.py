@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from . import workspace
-from .models import ScanResult
-from .search import QueryOptions, QueryResult, search
+from .models import QueryOptions, QueryResult, ScanResult
+from .search import search
 
 
 def scan(

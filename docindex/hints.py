@@ -15,7 +15,7 @@ from .tokenize import query_terms, word_spans
 
 if TYPE_CHECKING:
     from .config import Config
-    from .search import QueryOptions
+    from .models import QueryOptions
     from .store import Store
 
 _SAMPLE = 50  # unfiltered hits inspected for would-match values

@@ -15,7 +15,7 @@ import hashlib
 import os
 import stat
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
@@ -31,7 +31,8 @@ from .errors import (
     ExtractionError,
     OutsideRootsError,
 )
-from .models import ScanResult, Segment
+from .models import Progress as Progress  # re-exported: the old home
+from .models import ProgressFn, ScanResult, Segment, SkipReason
 from .store import (
     EncodedSegments,
     Fingerprint,
@@ -53,19 +54,6 @@ CHUNK_BYTES = 256 * 1024  # a worker's unit of work: ~this many bytes of files
 CHUNK_FILES = 32
 IN_FLIGHT = 3  # chunks submitted ahead, per worker (bounds memory, issue #7)
 CJK_NUMPY_MIN = 512  # CJK characters in a file from which its n-gram text uses numpy
-
-
-@dataclass(frozen=True, slots=True)
-class Progress:
-    """A progress event: ``done`` files of ``total`` (None while walking)."""
-
-    phase: str
-    done: int
-    total: int | None
-    path: str = ""
-
-
-ProgressFn = Callable[[Progress], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,43 +133,50 @@ def prepare(job: _Job, cfg: Config, *, bulk: bool = False) -> Prepared:
     try:
         data = _read_regular(job.path, cfg.max_file_bytes + 1)
     except FileNotFoundError:
-        return Prepared(job, skip="error", message="file vanished before it was read")
+        return Prepared(
+            job, skip=SkipReason.ERROR, message="file vanished before it was read"
+        )
     except IsADirectoryError:
-        return Prepared(job, skip="unsupported", message="is a directory")
+        return Prepared(job, skip=SkipReason.UNSUPPORTED, message="is a directory")
     except OSError as exc:
-        return Prepared(job, skip="error", message=f"cannot read: {exc.strerror}")
+        return Prepared(
+            job, skip=SkipReason.ERROR, message=f"cannot read: {exc.strerror}"
+        )
     if data is None:
-        return Prepared(job, skip="unsupported", message="not a regular file")
+        return Prepared(job, skip=SkipReason.UNSUPPORTED, message="not a regular file")
     if len(data) > cfg.max_file_bytes:
         return Prepared(
-            job, skip="too-large", message=f"over {cfg.max_file_bytes} bytes"
+            job, skip=SkipReason.TOO_LARGE, message=f"over {cfg.max_file_bytes} bytes"
         )
     digest = hashlib.blake2b(data, digest_size=16).hexdigest()
     if job.known_hash == digest:
         return Prepared(job, hash=digest, same=True)
     if not data.strip():
-        return Prepared(job, hash=digest, skip="empty")
+        return Prepared(job, hash=digest, skip=SkipReason.EMPTY)
     extra = frozenset(s if s.startswith(".") else f".{s}" for s in cfg.text_extensions)
     kind = kind_for(job.rel_path) or (
         "txt" if os.path.splitext(job.rel_path)[1].lower() in extra else None
     )
     if kind is None:
         if looks_binary(data[:8192]):
-            return Prepared(job, hash=digest, skip="binary")
+            return Prepared(job, hash=digest, skip=SkipReason.BINARY)
         kind = "txt"  # unknown suffix, content sniffed as text
     try:
         extracted = _extract(kind, data, job.rel_path, cfg)
     except ExtractTimeout as exc:
-        return Prepared(job, hash=digest, skip="timeout", message=str(exc))
+        return Prepared(job, hash=digest, skip=SkipReason.TIMEOUT, message=str(exc))
     except ExtractionError as exc:
         return Prepared(job, hash=digest, skip=exc.reason, message=str(exc))
     except Exception as exc:  # one bad file is a skip reason, never an aborted scan
         return Prepared(
-            job, hash=digest, skip="error", message=f"{type(exc).__name__}: {exc}"
+            job,
+            hash=digest,
+            skip=SkipReason.ERROR,
+            message=f"{type(exc).__name__}: {exc}",
         )
     body, segments = segment_document(extracted, job.rel_path, cfg.segment_chars)
     if not segments:
-        return Prepared(job, hash=digest, skip="empty", kind=extracted.kind)
+        return Prepared(job, hash=digest, skip=SkipReason.EMPTY, kind=extracted.kind)
     doc_title = title_text(extracted.title, job.rel_path)
     fts, vectors = _tokens_and_vectors(
         cfg, extracted.title, doc_title, segments, bulk=bulk
@@ -702,12 +697,13 @@ def _walk_skip(
 ) -> None:
     """Record a file the walk left out; a root it could not see whole is not pruned."""
     result.skip(entry.reason, str(entry.path), entry.message)
-    if entry.reason == "missing-root":
+    if entry.reason == SkipReason.MISSING_ROOT:
         rid = root_ids.get(str(entry.path))
         if rid is not None:
             complete[rid] = False
-    if entry.reason == "walk-limit" or (
-        entry.reason == "error" and entry.message.startswith("cannot list directory")
+    if entry.reason == SkipReason.WALK_LIMIT or (
+        entry.reason == SkipReason.ERROR
+        and entry.message.startswith("cannot list directory")
     ):
         for rid in root_ids.values():
             complete[rid] = False
@@ -777,10 +773,12 @@ def _apply(
             remove_document(store, cfg, old.id)
             n_docs -= 1
         elif n_docs >= cfg.max_docs:
-            result.skip("max-docs", job.path, f"index holds max_docs={cfg.max_docs}")
+            result.skip(
+                SkipReason.MAX_DOCS, job.path, f"index holds max_docs={cfg.max_docs}"
+            )
             continue
         if n_segments + len(prep.segments) > cfg.max_segments:
-            result.skip("max-segments", job.path,
+            result.skip(SkipReason.MAX_SEGMENTS, job.path,
                         f"index holds max_segments={cfg.max_segments}")  # fmt: skip
             if old is not None:
                 known[rid].pop(job.rel_path, None)
@@ -796,12 +794,12 @@ def _apply(
         if vectors is not None and n_embedded + len(vectors) > cfg.max_embedded:
             room = max(0, cfg.max_embedded - n_embedded)
             vectors = vectors[:room]
-            result.skip("max-embedded", job.path,
+            result.skip(SkipReason.MAX_EMBEDDED, job.path,
                         f"max_embedded={cfg.max_embedded} reached")  # fmt: skip
         _store_prepared(store, rid, prep, vectors)
         for key, value in prep.notes:
             # Indexed, but not whole: a capped sheet or PDF is never silent (#4).
-            reason = "truncated" if key == "truncated" else "partial"
+            reason = SkipReason.TRUNCATED if key == "truncated" else SkipReason.PARTIAL
             result.skip(reason, job.path, f"{key}: {value}")
         n_docs += 1
         n_segments += len(prep.segments)

@@ -6,7 +6,11 @@ between its modules is one of these dataclasses.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +127,66 @@ def _escapes_only(text: str) -> bool:
     )
 
 
+class SkipReason(StrEnum):
+    """Why a file is not in the index, or not wholly (the closed set, issue #18).
+
+    The value is the key ``docindex scan --json`` counts under (``skipped``)
+    and reports in ``errors``; ``message`` says what it means.
+    """
+
+    IGNORED = "ignored"
+    HIDDEN = "hidden"
+    SYMLINK = "symlink"
+    TOO_LARGE = "too-large"
+    BINARY = "binary"
+    UNSUPPORTED = "unsupported"
+    EMPTY = "empty"
+    MAX_DOCS = "max-docs"
+    MAX_SEGMENTS = "max-segments"
+    MAX_EMBEDDED = "max-embedded"
+    MISSING_ROOT = "missing-root"
+    WALK_LIMIT = "walk-limit"
+    BAD_NAME = "bad-name"
+    ERROR = "error"
+    CORRUPT = "corrupt"
+    ENCRYPTED = "encrypted"
+    NO_TEXT_LAYER = "no-text-layer"
+    ZIP_BOMB = "zip-bomb"
+    TIMEOUT = "timeout"
+    TRUNCATED = "truncated"
+    PARTIAL = "partial"
+
+    @property
+    def message(self) -> str:
+        """A one-line explanation for people."""
+        return _SKIP_MESSAGES[self]
+
+
+_SKIP_MESSAGES = {
+    SkipReason.IGNORED: "excluded by a default, --exclude or .gitignore rule",
+    SkipReason.HIDDEN: "a hidden file or folder (hidden = true indexes them)",
+    SkipReason.SYMLINK: "a symbolic link, not followed (or a directory cycle)",
+    SkipReason.TOO_LARGE: "over max_file_bytes",
+    SkipReason.BINARY: "binary content",
+    SkipReason.UNSUPPORTED: "not a regular file, or a type docindex cannot read",
+    SkipReason.EMPTY: "no text",
+    SkipReason.MAX_DOCS: "the index holds max_docs documents",
+    SkipReason.MAX_SEGMENTS: "the index holds max_segments segments",
+    SkipReason.MAX_EMBEDDED: "the index holds max_embedded vectors",
+    SkipReason.MISSING_ROOT: "the root is not a directory",
+    SkipReason.WALK_LIMIT: "max_depth or max_walked_files reached",
+    SkipReason.BAD_NAME: "the file name is not valid UTF-8",
+    SkipReason.ERROR: "could not be read or extracted",
+    SkipReason.CORRUPT: "a damaged or mislabelled file",
+    SkipReason.ENCRYPTED: "encrypted (password-protected)",
+    SkipReason.NO_TEXT_LAYER: "no text layer (a scan; needs OCR)",
+    SkipReason.ZIP_BOMB: "an archive over the decompression limits",
+    SkipReason.TIMEOUT: "extraction took over extract_timeout_s",
+    SkipReason.TRUNCATED: "indexed in part: max_sheet_rows or max_pdf_pages",
+    SkipReason.PARTIAL: "indexed, but some pages could not be read",
+}
+
+
 @dataclass(slots=True)
 class ScanResult:
     """Counts from one scan; mutable while the scan runs, returned when it ends."""
@@ -140,10 +204,201 @@ class ScanResult:
     degraded: bool = False
     warnings: list[str] = field(default_factory=list)
 
-    def skip(self, reason: str, path: str | None = None, message: str = "") -> None:
-        """Count a skipped file under ``reason`` and keep a message for real errors."""
+    def skip(
+        self, reason: SkipReason | str, path: str | None = None, message: str = ""
+    ) -> None:
+        """Count a skipped file under ``reason`` and keep a message for real errors.
+
+        Raises:
+            ValueError: ``reason`` is not a SkipReason value.
+        """
+        reason = SkipReason(reason)
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
         if path is not None and message:
             self.errors.append(
                 {"path": printable(path), "reason": reason, "message": message}
             )
+
+
+# -- scanning ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """A progress event: ``done`` files of ``total`` (None while walking)."""
+
+    phase: str
+    done: int
+    total: int | None
+    path: str = ""
+
+
+ProgressFn = Callable[[Progress], None]
+
+
+# -- queries ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class QueryOptions:
+    """How to run one query."""
+
+    top: int = 10
+    mode: str = "auto"
+    snippet_chars: int = 200
+    highlight: bool = True
+    min_score: float = 0.0
+    files: bool = False
+    explain: bool = False
+    types: tuple[str, ...] = ()
+    path_glob: str | None = None
+    where: tuple[tuple[str, str], ...] = ()
+    offset: int = 0
+
+
+@dataclass(slots=True)
+class QueryResult:
+    """What ``docindex query`` prints (``--json`` keys are these field names)."""
+
+    query: str
+    mode: str
+    used: list[str] = field(default_factory=list)
+    degraded: bool = False
+    took_ms: float = 0.0
+    total: int = 0
+    hits: list[Hit] = field(default_factory=list)
+    next_offset: int | None = None
+    next_cursor: str | None = None
+    hint: dict[str, Any] | None = None
+
+
+# -- navigation (docindex outline/show/section/list/related) ------------------
+
+
+@dataclass(frozen=True, slots=True)
+class OutlineEntry:
+    """One heading: its level (1-6), text, 1-based line and the chunk it opens."""
+
+    level: int
+    text: str
+    line: int
+    chunk_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Outline:
+    """A document's title and headings (``docindex outline --json``)."""
+
+    path: str
+    rel_path: str
+    title: str
+    outline: list[OutlineEntry]
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One segment with its text and location."""
+
+    chunk_id: str
+    position: int
+    start_line: int
+    end_line: int
+    heading_path: list[str]
+    text: str
+    page: int | None = None
+    slide: int | None = None
+    sheet: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """A chunk plus neighbours of the same file: chunk ``position`` of ``total``."""
+
+    path: str
+    rel_path: str
+    title: str
+    type: str
+    position: int
+    total: int
+    chunk: Chunk
+    before: list[Chunk]
+    after: list[Chunk]
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """A heading's section with its start and end lines (``docindex section``)."""
+
+    path: str
+    rel_path: str
+    heading: str
+    level: int
+    start_line: int
+    end_line: int
+    include_subsections: bool
+    chunk_ids: list[str]
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentInfo:
+    """One indexed document (``docindex list --json``)."""
+
+    path: str
+    rel_path: str
+    title: str
+    type: str
+    size: int
+    segments: int
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentList:
+    """A page of documents, the total that match, and whether more follow."""
+
+    documents: list[DocumentInfo]
+    total: int
+    has_more: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RelatedHit:
+    """A chunk near the source by vector, with its cosine score in [0, 1]."""
+
+    path: str
+    rel_path: str
+    chunk_id: str
+    line: int
+    start_line: int
+    end_line: int
+    title: str
+    heading_path: list[str]
+    score: float
+    snippet: str
+    page: int | None = None
+    slide: int | None = None
+    sheet: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Related:
+    """Nearest chunks to ``source`` (a chunk id or a file's rel_path)."""
+
+    source: str
+    hits: list[RelatedHit]
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentRef:
+    """An indexed document named by a path argument (``navigate.resolve_file``)."""
+
+    id: int
+    root: str
+    rel_path: str
+    title: str
+    kind: str
+
+    @property
+    def path(self) -> str:
+        """The document's absolute path."""
+        return str(Path(self.root, *self.rel_path.split("/")))

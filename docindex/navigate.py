@@ -13,142 +13,27 @@ import dataclasses
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import DocindexError, OutsideRootsError
+from .models import (
+    Chunk,
+    DocumentInfo,
+    DocumentList,
+    DocumentRef,
+    Outline,
+    OutlineEntry,
+    Related,
+    RelatedHit,
+    Section,
+    Shown,
+)
 from .segment import markdown_headings
 from .store import DocFilter, SegmentRow, Store
 
 MARKDOWN_KINDS = ("md", "docx")  # kinds whose text carries ``#`` headings
 _LINE_SUFFIX = re.compile(r"^(.*):(\d+)$")
 _PART_SUFFIX = re.compile(r"~\d+$")
-
-
-@dataclass(frozen=True, slots=True)
-class OutlineEntry:
-    """One heading: its level (1-6), text, 1-based line and the chunk it opens."""
-
-    level: int
-    text: str
-    line: int
-    chunk_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class Outline:
-    """A document's title and headings (``docindex outline --json``)."""
-
-    path: str
-    rel_path: str
-    title: str
-    outline: list[OutlineEntry]
-
-
-@dataclass(frozen=True, slots=True)
-class Chunk:
-    """One segment with its text and location."""
-
-    chunk_id: str
-    position: int
-    start_line: int
-    end_line: int
-    heading_path: list[str]
-    text: str
-    page: int | None = None
-    slide: int | None = None
-    sheet: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Shown:
-    """A chunk plus neighbours of the same file: chunk ``position`` of ``total``."""
-
-    path: str
-    rel_path: str
-    title: str
-    type: str
-    position: int
-    total: int
-    chunk: Chunk
-    before: list[Chunk]
-    after: list[Chunk]
-
-
-@dataclass(frozen=True, slots=True)
-class Section:
-    """A heading's section with its start and end lines (``docindex section``)."""
-
-    path: str
-    rel_path: str
-    heading: str
-    level: int
-    start_line: int
-    end_line: int
-    include_subsections: bool
-    chunk_ids: list[str]
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class DocumentInfo:
-    """One indexed document (``docindex list --json``)."""
-
-    path: str
-    rel_path: str
-    title: str
-    type: str
-    size: int
-    segments: int
-
-
-@dataclass(frozen=True, slots=True)
-class DocumentList:
-    """A page of documents, the total that match, and whether more follow."""
-
-    documents: list[DocumentInfo]
-    total: int
-    has_more: bool
-
-
-@dataclass(frozen=True, slots=True)
-class RelatedHit:
-    """A chunk near the source by vector, with its cosine score in [0, 1]."""
-
-    path: str
-    rel_path: str
-    chunk_id: str
-    line: int
-    start_line: int
-    end_line: int
-    title: str
-    heading_path: list[str]
-    score: float
-    snippet: str
-    page: int | None = None
-    slide: int | None = None
-    sheet: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Related:
-    """Nearest chunks to ``source`` (a chunk id or a file's rel_path)."""
-
-    source: str
-    hits: list[RelatedHit]
-
-
-@dataclass(frozen=True, slots=True)
-class _Doc:
-    id: int
-    root: str
-    rel_path: str
-    title: str
-    kind: str
-
-    @property
-    def path(self) -> str:
-        return _join(self.root, self.rel_path)
 
 
 # -- resolving arguments inside the roots ---------------------------------------
@@ -211,17 +96,17 @@ def _root_ids(store: Store, roots: Sequence[str]) -> dict[str, int]:
     return {r: known[r] for r in roots if r in known}
 
 
-def _doc_of(store: Store, doc_id: int) -> _Doc:
+def _doc_of(store: Store, doc_id: int) -> DocumentRef:
     row = store.document(doc_id)
     if row is None:  # deleted between two statements
         raise DocindexError("the document is no longer in the index")
     title = row.title or row.rel_path.rsplit("/", 1)[-1]
-    return _Doc(doc_id, row.root, row.rel_path, title, row.kind)
+    return DocumentRef(doc_id, row.root, row.rel_path, title, row.kind)
 
 
 def resolve_file(
     store: Store, roots: Sequence[str], arg: str, *, cwd: Path | None = None
-) -> _Doc:
+) -> DocumentRef:
     """The indexed document ``arg`` names (relative to a root, or absolute in one).
 
     Args:
@@ -288,7 +173,7 @@ def _opening_chunk(segments: list[SegmentRow], line: int) -> str:
     return segments[-1].chunk_id if segments else ""
 
 
-def _doc_headings(store: Store, doc: _Doc) -> list[tuple[int, str, int]]:
+def _doc_headings(store: Store, doc: DocumentRef) -> list[tuple[int, str, int]]:
     if doc.kind not in MARKDOWN_KINDS:
         return []
     return [(lvl, txt, i + 1) for lvl, txt, i in _headings(store.body(doc.id))]

@@ -38,7 +38,6 @@ import math
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from .config import Config
@@ -46,6 +45,8 @@ from .embed import NgramEmbedder
 from .embedder import choose
 from .embedder import embedder_for as _embedder
 from .models import Hit
+from .models import QueryOptions as QueryOptions  # re-exported: the old home
+from .models import QueryResult as QueryResult
 from .snippet import best_line, make_snippet, match_spans
 from .store import DocFilter, SegmentRow, Store
 from .tokenize import STOPWORDS, query_terms, terms
@@ -56,39 +57,6 @@ SEMANTIC_POOL = 2000  # lexical candidates --mode semantic scores past that
 MAX_TOP = 1000
 PURE_PYTHON_MAX = 600  # candidates scored without numpy in a fresh process
 PURE_PYTHON_QUERIES = 3  # ... for its first queries; later ones import numpy
-
-
-@dataclass(frozen=True, slots=True)
-class QueryOptions:
-    """How to run one query."""
-
-    top: int = 10
-    mode: str = "auto"
-    snippet_chars: int = 200
-    highlight: bool = True
-    min_score: float = 0.0
-    files: bool = False
-    explain: bool = False
-    types: tuple[str, ...] = ()
-    path_glob: str | None = None
-    where: tuple[tuple[str, str], ...] = ()
-    offset: int = 0
-
-
-@dataclass(slots=True)
-class QueryResult:
-    """What ``docindex query`` prints (``--json`` keys are these field names)."""
-
-    query: str
-    mode: str
-    used: list[str] = field(default_factory=list)
-    degraded: bool = False
-    took_ms: float = 0.0
-    total: int = 0
-    hits: list[Hit] = field(default_factory=list)
-    next_offset: int | None = None
-    next_cursor: str | None = None
-    hint: dict[str, Any] | None = None
 
 
 def quote_fts(term: str) -> str:
