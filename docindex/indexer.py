@@ -58,7 +58,13 @@ IN_FLIGHT = 3  # chunks submitted ahead, per worker (bounds memory, issue #7)
 
 
 @dataclass(frozen=True, slots=True)
-class _Job:
+class Job:
+    """One file to prepare: where it is, its stat fingerprint, its known hash.
+
+    ``known_hash`` is the content hash the index holds for it (None for a new
+    file or a forced re-index): equal content is not extracted again.
+    """
+
     path: str
     rel_path: str
     root: str
@@ -67,11 +73,14 @@ class _Job:
     known_hash: str | None
 
 
+_Job = Job  # the name before issue #18
+
+
 @dataclass(frozen=True, slots=True)
 class Prepared:
     """A file read and processed, ready to store (or a reason it was not)."""
 
-    job: _Job
+    job: Job
     hash: str = ""
     same: bool = False
     skip: str = ""
@@ -96,7 +105,7 @@ def _limits(cfg: Config) -> ExtractLimits:
     )
 
 
-def prepare(job: _Job, cfg: Config, *, bulk: bool = False) -> Prepared:
+def prepare(job: Job, cfg: Config, *, bulk: bool = False) -> Prepared:
     """Read, hash, extract, segment, tokenise and embed one file (worker-safe).
 
     ``bulk`` is True in the scan's worker processes, which import numpy when
@@ -526,7 +535,7 @@ def _scan(
     known = {rid: store.fingerprints(rid) for rid in root_ids.values()}
     seen: dict[int, set[str]] = {rid: set() for rid in root_ids.values()}
     complete = {rid: True for rid in root_ids.values()}
-    jobs: list[_Job] = []
+    jobs: list[Job] = []
     walk_scopes: list[Path | None] = list(scopes) or [None]
     workers = _Workers(cfg)
     try:
@@ -605,13 +614,13 @@ def _under(rel_path: str, prefixes: list[str]) -> bool:
     )
 
 
-def _job(entry: FileEntry, known_hash: str | None) -> _Job:
-    return _Job(str(entry.path), entry.rel_path, str(entry.root), entry.size,
+def _job(entry: FileEntry, known_hash: str | None) -> Job:
+    return Job(str(entry.path), entry.rel_path, str(entry.root), entry.size,
                 entry.mtime_ns, known_hash)  # fmt: skip
 
 
 def _apply(
-    store: Store, cfg: Config, jobs: list[_Job], root_ids: dict[str, int],
+    store: Store, cfg: Config, jobs: list[Job], root_ids: dict[str, int],
     known: dict[int, dict[str, Fingerprint]], result: ScanResult,
     on_progress: ProgressFn | None, workers: _Workers | None = None,
 ) -> None:  # fmt: skip
