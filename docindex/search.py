@@ -42,7 +42,7 @@ from typing import Any
 
 from .config import Config
 from .embed import NgramEmbedder
-from .embedder import choose
+from .embedder import Embedder, choose
 from .embedder import embedder_for as _embedder
 from .models import Hit
 from .models import QueryOptions as QueryOptions  # re-exported: the old home
@@ -361,10 +361,50 @@ def search(
             result.hint = _zero_hint(store, text, cfg, opts)
         result.took_ms = _ms(started)
         return result
+    lists, gate, degraded = _lists(store, text, qterms, cfg, opts)
+    result.degraded = degraded
+    result.used = [name for name, pairs in lists.items() if pairs]
+    fused = _fuse(lists, cfg)
+    raw = {
+        name: {sid: (i, s) for i, (sid, s) in enumerate(pairs, start=1)}
+        for name, pairs in lists.items()
+    }
+    ranked = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
+    ranked = [(sid, s) for sid, s in ranked if s >= opts.min_score]
+    want = opts.top + opts.offset
+    if opts.files and "lexical" in lists:
+        # --files ranks whole documents (bm25 over all their segments).
+        ranked, rows, raw = _rank_documents(store, fused, lists, qterms, cfg, opts)
+    elif opts.files:
+        ranked, rows = _best_per_document(store, ranked, want)
+    else:
+        rows = store.segments_by_id([sid for sid, _ in ranked[:want]])
+    result.total = len(ranked)
+    if opts.offset + opts.top < len(ranked):
+        result.next_offset = opts.offset + opts.top
+    page = ranked[opts.offset : opts.offset + opts.top]
+    result.hits = _page_hits(store, page, rows, raw, gate, qterms, cfg, opts)
+    if hint and not result.hits and opts.offset == 0:
+        result.hint = _zero_hint(store, text, cfg, opts)
+    result.took_ms = _ms(started)
+    return result
+
+
+Ranked = list[tuple[int, float]]  # (segment id, score) best first
+
+
+def _lists(
+    store: Store, text: str, qterms: list[str], cfg: Config, opts: QueryOptions
+) -> tuple[dict[str, Ranked], str | None, bool]:
+    """The ranked lists to fuse, the language gate (or None) and ``degraded``.
+
+    Lists: ``lexical`` (bm25), ``semantic`` (cosine) and, for a gated neural
+    query, ``ngram`` (n-gram vectors made on the fly).
+    """
     only = _doc_filter(opts)
     pool = max(200, min(2000, (opts.top + opts.offset) * 20))
-    lists: dict[str, list[tuple[int, float]]] = {}
-    semantic: list[tuple[int, float]] | None = None
+    lists: dict[str, Ranked] = {}
+    semantic: Ranked | None = None
     every_vector = opts.mode == "semantic" and store.max_segment_id() <= ALL_VECTORS_MAX
     if every_vector:
         # Pure semantic ranking scores every vector (one matrix product), so a
@@ -385,7 +425,7 @@ def search(
     # Language gate (issue #9): an English-only neural model gets no weight
     # on a mostly-CJK or mostly-[UNK] query; --explain shows it as "gate".
     gate = _dense_gate(cfg, text) if opts.mode == "auto" else None
-    result.degraded = _provider_degraded(cfg)  # minilm chosen but not installed
+    degraded = _provider_degraded(cfg)  # minilm chosen but not installed
     if gate is not None:
         semantic = []
         # The n-gram vectors' small gain on CJK should survive the gate: score
@@ -400,29 +440,19 @@ def search(
         semantic = _semantic(store, text, cfg, candidates, only, pool)
     if opts.mode in ("auto", "semantic"):
         if semantic is None:
-            result.degraded = True
+            degraded = True
         elif semantic:
             lists["semantic"] = semantic
-    result.used = [name for name, pairs in lists.items() if pairs]
-    fused = _fuse(lists, cfg)
-    raw = {
-        name: {sid: (i, s) for i, (sid, s) in enumerate(pairs, start=1)}
-        for name, pairs in lists.items()
-    }
-    ranked = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
-    ranked = [(sid, s) for sid, s in ranked if s >= opts.min_score]
-    want = opts.top + opts.offset
-    if opts.files and "lexical" in lists:
-        # --files ranks whole documents (bm25 over all their segments).
-        ranked, rows, raw = _rank_documents(store, fused, lists, qterms, cfg, opts)
-    elif opts.files:
-        ranked, rows = _best_per_document(store, ranked, want)
-    else:
-        rows = store.segments_by_id([sid for sid, _ in ranked[:want]])
-    result.total = len(ranked)
-    page = ranked[opts.offset : opts.offset + opts.top]
-    if opts.offset + opts.top < len(ranked):
-        result.next_offset = opts.offset + opts.top
+    return lists, gate, degraded
+
+
+def _page_hits(
+    store: Store, page: Ranked, rows: dict[int, SegmentRow],
+    raw: dict[str, dict[int, tuple[int, float]]], gate: str | None,
+    qterms: list[str], cfg: Config, opts: QueryOptions,
+) -> list[Hit]:  # fmt: skip
+    """The page's hits, with ``--explain`` details when asked."""
+    hits: list[Hit] = []
     for sid, score in page:
         row = rows.get(sid) or store.segments_by_id([sid]).get(sid)
         if row is None:
@@ -437,11 +467,8 @@ def search(
             explain["fused"] = round(score, 6)
             if gate is not None:
                 explain["gate"] = gate
-        result.hits.append(_hit(store, row, score, qterms, cfg, opts, raw, explain))
-    if hint and not result.hits and opts.offset == 0:
-        result.hint = _zero_hint(store, text, cfg, opts)
-    result.took_ms = _ms(started)
-    return result
+        hits.append(_hit(store, row, score, qterms, cfg, opts, raw, explain))
+    return hits
 
 
 def _utf8(text: str) -> str:
@@ -562,16 +589,10 @@ def _semantic(
         recorded != embedder.params()
     ):
         return None  # vectors from another model (or minilm not installed): issue #9
-    if candidates is None:
-        ids, blobs = store.all_vectors(only)
-        if not ids and not only:
-            return None
-    elif candidates:
-        ids, blobs = store.vectors(candidates)
-        if not ids and store.counts().embedded == 0:
-            return None  # an index scanned without vectors (e.g. max_embedded = 0)
-    else:
-        return []
+    found = _stored_vectors(store, candidates, only)
+    if found is None:
+        return None
+    ids, blobs = found
     if not ids:
         return []
     qt = embedder.query_terms(text)
@@ -591,19 +612,49 @@ def _semantic(
         # score a few hundred candidates; pure Python does it in ~2 ms (#7).
         # A process that keeps querying (MCP, --queries, a library user) pays
         # the import once and saves those ms on every later query.
-        from .embed import cosine_int8
+        return _cosines_pure(ngram, text, idf, ids, blobs, limit)
+    return _cosines_numpy(embedder, text, idf, ids, blobs, limit)
 
-        qlist = ngram.query_vector(text, weights=idf)
-        if not any(qlist):
-            return []
-        pure = sorted(
-            (
-                (sid, sim)
-                for sid, sim in zip(ids, cosine_int8(qlist, blobs), strict=True)
-            ),
-            key=lambda pair: (-pair[1], pair[0]),
-        )
-        return [(sid, sim) for sid, sim in pure[:limit] if sim > 0]
+
+def _stored_vectors(
+    store: Store, candidates: list[int] | None, only: DocFilter
+) -> tuple[list[int], list[bytes]] | None:
+    """(ids, blobs) to score; None when the index has no vectors to use."""
+    if candidates is None:
+        ids, blobs = store.all_vectors(only)
+        if not ids and not only:
+            return None
+    elif candidates:
+        ids, blobs = store.vectors(candidates)
+        if not ids and store.counts().embedded == 0:
+            return None  # an index scanned without vectors (e.g. max_embedded = 0)
+    else:
+        return [], []
+    return ids, blobs
+
+
+def _cosines_pure(
+    ngram: NgramEmbedder, text: str, idf: dict[str, float], ids: list[int],
+    blobs: list[bytes], limit: int,
+) -> list[tuple[int, float]]:  # fmt: skip
+    """``_cosines_numpy`` without numpy, for a few hundred candidates."""
+    from .embed import cosine_int8
+
+    qlist = ngram.query_vector(text, weights=idf)
+    if not any(qlist):
+        return []
+    pure = sorted(
+        ((sid, sim) for sid, sim in zip(ids, cosine_int8(qlist, blobs), strict=True)),
+        key=lambda pair: (-pair[1], pair[0]),
+    )
+    return [(sid, sim) for sid, sim in pure[:limit] if sim > 0]
+
+
+def _cosines_numpy(
+    embedder: Embedder, text: str, idf: dict[str, float], ids: list[int],
+    blobs: list[bytes], limit: int,
+) -> list[tuple[int, float]]:  # fmt: skip
+    """The best ``limit`` positive cosines of the query with the stored vectors."""
     import numpy as np
 
     from .embed import dequantize
