@@ -17,14 +17,14 @@ from .tokenize import query_terms, word_spans
 if TYPE_CHECKING:
     from .config import Config
     from .models import Hit, QueryOptions, QueryResult
-    from .store import Store
+    from .store import Index
 
 _SAMPLE = 50  # unfiltered hits inspected for would-match values
 _SHOWN = 10  # values reported per filter
 
 
 def zero_result_hint(
-    store: Store, text: str, cfg: Config, opts: QueryOptions,
+    store: Index, text: str, cfg: Config, opts: QueryOptions,
     run: Callable[[QueryOptions], QueryResult],
 ) -> dict[str, Any]:  # fmt: skip
     """Explain an empty result and suggest what to try next.
@@ -92,7 +92,7 @@ def _words(text: str) -> list[str]:
     return list(dict.fromkeys(word for _, _, word in word_spans(text)))
 
 
-def _unmatched(store: Store, words: list[str], cfg: Config) -> list[str]:
+def _unmatched(store: Index, words: list[str], cfg: Config) -> list[str]:
     """Words none of whose index terms occur in any segment (fts5vocab)."""
     per_word = {
         w: query_terms(w, cjk_ngram=cfg.cjk_ngram, use_stem=cfg.stem) for w in words
@@ -108,7 +108,7 @@ def _rerun(
     return run(dataclasses.replace(opts, offset=0, explain=False, **changes))
 
 
-def _would_match(store: Store, hits: list[Hit], opts: QueryOptions) -> dict[str, Any]:
+def _would_match(store: Index, hits: list[Hit], opts: QueryOptions) -> dict[str, Any]:
     pairs = list(dict.fromkeys((h.root, h.rel_path) for h in hits))
     docs = store.documents_at(pairs)
     out: dict[str, Any] = {}

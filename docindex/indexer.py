@@ -40,8 +40,8 @@ from .models import ProgressFn, ScanResult, SkipReason
 from .store import (
     EncodedSegments,
     Fingerprint,
+    Index,
     NewDocument,
-    Store,
     compress_body,
     encode_segments,
 )
@@ -381,7 +381,7 @@ def _prepare_all(
 # -- the scan -----------------------------------------------------------------
 
 
-def check_settings(store: Store, cfg: Config) -> None:
+def check_settings(store: Index, cfg: Config) -> None:
     """Refuse an index whose tokenizer or embedder differs from ``cfg``."""
     recorded = store.get_meta("tokenizer")
     wanted = {
@@ -422,7 +422,7 @@ def resolve_scope(roots: Sequence[Path], path: Path) -> Path:
 
 
 def scan(
-    store: Store,
+    store: Index,
     cfg: Config,
     *,
     scopes: Sequence[Path] = (),
@@ -475,7 +475,7 @@ EMBED_COMMIT = 512  # segments embedded per committed transaction
 
 
 def embed_pending(
-    store: Store, cfg: Config, *, on_progress: ProgressFn | None = None,
+    store: Index, cfg: Config, *, on_progress: ProgressFn | None = None,
     result: ScanResult | None = None,
 ) -> int:  # fmt: skip
     """Embed the segments that have no vector yet, committing every EMBED_COMMIT.
@@ -521,7 +521,7 @@ def embed_pending(
 
 
 def _scan(
-    store: Store, cfg: Config, roots: list[Path], scopes: Sequence[Path], force: bool,
+    store: Index, cfg: Config, roots: list[Path], scopes: Sequence[Path], force: bool,
     on_progress: ProgressFn | None, result: ScanResult,
 ) -> None:  # fmt: skip
     from .walker import SkipEntry, WalkOptions, walk
@@ -620,7 +620,7 @@ def _job(entry: FileEntry, known_hash: str | None) -> Job:
 
 
 def _apply(
-    store: Store, cfg: Config, jobs: list[Job], root_ids: dict[str, int],
+    store: Index, cfg: Config, jobs: list[Job], root_ids: dict[str, int],
     known: dict[int, dict[str, Fingerprint]], result: ScanResult,
     on_progress: ProgressFn | None, workers: _Workers | None = None,
 ) -> None:  # fmt: skip
@@ -653,13 +653,13 @@ class _Fill:
     embedded_exact: bool = False
 
     @classmethod
-    def of(cls, store: Store) -> _Fill:
+    def of(cls, store: Index) -> _Fill:
         n_docs, n_segments = store.fill_counts()
         return cls(n_docs, n_segments, n_segments)
 
 
 def _apply_one(
-    store: Store, cfg: Config, prep: Prepared, rid: int,
+    store: Index, cfg: Config, prep: Prepared, rid: int,
     known: dict[int, dict[str, Fingerprint]], result: ScanResult, fill: _Fill,
 ) -> None:  # fmt: skip
     """Store one prepared file (or its skip), within the index's caps."""
@@ -712,7 +712,7 @@ def _apply_one(
 
 
 def _within_max_embedded(
-    store: Store, cfg: Config, prep: Prepared, result: ScanResult, fill: _Fill
+    store: Index, cfg: Config, prep: Prepared, result: ScanResult, fill: _Fill
 ) -> tuple[bytes, ...] | None:
     """The file's vectors, cut to what ``max_embedded`` leaves room for."""
     vectors = prep.vectors
@@ -729,7 +729,7 @@ def _within_max_embedded(
 
 
 def _store_prepared(
-    store: Store, root_id: int, prep: Prepared, vectors: tuple[bytes, ...] | None
+    store: Index, root_id: int, prep: Prepared, vectors: tuple[bytes, ...] | None
 ) -> None:
     job = prep.job
     store.add_document(
@@ -742,7 +742,7 @@ def _store_prepared(
     )  # fmt: skip
 
 
-def remove_document(store: Store, cfg: Config, doc_id: int) -> None:
+def remove_document(store: Index, cfg: Config, doc_id: int) -> None:
     """Delete a document with its FTS rows (tokens recomputed from the stored text)."""
     doc = store.document(doc_id)
     if doc is None:

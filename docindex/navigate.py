@@ -29,7 +29,7 @@ from .models import (
     Shown,
 )
 from .segment import markdown_headings
-from .store import DocFilter, SegmentRow, Store
+from .store import DocFilter, Index, SegmentRow
 
 MARKDOWN_KINDS = ("md", "docx")  # kinds whose text carries ``#`` headings
 _LINE_SUFFIX = re.compile(r"^(.*):(\d+)$")
@@ -91,12 +91,12 @@ def resolve_inside(roots: Sequence[str], arg: str, cwd: Path | None = None) -> P
     return Path(_join(root, rel)) if rel != "." else Path(root)
 
 
-def _root_ids(store: Store, roots: Sequence[str]) -> dict[str, int]:
+def _root_ids(store: Index, roots: Sequence[str]) -> dict[str, int]:
     known = {path: rid for rid, path in store.roots().items()}
     return {r: known[r] for r in roots if r in known}
 
 
-def _doc_of(store: Store, doc_id: int) -> DocumentRef:
+def _doc_of(store: Index, doc_id: int) -> DocumentRef:
     row = store.document(doc_id)
     if row is None:  # deleted between two statements
         raise DocindexError("the document is no longer in the index")
@@ -105,7 +105,7 @@ def _doc_of(store: Store, doc_id: int) -> DocumentRef:
 
 
 def resolve_file(
-    store: Store, roots: Sequence[str], arg: str, *, cwd: Path | None = None
+    store: Index, roots: Sequence[str], arg: str, *, cwd: Path | None = None
 ) -> DocumentRef:
     """The indexed document ``arg`` names (relative to a root, or absolute in one).
 
@@ -129,7 +129,7 @@ def resolve_file(
 
 
 def _chunk_rows(
-    store: Store, roots: Sequence[str], arg: str, cwd: Path | None
+    store: Index, roots: Sequence[str], arg: str, cwd: Path | None
 ) -> list[SegmentRow]:
     """Segments whose chunk id is ``arg``; its path part is checked against the roots.
 
@@ -148,7 +148,7 @@ def _chunk_rows(
     return []
 
 
-def _chunk(store: Store, row: SegmentRow, position: int) -> Chunk:
+def _chunk(store: Index, row: SegmentRow, position: int) -> Chunk:
     text = store.body(row.doc_id)[row.char_start : row.char_end]
     return Chunk(
         chunk_id=row.chunk_id, position=position, start_line=row.start_line,
@@ -173,14 +173,14 @@ def _opening_chunk(segments: list[SegmentRow], line: int) -> str:
     return segments[-1].chunk_id if segments else ""
 
 
-def _doc_headings(store: Store, doc: DocumentRef) -> list[tuple[int, str, int]]:
+def _doc_headings(store: Index, doc: DocumentRef) -> list[tuple[int, str, int]]:
     if doc.kind not in MARKDOWN_KINDS:
         return []
     return [(lvl, txt, i + 1) for lvl, txt, i in _headings(store.body(doc.id))]
 
 
 def outline(
-    store: Store, roots: Sequence[str], file: str, *, depth: int = 6,
+    store: Index, roots: Sequence[str], file: str, *, depth: int = 6,
     cwd: Path | None = None,
 ) -> Outline:  # fmt: skip
     """Title and headings (level <= ``depth``) of one document, with lines.
@@ -210,7 +210,7 @@ def outline(
 
 
 def section(
-    store: Store, roots: Sequence[str], file: str, heading: str, *,
+    store: Index, roots: Sequence[str], file: str, heading: str, *,
     include_subsections: bool = True, cwd: Path | None = None,
 ) -> Section:  # fmt: skip
     """The section under ``heading`` (case-insensitive; first match in the file).
@@ -258,7 +258,7 @@ def section(
 
 
 def show(
-    store: Store, roots: Sequence[str], target: str, *, context: int = 0,
+    store: Index, roots: Sequence[str], target: str, *, context: int = 0,
     cwd: Path | None = None,
 ) -> Shown:  # fmt: skip
     """A chunk (by id, or ``FILE[:LINE]``) plus ``context`` chunks either side.
@@ -316,7 +316,7 @@ def _segment_at(segments: list[SegmentRow], line: int | None) -> int:
 
 
 def list_documents(
-    store: Store, roots: Sequence[str], *, path_glob: str | None = None,
+    store: Index, roots: Sequence[str], *, path_glob: str | None = None,
     types: Sequence[str] = (), limit: int = 50, offset: int = 0,
 ) -> DocumentList:  # fmt: skip
     """Indexed documents under the roots, sorted by root and path.
@@ -346,7 +346,7 @@ def list_documents(
 
 
 def _doc_filter(
-    store: Store, roots: Sequence[str], path_glob: str | None, types: Sequence[str]
+    store: Index, roots: Sequence[str], path_glob: str | None, types: Sequence[str]
 ) -> DocFilter:
     return DocFilter(
         root_ids=tuple(_root_ids(store, roots).values()),
@@ -356,7 +356,7 @@ def _doc_filter(
 
 
 def related(
-    store: Store, roots: Sequence[str], target: str, *, top: int = 10,
+    store: Index, roots: Sequence[str], target: str, *, top: int = 10,
     same_file: bool = False, cwd: Path | None = None,
 ) -> Related:  # fmt: skip
     """Chunks nearest by vector to a chunk, or to a file's centroid.
@@ -416,7 +416,7 @@ def related(
     return Related(source, hits)
 
 
-def _related_hit(store: Store, row: SegmentRow, score: float) -> RelatedHit:
+def _related_hit(store: Index, row: SegmentRow, score: float) -> RelatedHit:
     text = store.body(row.doc_id)[row.char_start : row.char_end]
     snippet = " ".join(text.split())[:200]
     return RelatedHit(

@@ -48,7 +48,7 @@ from .models import Hit
 from .models import QueryOptions as QueryOptions  # re-exported: the old home
 from .models import QueryResult as QueryResult
 from .snippet import best_line, make_snippet, match_spans
-from .store import DocFilter, SegmentRow, Store
+from .store import DocFilter, Index, SegmentRow
 from .tokenize import STOPWORDS, query_terms, terms
 
 MODES = ("auto", "lexical", "semantic")
@@ -147,7 +147,7 @@ def _fuse(lists: dict[str, list[tuple[int, float]]], cfg: Config) -> dict[int, f
 
 
 def _best_per_document(
-    store: Store, ranked: list[tuple[int, float]], want: int
+    store: Index, ranked: list[tuple[int, float]], want: int
 ) -> tuple[list[tuple[int, float]], dict[int, SegmentRow]]:
     """Keep each document's best segment (``ranked`` is best first).
 
@@ -185,7 +185,7 @@ _RawLists = dict[str, dict[int, tuple[int, float]]]  # list -> id -> (rank, raw)
 
 
 def _rank_documents(
-    store: Store, fused: dict[int, float], lists: dict[str, list[tuple[int, float]]],
+    store: Index, fused: dict[int, float], lists: dict[str, list[tuple[int, float]]],
     qterms: list[str], cfg: Config, opts: QueryOptions,
 ) -> tuple[list[tuple[int, float]], dict[int, SegmentRow], _RawLists]:  # fmt: skip
     """Re-rank the best candidate documents by document-level scores.
@@ -250,7 +250,7 @@ def _rank_documents(
 
 
 def _doc_bm25(
-    store: Store, weights: Mapping[str, float], counts: Mapping[int, Counter[str]]
+    store: Index, weights: Mapping[str, float], counts: Mapping[int, Counter[str]]
 ) -> dict[int, float]:
     """Weighted bm25 (k1 = DOC_K1, b = DOC_B) of whole documents.
 
@@ -280,7 +280,7 @@ def _doc_bm25(
 
 
 def _feedback_terms(
-    store: Store, qterms: list[str], scores: dict[int, float],
+    store: Index, qterms: list[str], scores: dict[int, float],
     counts: Mapping[int, Counter[str]], cfg: Config,
 ) -> dict[str, float]:  # fmt: skip
     """RM3-style query: the user's terms plus the top documents' salient terms.
@@ -338,7 +338,7 @@ def _stopword_terms(cfg: Config, words: frozenset[str]) -> frozenset[str]:
 
 
 def search(
-    store: Store, text: str, cfg: Config, opts: QueryOptions, *, hint: bool = True
+    store: Index, text: str, cfg: Config, opts: QueryOptions, *, hint: bool = True
 ) -> QueryResult:
     """Run one query against an open index.
 
@@ -394,7 +394,7 @@ Ranked = list[tuple[int, float]]  # (segment id, score) best first
 
 
 def _lists(
-    store: Store, text: str, qterms: list[str], cfg: Config, opts: QueryOptions
+    store: Index, text: str, qterms: list[str], cfg: Config, opts: QueryOptions
 ) -> tuple[dict[str, Ranked], str | None, bool]:
     """The ranked lists to fuse, the language gate (or None) and ``degraded``.
 
@@ -447,7 +447,7 @@ def _lists(
 
 
 def _page_hits(
-    store: Store, page: Ranked, rows: dict[int, SegmentRow],
+    store: Index, page: Ranked, rows: dict[int, SegmentRow],
     raw: dict[str, dict[int, tuple[int, float]]], gate: str | None,
     qterms: list[str], cfg: Config, opts: QueryOptions,
 ) -> list[Hit]:  # fmt: skip
@@ -495,7 +495,7 @@ def _utf8_options(opts: QueryOptions) -> QueryOptions:
 
 
 def _zero_hint(
-    store: Store, text: str, cfg: Config, opts: QueryOptions
+    store: Index, text: str, cfg: Config, opts: QueryOptions
 ) -> dict[str, Any]:
     from .hints import zero_result_hint
 
@@ -527,7 +527,7 @@ _FALLBACK: dict[tuple[int, int, bool], Any] = {}
 
 
 def _ngram_fallback(
-    store: Store, text: str, cfg: Config, lexical: list[tuple[int, float]]
+    store: Index, text: str, cfg: Config, lexical: list[tuple[int, float]]
 ) -> list[tuple[int, float]]:
     """Cosine of n-gram vectors made now for the lexical candidates (gated queries).
 
@@ -568,7 +568,7 @@ def _provider_degraded(cfg: Config) -> bool:
 
 
 def _semantic(
-    store: Store, text: str, cfg: Config, candidates: list[int] | None,
+    store: Index, text: str, cfg: Config, candidates: list[int] | None,
     only: DocFilter, limit: int,
 ) -> list[tuple[int, float]] | None:  # fmt: skip
     """Cosine ranking, best first (positive cosines only, at most ``limit``).
@@ -617,7 +617,7 @@ def _semantic(
 
 
 def _stored_vectors(
-    store: Store, candidates: list[int] | None, only: DocFilter
+    store: Index, candidates: list[int] | None, only: DocFilter
 ) -> tuple[list[int], list[bytes]] | None:
     """(ids, blobs) to score; None when the index has no vectors to use."""
     if candidates is None:
@@ -672,7 +672,7 @@ def _cosines_numpy(
 
 
 def _hit(
-    store: Store, row: SegmentRow, score: float, qterms: list[str], cfg: Config,
+    store: Index, row: SegmentRow, score: float, qterms: list[str], cfg: Config,
     opts: QueryOptions, raw: dict[str, dict[int, tuple[int, float]]],
     explain: dict[str, Any] | None,
 ) -> Hit:  # fmt: skip

@@ -72,6 +72,9 @@ class Index(Protocol):
     def document(self, doc_id: int) -> StoredDocument | None:
         """A document's row, or None."""
 
+    def find_document(self, root_id: int, rel_path: str) -> int | None:
+        """Id of the document at (root, rel_path), or None."""
+
     def documents(
         self, only: DocFilter = ..., limit: int = -1, offset: int = 0
     ) -> tuple[list[StoredDocument], int]:
