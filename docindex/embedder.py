@@ -11,6 +11,7 @@ for but cannot run, the choice falls back to ``ngram`` and says why
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -120,21 +121,19 @@ def make_embedder(
     return make_choice(provider, dim, cjk_ngram, use_stem, model).embedder
 
 
-_CHOICES: dict[tuple[str, int, int, bool, str], EmbedderChoice] = {}
-
-
 def choose(cfg: Config) -> EmbedderChoice:
     """The embedder ``cfg`` asks for, built once per process and settings.
 
     Cached because a model loads once (seconds for ``minilm``) and the
     n-gram embedder keeps its feature vocabulary warm between calls.
     """
-    key = (cfg.embedding_provider, cfg.embedding_dim, cfg.cjk_ngram, cfg.stem,
-           cfg.embedding_model)  # fmt: skip
-    choice = _CHOICES.get(key)
-    if choice is None:
-        choice = _CHOICES[key] = make_choice(*key)
-    return choice
+    return _cached_choice(
+        cfg.embedding_provider, cfg.embedding_dim, cfg.cjk_ngram, cfg.stem,
+        cfg.embedding_model,
+    )  # fmt: skip
+
+
+_cached_choice = functools.cache(make_choice)
 
 
 def embedder_for(cfg: Config) -> Embedder | None:
