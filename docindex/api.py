@@ -63,10 +63,13 @@ def scan(
                 f"it, run `docindex scan --root {shlex.quote(str(path))}`"
             ) from None
     with ws.open(create=True) as store, _progress_ctx(progress) as on_progress:
-        with store.atomic():
-            store.set_meta("location", str(ws.db))
         result = core_scan(store, ws.config, scopes=scopes, force=force,
                            on_progress=on_progress, bulk=True)  # fmt: skip
+        if store.get_meta("location") != str(ws.db):
+            # Where the index was written: a copy or move of its folder shows
+            # as a different place later (workspace.relocation, issue #20).
+            with store.atomic():
+                store.set_meta("location", str(ws.db))
     if missing and not result.removed:
         raise MisuseError(f"{path} does not exist, and nothing under it was indexed")
     return result
