@@ -82,7 +82,7 @@ def _color() -> bool | None:
 def _rich_color() -> dict[str, Any]:
     color = _color()
     if color is False:
-        return {"no_color": True, "force_terminal": None}
+        return {"color_system": None}  # no colour, no bold: plain text
     if color is True:
         return {"force_terminal": True}
     return {}

@@ -135,23 +135,27 @@ def _clean(text: str) -> str:
 def vimgrep_lines(hits: list[Hit], lines: list[list[tuple[int, str]]]) -> list[str]:
     """``path:line:col:text`` per hit, as ``rg --vimgrep`` prints (vim's ``-q``).
 
-    ``col`` is the 1-based column of the first highlighted word on the hit's
-    line (1 when none is on it); ``text`` is that line, else the snippet.
+    ``lines`` holds each hit's segment, numbered. The line is the hit's own
+    line when a highlighted word is on it, else the segment's first line that
+    has one (an editor should land on a match); ``col`` is the 1-based column
+    of that word (1 when there is none) and ``text`` the line as indexed.
     """
     out = []
-    for hit, around in zip(hits, lines or [[]] * len(hits), strict=False):
-        text = next((t for n, t in around if n == hit.line), "")
-        col = 1
-        lowered = text.lower()
-        for m in _MARK.finditer(hit.snippet):
-            found = lowered.find(m.group(1).lower())
-            if found >= 0:
-                col = found + 1
+    for hit, segment in zip(hits, lines or [[]] * len(hits), strict=False):
+        words = [m.group(1).lower() for m in _MARK.finditer(hit.snippet)]
+        ordered = sorted(segment, key=lambda nt: nt[0] != hit.line)
+        line, col, text = hit.line, 1, ""
+        for number, candidate in ordered:
+            found = [i for w in words if (i := candidate.lower().find(w)) >= 0]
+            if found:
+                line, col, text = number, min(found) + 1, candidate
                 break
+        else:
+            text = next((t for n, t in segment if n == hit.line), "")
         if not text:
             text = _MARK.sub(r"\1", hit.snippet)
         text = _clean(text).replace("\n", " ")
-        out.append(f"{_clean(hit.path)}:{hit.line}:{col}:{text}")
+        out.append(f"{_clean(hit.path)}:{line}:{col}:{text}")
     return out
 
 
@@ -197,6 +201,10 @@ def human_size(n: float) -> str:
 TOP = 10  # types and facets shown by ``docindex stats``
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
 def print_stats(console: Any, stats: dict[str, Any]) -> None:
     """Index statistics on one screen; ``--json`` has every facet value."""
     from rich.table import Table
@@ -222,8 +230,8 @@ def print_stats(console: Any, stats: dict[str, Any]) -> None:
         label = f"facets (top {min(TOP, len(facets))} of {len(facets)})"
         table.add_row(
             label if number == 0 else "",
-            f"{facet['key']}: {facet['documents']:,} documents, "
-            f"{facet['values']:,} values",
+            f"{facet['key']}: {_count(facet['documents'], 'document')}, "
+            f"{_count(facet['values'], 'value')}",
         )
     console.print(table)
     if len(facets) > TOP:
@@ -312,9 +320,15 @@ def print_documents(
         console.print(Text(_list_footer(listing, offset), style="dim"))
         return
     table = Table(box=None)
+    # Paths are what people copy: the title gives way first (issue #20).
+    longest = max((len(d.rel_path) for d in listing.documents), default=4)
     for name in ("path", "type", "size", "segments", "title"):
+        wide = min(longest, max(20, console.width - 40)) if name == "path" else None
         table.add_column(
-            name, justify="right" if name in ("size", "segments") else "left"
+            name,
+            justify="right" if name in ("size", "segments") else "left",
+            min_width=wide,
+            overflow="ellipsis" if name == "title" else "fold",
         )
     for doc in listing.documents:
         table.add_row(
