@@ -276,7 +276,9 @@ def test_piped_output_has_full_untruncated_paths(tmp_path: Path) -> None:
 
 def test_stats_fits_one_screen(tmp_path: Path) -> None:
     files = {
-        f"d{i}.md": "---\n" + "".join(f"k{j}: v{i}\n" for j in range(30)) + "---\n# T\n\nbody text\n"
+        f"d{i}.md": "---\n"
+        + "".join(f"k{j}: v{i}\n" for j in range(30))
+        + "---\n# T\n\nbody text\n"
         for i in range(40)
     }
     docs = write_tree(tmp_path / "docs", files)
