@@ -480,30 +480,50 @@ def settings(db: str | None, near: list[str] | None = None) -> dict[str, Any]:
 
 
 def hit_lines(
-    db: str | None, hits: list[Any], context: int
+    db: str | None, hits: list[Any], context: int, *, whole_chunk: bool = False
 ) -> list[list[tuple[int, str]]]:
     """Each hit's line with ``context`` lines either side, from the indexed text.
 
-    For ``query --context N`` and ``--vimgrep``; lines are (number, text) and
-    come from the text the index holds, so they match the hit's line numbers.
+    For ``query --context N`` and ``--vimgrep`` (``whole_chunk``: every line of
+    the hit's segment). Lines are (number, text), numbered as the hit's
+    ``line`` is (within its page or slide for PDF and PPTX), and come from
+    the text the index holds.
     """
     ws = workspace.load(db)
     out: list[list[tuple[int, str]]] = []
     with ws.open(readonly=_readonly_ok(ws.db)) as store:
-        docs = store.documents_at(
-            list(dict.fromkeys((h.root, h.rel_path) for h in hits))
-        )
-        ids = {(d["root"], d["rel_path"]): d["id"] for d in docs}
         bodies: dict[int, list[str]] = {}
         for hit in hits:
-            doc_id = ids.get((hit.root, hit.rel_path))
-            if doc_id is None:
+            rows = [
+                r
+                for r in store.segments_by_chunk_id(hit.chunk_id)
+                if r.root == hit.root
+            ]
+            if not rows:
                 out.append([])
                 continue
-            if doc_id not in bodies:
-                bodies[doc_id] = store.body(doc_id).split("\n")
-            lines = bodies[doc_id]
-            lo = max(1, hit.line - context)
-            hi = min(len(lines), hit.line + context)
-            out.append([(n, lines[n - 1]) for n in range(lo, hi + 1)])
+            seg = rows[0]
+            if seg.doc_id not in bodies:
+                bodies[seg.doc_id] = store.body(seg.doc_id).split("\n")
+            lines = bodies[seg.doc_id]
+            # The segment's first line in the whole text; its start_line may
+            # count from the top of a page instead.
+            first = sum(1 for _ in _newlines(lines, seg.char_start)) + 1
+            shift = first - hit.start_line
+            if whole_chunk:
+                lo, hi = first, first + (hit.end_line - hit.start_line)
+            else:
+                lo, hi = hit.line + shift - context, hit.line + shift + context
+            lo, hi = max(1, lo, 1 + shift), min(len(lines), hi)  # not before the page
+            out.append([(n - shift, lines[n - 1]) for n in range(lo, hi + 1)])
     return out
+
+
+def _newlines(lines: list[str], offset: int) -> Iterator[None]:
+    """One item per line break before character ``offset`` of the joined text."""
+    seen = 0
+    for line in lines:
+        seen += len(line) + 1
+        if seen > offset:
+            return
+        yield None
