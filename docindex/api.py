@@ -70,6 +70,14 @@ def scan(
             # as a different place later (workspace.relocation, issue #20).
             with store.atomic():
                 store.set_meta("location", str(ws.db))
+    for err in result.errors:
+        if err["reason"] == "missing-root":
+            root = shlex.quote(err["path"])
+            result.warnings.append(
+                f"root {err['path']} no longer exists; its documents are kept. If "
+                f"it moved, run `docindex roots move {root} NEW`; to forget it, "
+                f"`docindex roots remove {root}`"
+            )
     if missing and not result.removed:
         raise MisuseError(f"{path} does not exist, and nothing under it was indexed")
     return result

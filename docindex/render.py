@@ -398,6 +398,10 @@ def print_roots(console: Any, data: dict[str, Any]) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    if not data["roots"]:
+        hint = "no roots: add one with `docindex roots add DIR`"
+        console.print(Text(hint, style="dim"))
+        return
     table = Table(box=None)
     for name in ("root", "documents", "folder"):
         table.add_column(name, justify="right" if name == "documents" else "left")
@@ -405,10 +409,6 @@ def print_roots(console: Any, data: dict[str, Any]) -> None:
         folder = Text("ok") if root.exists else Text("missing", style="bold red")
         table.add_row(root.path, f"{root.documents:,}", folder)
     console.print(table)
-    if not data["roots"]:
-        console.print(
-            Text("no roots: add one with `docindex roots add DIR`", style="dim")
-        )
     moved = data.get("relocated")
     if moved:
         console.print(
@@ -425,10 +425,13 @@ def root_change_text(change: Any) -> str:
     if change.action == "add":
         return f"added root {change.root}; index it with `docindex scan`"
     if change.action == "remove":
-        return f"removed root {change.root} and its {change.documents} documents"
+        return (
+            f"removed root {change.root} and its {_count(change.documents, 'document')}"
+        )
     return (
-        f"moved root {change.old} -> {change.root}; kept {change.documents} "
-        "documents (run `docindex scan` to pick up changed files)"
+        f"moved root {change.old} -> {change.root}; kept "
+        f"{_count(change.documents, 'document')} (run `docindex scan` to pick up "
+        "changed files)"
     )
 
 

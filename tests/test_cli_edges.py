@@ -411,3 +411,37 @@ def test_skip_messages_name_the_folder_the_tests_read() -> None:
         for number, line in enumerate(path.read_text("utf-8").splitlines(), 1):
             if "pytest.skip(" in line:
                 assert "/work/" not in line, f"{path.name}:{number}: {line.strip()}"
+
+
+def test_context_counts_lines_within_the_slide(tmp_path: Path) -> None:
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    deck = Presentation()
+    for lines in (["first slide words", "more words here"],
+                  ["opening line", "the zebracorn line", "closing line"]):  # fmt: skip
+        slide = deck.slides.add_slide(deck.slide_layouts[6])
+        box = slide.shapes.add_textbox(Inches(1), Inches(1), Inches(6), Inches(3))
+        box.text_frame.text = "\n".join(lines)
+    docs = tmp_path / "deck"
+    docs.mkdir()
+    deck.save(str(docs / "talk.pptx"))
+    run("scan", str(docs), "-q")
+    hit = run_json("query", "zebracorn")["hits"][0]
+    assert hit["slide"] == 2
+    shown = run("query", "zebracorn", "-n", "1", "--context", "5").stdout
+    assert f">{hit['line']:>5} the zebracorn line" in shown
+    assert "first slide words" not in shown and "closing line" in shown
+
+
+def test_scan_with_a_vanished_root_says_how_to_fix_it(tmp_path: Path) -> None:
+    docs = write_tree(tmp_path / "docs", DOCS)
+    run("scan", str(docs), "-q")
+    shutil.rmtree(docs)
+    out = run_json("scan")
+    assert out["removed"] == 0  # its documents are kept until told otherwise
+    warning = next(w for w in out["warnings"] if "no longer exists" in w)
+    assert f"docindex roots move {docs.resolve()} NEW" in warning
+    run(*_fix(warning.split("to forget it, ")[1]))
+    assert run_json("roots")["roots"] == []
+    assert run_json("stats")["documents"] == 0
