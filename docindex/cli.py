@@ -6,13 +6,21 @@ import json
 import os
 import sqlite3
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
 from . import __version__
+from .cli_output import COLOR_OPTION, db_option, json_option
+from .cli_output import NdjsonProgress as _NdjsonProgress
+from .cli_output import color as _color
+from .cli_output import echo_json as _echo_json
+from .cli_output import err_console as _err_console
+from .cli_output import find_db as _find_db
+from .cli_output import out_console as _out_console
+from .cli_output import piped as _piped
+from .cli_output import progress_bar as _progress
 from .errors import DocindexError
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -58,123 +66,6 @@ def _failure(message: str, exit_code: int) -> click.ClickException:
     return _Misuse(message) if exit_code == 2 else _Failure(message)
 
 
-def _err_console(quiet: bool = False) -> Any:
-    from rich.console import Console
-
-    return Console(stderr=True, quiet=quiet, highlight=False, **_rich_color())
-
-
-def _color_choice() -> str:
-    ctx = click.get_current_context(silent=True)
-    return str(ctx.meta.get("docindex.color", "auto")) if ctx else "auto"
-
-
-def _color() -> bool | None:
-    """click.echo's ``color``: --color, then NO_COLOR / FORCE_COLOR, else auto."""
-    choice = _color_choice()
-    if choice != "auto":
-        return choice == "always"
-    if os.environ.get("NO_COLOR"):
-        return False
-    return True if os.environ.get("FORCE_COLOR") else None
-
-
-def _rich_color() -> dict[str, Any]:
-    color = _color()
-    if color is False:
-        return {"color_system": None}  # no colour, no bold: plain text
-    if color is True:
-        return {"force_terminal": True}
-    return {}
-
-
-def _out_console() -> Any:
-    from rich.console import Console
-
-    class _Console(Console):
-        def on_broken_pipe(self) -> None:
-            # rich exits 1; a reader that stopped early is no failure (#20).
-            raise BrokenPipeError
-
-    # Off a terminal, rich would wrap and truncate at 80 columns (issue #20).
-    width = None if sys.stdout.isatty() else 100_000
-    return _Console(highlight=False, width=width, **_rich_color())
-
-
-def _piped() -> bool:
-    return not sys.stdout.isatty()
-
-
-def _set_color(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    ctx.meta["docindex.color"] = value
-    return value
-
-
-COLOR_OPTION = click.Option(
-    ["--color"],
-    type=click.Choice(["auto", "always", "never"]),
-    default="auto",
-    show_default=True,
-    expose_value=False,
-    is_eager=True,
-    callback=_set_color,
-    help="Colour output (auto: on a terminal unless NO_COLOR is set).",
-)
-
-
-def _find_db(
-    db: str | None, near: tuple[str, ...] | list[str] = (), *, warn: bool = True
-) -> str | None:
-    """The one rule that finds the index (workspace.resolve_db), for every command.
-
-    ``--db``, ``DOCINDEX_DB``, the nearest ``.docindex/`` upward from the named
-    folders, then from the current directory. Warns on stderr when the index's
-    folder was copied or moved and its root still points at the old place.
-    """
-    from .workspace import relocation, resolve_db
-
-    path = resolve_db(db, near=[Path(p) for p in near])
-    if path is None:
-        return None
-    moved = relocation(path) if warn else None
-    if moved is not None:
-        click.echo(
-            click.style(
-                f"warning: this index was made for {moved.old} but lives in "
-                f"{moved.new}; answers come from the old place. If the folder "
-                f"was copied or moved, run `{moved.fix()}`",
-                fg="yellow",
-            ),
-            err=True,
-            color=_color(),
-        )
-    return str(path)
-
-
-def db_option(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``--db FILE`` with ``DOCINDEX_DB`` as its environment variable."""
-    return click.option(
-        "--db",
-        type=click.Path(dir_okay=False),
-        envvar="DOCINDEX_DB",
-        help="Index file (default: DOCINDEX_DB, else the nearest .docindex/index.db "
-        "upward from the named folder or the current directory).",
-    )(fn)
-
-
-def json_option(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``--json``: one JSON document on stdout."""
-    return click.option(
-        "--json", "as_json", is_flag=True, help="Print JSON (see README: JSON output)."
-    )(fn)
-
-
-def _echo_json(value: Any) -> None:
-    from .render import cli_json
-
-    click.echo(cli_json(value))
-
-
 @click.group(cls=_Group, context_settings=CONTEXT)
 @click.version_option(__version__, "-V", "--version", prog_name="docindex")
 def cli() -> None:
@@ -188,40 +79,6 @@ def cli() -> None:
     else the nearest .docindex/index.db upward from the folder a command names
     (scan PATH, --root), else upward from the current directory.
     """
-
-
-def _progress(enabled: bool) -> Any:
-    """A rich progress bar on stderr (transient), or a no-op."""
-    from .progress import ScanProgress
-
-    return ScanProgress(enabled and sys.stderr.isatty())
-
-
-class _NdjsonProgress:
-    """``scan --json --progress``: progress events as JSON lines on stdout."""
-
-    def __enter__(self) -> Any:
-        import time
-
-        from .render import cli_json
-
-        last: list[Any] = ["", 0.0]  # phase, time of the last event printed
-
-        def report(event: Any) -> None:
-            now = time.monotonic()
-            final = event.total is not None and event.done >= event.total
-            if event.phase == last[0] and not final and now - last[1] < 0.1:
-                return
-            last[:] = [event.phase, now]
-            click.echo(cli_json({"event": "progress", "phase": event.phase,
-                                 "done": event.done, "total": event.total,
-                                 "path": event.path}))  # fmt: skip
-            sys.stdout.flush()
-
-        return report
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 @cli.command()
@@ -834,182 +691,16 @@ def _eval_progress(on_progress: Any) -> Any:
     return report
 
 
-# -- roots and settings (issue #20) ---------------------------------------------
+# -- roots, config, and what every command shares (issue #20) -------------------
 
 
-@cli.group(invoke_without_command=True)
-@db_option
-@json_option
-@click.pass_context
-def roots(ctx: click.Context, db: str | None, as_json: bool) -> None:
-    """List the index's roots; add, remove or move one.
+def _register() -> None:
+    from .cli_help import add_examples
+    from .cli_roots import config, roots
 
-    Documents are stored relative to their root, so `roots move` after copying
-    or moving a folder keeps every document, chunk id and vector: the next scan
-    reads only the files that changed.
-    """
-    ctx.ensure_object(dict)
-    ctx.obj.update(db=db, as_json=as_json)
-    if ctx.invoked_subcommand is None:
-        _roots_list(db, as_json)
+    cli.add_command(roots)
+    cli.add_command(config)
+    add_examples(cli, COLOR_OPTION)
 
 
-def _roots_list(db: str | None, as_json: bool) -> None:
-    from . import api
-    from .render import print_roots
-
-    data = api.roots_list(_find_db(db, warn=False))
-    if as_json:
-        _echo_json(data)
-    else:
-        print_roots(_out_console(), data)
-
-
-def _roots_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    return db_option(json_option(click.pass_context(fn)))
-
-
-def _roots_db(ctx: click.Context, db: str | None) -> str | None:
-    return db or (ctx.obj or {}).get("db")
-
-
-@roots.command(name="list")
-@_roots_options
-def roots_list(ctx: click.Context, db: str | None, as_json: bool) -> None:
-    """List the roots with their document counts."""
-    _roots_list(_roots_db(ctx, db), as_json or (ctx.obj or {}).get("as_json", False))
-
-
-def _roots_change(
-    ctx: click.Context, db: str | None, as_json: bool, *args: Any
-) -> None:
-    from . import api
-    from .render import root_change_text
-
-    change = api.roots_change(_find_db(_roots_db(ctx, db), warn=False), *args)
-    if as_json or (ctx.obj or {}).get("as_json"):
-        _echo_json(change)
-    else:
-        click.echo(root_change_text(change), err=True)
-
-
-@roots.command(name="add")
-@click.argument("path", type=click.Path(path_type=Path))
-@_roots_options
-def roots_add(ctx: click.Context, path: Path, db: str | None, as_json: bool) -> None:
-    """Add PATH as a root (indexed by the next `docindex scan`)."""
-    _roots_change(ctx, db, as_json, "add", str(path))
-
-
-@roots.command(name="remove")
-@click.argument("path", type=click.Path(path_type=Path))
-@_roots_options
-def roots_remove(ctx: click.Context, path: Path, db: str | None, as_json: bool) -> None:
-    """Forget root PATH and drop its documents from the index (never the files)."""
-    _roots_change(ctx, db, as_json, "remove", str(path))
-
-
-@roots.command(name="move")
-@click.argument("old", type=click.Path(path_type=Path))
-@click.argument("new", type=click.Path(path_type=Path))
-@_roots_options
-def roots_move(ctx: click.Context, old: Path, new: Path, db: str | None,
-               as_json: bool) -> None:  # fmt: skip
-    """Point root OLD at folder NEW (after a copy or move); nothing is re-indexed."""
-    _roots_change(ctx, db, as_json, "move", str(old), str(new))
-
-
-@cli.command()
-@db_option
-@json_option
-def config(db: str | None, as_json: bool) -> None:
-    """Print the effective settings and where each comes from.
-
-    Sources, lowest first: default, index (remembered when it was built),
-    config file (config.toml beside the index, or DOCINDEX_CONFIG), environment
-    (DOCINDEX_<NAME>), flag.
-    """
-    from . import api
-    from .render import print_settings
-
-    data = api.settings(db)
-    if as_json:
-        _echo_json(data)
-    else:
-        print_settings(_out_console(), data)
-
-
-# -- help examples and shared options (issue #20) -------------------------------
-
-EXAMPLES: dict[str, list[str]] = {
-    "scan": [
-        "docindex scan ~/notes",
-        "docindex scan --root ~/work/specs --exclude 'drafts/'",
-        "docindex scan --json --progress | jq -c 'select(.event==\"result\")'",
-    ],
-    "query": [
-        'docindex query "rotate the api keys"',
-        "docindex query 'install' --type md --path 'guide/*' --context 2",
-        "docindex query 'timeout' --vimgrep | vim -q /dev/stdin",
-    ],
-    "reindex": [
-        "docindex reindex guide/",
-        "docindex reindex --full --provider minilm",
-    ],
-    "stats": ["docindex stats", "docindex stats --json | jq .facets"],
-    "watch": ["docindex watch", "docindex watch --root ~/notes --json"],
-    "outline": [
-        "docindex outline guide/install.md",
-        "docindex outline README.md --depth 2",
-    ],
-    "show": [
-        "docindex show guide/install.md#requirements",
-        "docindex show guide.md:42 -C 1",
-    ],
-    "section": [
-        "docindex section guide/install.md 'Requirements'",
-        "docindex section README.md usage --no-subsections",
-    ],
-    "list": ["docindex list --type pdf", "docindex list --path 'guide/*' | cut -f1"],
-    "related": [
-        "docindex related guide/install.md",
-        "docindex related 'guide.md#setup' -n 5",
-    ],
-    "mcp": [
-        "docindex mcp --root ~/notes",
-        "docindex mcp --db ~/notes/.docindex/index.db",
-    ],
-    "eval": [
-        "docindex eval /path/to/scifact",
-        "docindex eval /path/to/scifact --mode lexical --queries 100 --json",
-    ],
-    "roots": [
-        "docindex roots",
-        "docindex roots move /old/place/notes ~/notes",
-        "docindex roots remove ~/archive",
-    ],
-    "roots list": ["docindex roots list", "docindex roots list --json"],
-    "roots add": [
-        "docindex roots add ~/notes",
-        "docindex roots add . && docindex scan",
-    ],
-    "roots remove": ["docindex roots remove ~/archive"],
-    "roots move": [
-        "docindex roots move /old/place/notes ~/notes",
-        "cp -r notes notes-copy && cd notes-copy && docindex roots move ../notes .",
-    ],
-    "config": ["docindex config", "docindex config --json | jq .settings.roots"],
-}
-
-
-def _finish(group: click.Group, prefix: str = "") -> None:
-    """Give every command --color and an Examples epilog."""
-    for name, command in group.commands.items():
-        command.params.append(COLOR_OPTION)
-        lines = EXAMPLES[prefix + name]
-        command.epilog = "Examples:\n\n\b\n" + "\n".join(f"  {x}" for x in lines)
-        if isinstance(command, click.Group):
-            _finish(command, f"{name} ")
-
-
-_finish(cli)
+_register()

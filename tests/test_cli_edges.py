@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 from conftest import run, run_json, write_tree
 
@@ -295,11 +296,23 @@ def test_own_index_folder_is_not_counted_hidden(home: Path) -> None:
     assert "hidden" not in out["skipped"]
 
 
-@pytest.mark.parametrize("name", sorted(cli.commands))
-def test_every_help_ends_with_examples(name: str) -> None:
-    text = run(name, "--help").stdout
+def _command_names(
+    group: click.Group, prefix: tuple[str, ...] = ()
+) -> list[tuple[str, ...]]:
+    names = []
+    for name, command in sorted(group.commands.items()):
+        names.append((*prefix, name))
+        if isinstance(command, click.Group):
+            names.extend(_command_names(command, (*prefix, name)))
+    return names
+
+
+@pytest.mark.parametrize("names", _command_names(cli), ids=" ".join)
+def test_every_help_ends_with_examples(names: tuple[str, ...]) -> None:
+    text = run(*names, "--help").stdout
+    assert "Examples:" in text
     tail = text.rstrip().split("Examples:")[-1].strip().splitlines()
-    assert "Examples:" in text and 2 <= len(tail) <= 3 or name in ("stats", "config")
+    assert 2 <= len(tail) <= 3
     assert all(line.strip().startswith(("docindex", "cp ")) for line in tail)
 
 
