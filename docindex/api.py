@@ -57,10 +57,11 @@ def scan(
         try:
             scopes.append(resolve_scope(roots_p, path))
         except OutsideRootsError:
+            folder = path if Path(path).is_dir() else Path(path).parent
             raise OutsideRootsError(
                 f"{path} is outside the index's roots "
-                f"({', '.join(map(str, roots_p))}); to add it as a root and scan "
-                f"it, run `docindex scan --root {shlex.quote(str(path))}`"
+                f"({', '.join(map(str, roots_p))}); to add its folder as a root "
+                f"and scan it, run `docindex scan --root {shlex.quote(str(folder))}`"
             ) from None
     with ws.open(create=True) as store, _progress_ctx(progress) as on_progress:
         result = core_scan(store, ws.config, scopes=scopes, force=force,

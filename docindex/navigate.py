@@ -355,7 +355,10 @@ def section(
             (i for i, h in enumerate(heads) if wanted in h[1].casefold()), None
         )
     if index is None:
-        raise DocindexError(f"no heading {heading!r} in {doc.rel_path}")
+        raise MisuseError(
+            f"no heading {heading!r} in {doc.rel_path}; see its headings with "
+            f"`docindex outline {shlex.quote(doc.rel_path)}`"
+        )
     level, text, start = heads[index]
     body_lines = store.body(doc.id).split("\n")
     end = len(body_lines)

@@ -181,6 +181,7 @@ def test_misuse_exits_2_and_says_what_was_wrong(home: Path) -> None:
         ("show", "guide/install.md#nonexistent"): "has no chunk",
         ("show", "guide/install.md:99999"): "has lines 1-",
         ("show", "nothere.md"): "does not exist",
+        ("section", "guide/install.md", "Nope"): "docindex outline guide/install.md",
         ("scan", "no/such/dir"): "does not exist",
         ("scan", "/no/such/place"): "does not exist",
         ("query", "keys", "--cursor", "garbage"): "invalid cursor",
@@ -458,3 +459,13 @@ def test_scan_with_a_vanished_root_says_how_to_fix_it(tmp_path: Path) -> None:
     run(*_fix(warning.split("to forget it, ")[1]))
     assert run_json("roots")["roots"] == []
     assert run_json("stats")["documents"] == 0
+
+
+def test_scan_outside_the_roots_suggests_a_command_that_works(
+    home: Path, tmp_path: Path
+) -> None:
+    other = write_tree(tmp_path / "other", {"b.md": "# B\n\nbandicoot lore\n"})
+    refused = run("scan", str(other / "b.md"), ok=False)
+    assert refused.exit_code == 2 and "outside the index's roots" in refused.stderr
+    run(*_fix(refused.stderr))
+    assert run_json("query", "bandicoot")["hits"][0]["rel_path"] == "b.md"

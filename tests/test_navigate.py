@@ -178,7 +178,7 @@ def test_section_case_insensitive_with_and_without_subsections(docs: Path) -> No
     assert (own["start_line"], own["end_line"]) == (7, 8)
     assert "Windows" not in own["text"]
     missing = run("section", "guide.md", "nope", ok=False)
-    assert missing.exit_code == 1 and "no heading" in missing.stderr
+    assert missing.exit_code == 2 and "no heading" in missing.stderr
 
 
 # -- list and related -----------------------------------------------------------
