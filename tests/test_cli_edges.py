@@ -4,7 +4,6 @@ errors and exit codes, output that pipes, JSON with a schema version."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import shutil
@@ -136,13 +135,15 @@ def test_roots_add_remove(home: Path, tmp_path: Path) -> None:
     assert missing.exit_code == 2 and "not a root" in missing.stderr
 
 
-def test_one_rule_finds_the_index_from_a_named_root(home: Path, tmp_path: Path) -> None:
+def test_one_rule_finds_the_index_from_a_named_root(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     found = resolve_db(None, cwd=elsewhere, near=[home])
     assert found == home.resolve() / ".docindex" / "index.db"
     assert resolve_db(None, cwd=elsewhere) is None
-    os.chdir(elsewhere)
+    monkeypatch.chdir(elsewhere)
     # `scan --root X` from another folder adds nothing new: it finds X's index.
     out = run_json("scan", "--root", str(home))
     assert out["unchanged"] == 3 and out["indexed"] == 0
@@ -469,3 +470,13 @@ def test_scan_outside_the_roots_suggests_a_command_that_works(
     assert refused.exit_code == 2 and "outside the index's roots" in refused.stderr
     run(*_fix(refused.stderr))
     assert run_json("query", "bandicoot")["hits"][0]["rel_path"] == "b.md"
+
+
+def test_roots_set_in_a_config_file_are_changed_there(
+    home: Path, tmp_path: Path
+) -> None:
+    config = home / ".docindex" / "config.toml"
+    config.write_text(f"roots = [{json.dumps(str(home))}]\n", "utf-8")
+    other = write_tree(tmp_path / "other", {"c.md": "# C\n\ncapybara\n"})
+    refused = run("roots", "add", str(other), ok=False)
+    assert refused.exit_code == 2 and str(config) in refused.stderr
