@@ -192,6 +192,8 @@ def load(
     cfg, _ = layered(path)
     roots = canonical_roots(cfg.roots)
     for extra in extra_roots or []:
+        if not Path(extra).expanduser().is_dir():
+            raise MisuseError(f"--root {extra} does not exist or is not a directory")
         roots = add_root(roots, extra)
     if not roots and scan_path is not None and scan_path.is_dir():
         roots = [canonical(scan_path)]

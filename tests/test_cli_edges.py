@@ -185,6 +185,7 @@ def test_misuse_exits_2_and_says_what_was_wrong(home: Path) -> None:
         ("section", "guide/install.md", "Nope"): "docindex outline guide/install.md",
         ("scan", "no/such/dir"): "does not exist",
         ("scan", "/no/such/place"): "does not exist",
+        ("scan", "--root", "/no/such/root"): "does not exist",
         ("query", "keys", "--cursor", "garbage"): "invalid cursor",
         ("query", "--no-such-flag"): "No such option",
     }
