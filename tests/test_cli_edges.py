@@ -4,12 +4,14 @@ errors and exit codes, output that pipes, JSON with a schema version."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 import pytest
@@ -481,3 +483,34 @@ def test_roots_set_in_a_config_file_are_changed_there(
     other = write_tree(tmp_path / "other", {"c.md": "# C\n\ncapybara\n"})
     refused = run("roots", "add", str(other), ok=False)
     assert refused.exit_code == 2 and str(config) in refused.stderr
+
+
+def test_mcp_finds_the_index_scan_made_from_another_folder(
+    home: Path, tmp_path: Path
+) -> None:
+    """`scan --root X` then `mcp --root X` from elsewhere, no --db: the same index."""
+    pytest.importorskip("mcp")
+    import anyio
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCINDEX_")}
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "docindex", "mcp", "--root", str(home)],
+        cwd=str(elsewhere), env=env,
+    )  # fmt: skip
+
+    async def stats() -> Any:
+        with anyio.fail_after(60):
+            async with stdio_client(params) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    result = await session.call_tool("doc_stats", {})
+                    return json.loads(result.content[0].text)
+
+    data = anyio.run(stats)
+    assert data["db"] == str(home.resolve() / ".docindex" / "index.db")
+    assert data["documents"] == 3
+    assert not (elsewhere / ".docindex").exists()
