@@ -27,7 +27,11 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
 class _Group(click.Group):
-    """Turns every expected failure into a one-line message and exit 1 (no traceback)."""
+    """Turns every expected failure into a one-line message (no traceback).
+
+    Exit 1 for a runtime failure, 2 for misuse (``DocindexError.exit_code``),
+    0 when the reader of a pipe stopped early.
+    """
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
