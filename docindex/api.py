@@ -88,11 +88,11 @@ def _refuse_relocated(ws: workspace.Workspace) -> None:
     """A write to an index whose folder was copied or moved would index the old place."""
     moved = workspace.relocation(ws.db)
     if moved is not None and moved.old in ws.config.roots:
-        gone = "no longer exists" if not Path(moved.old).is_dir() else "is elsewhere"
+        gone = "" if Path(moved.old).is_dir() else ", which no longer exists"
         raise RelocatedIndexError(
-            f"the index in {moved.new} was made for {moved.old}, which {gone} "
-            f"(the folder was copied or moved); run `{moved.fix()}` to make it "
-            "follow the folder (nothing is re-indexed)"
+            f"the index in {moved.new} was made for {moved.old}{gone}: the folder "
+            f"was copied or moved. Run `{moved.fix()}` to make the index follow it "
+            "(nothing is re-indexed)"
         )
 
 
