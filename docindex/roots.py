@@ -92,6 +92,7 @@ def remove(store: Store, cfg: Config, path: str | Path) -> tuple[Config, RootCha
             store.delete_root(root)
         new = cfg.replace(roots=tuple(r for r in cfg.roots if r != root))
         _remember(store, new)
+    store.reclaim()  # give the freed pages back, as a scan does
     return new, RootChange("remove", root, removed)
 
 
