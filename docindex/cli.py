@@ -238,8 +238,12 @@ def query(text: str | None, top: int, mode: str, snippet_chars: int,
     from . import api
     from .render import hits_text, vimgrep_lines
 
-    if as_json and vimgrep:
-        raise click.UsageError("give --json or --vimgrep, not both")
+    if (as_json or queries is not None) and (vimgrep or context_lines):
+        raise click.UsageError(
+            "--vimgrep and --context shape the text output; JSON has each hit's "
+            "lines (start_line, end_line): drop --json/--queries, or use `docindex "
+            "show CHUNK_ID` for the text"
+        )
     pairs = []
     for item in where:
         if "=" not in item:

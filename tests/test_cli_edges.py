@@ -190,6 +190,7 @@ def test_misuse_exits_2_and_says_what_was_wrong(home: Path) -> None:
         ("scan", "--root", "/no/such/root"): "does not exist",
         ("query", "keys", "--cursor", "garbage"): "invalid cursor",
         ("query", "--no-such-flag"): "No such option",
+        ("query", "keys", "--json", "--context", "2"): "drop --json",
     }
     for args, message in cases.items():
         result = run(*args, ok=False)
