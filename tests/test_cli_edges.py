@@ -267,9 +267,13 @@ def test_color_switch_and_no_color(home: Path, monkeypatch: pytest.MonkeyPatch) 
     assert "\x1b[" in run("query", "keys", "--color", "always").stdout
     assert "\x1b[" in run("outline", "guide/install.md", "--color", "always").stdout
     assert "\x1b[" not in run("query", "keys", "--color", "never").stdout
-    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("FORCE_COLOR", "1")  # auto off a terminal, colour forced
+    assert "\x1b[" in run("query", "keys").stdout
+    assert "\x1b[" in run("outline", "guide/install.md").stdout
+    monkeypatch.setenv("NO_COLOR", "1")  # wins over FORCE_COLOR ...
     assert "\x1b[" not in run("query", "keys").stdout
-    assert "\x1b[" not in run("list").stdout
+    assert "\x1b[" not in run("outline", "guide/install.md").stdout
+    assert "\x1b[" in run("query", "keys", "--color", "always").stdout  # ... not a flag
 
 
 def test_piped_output_has_full_untruncated_paths(tmp_path: Path) -> None:
