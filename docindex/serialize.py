@@ -31,6 +31,13 @@ def to_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=False)
 
 
+def to_dict(value: Any) -> Any:
+    """A result as the plain JSON-ready value ``to_json`` would serialise."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _asdict(value)
+    return _asdict(value) if isinstance(value, dict | list) else value
+
+
 def _asdict(value: Any) -> Any:
     if isinstance(value, Hit):
         return hit_dict(value)

@@ -15,9 +15,15 @@ LAYERS: dict[int, tuple[str, ...]] = {
         "anchors", "stem", "tokenize", "segment", "snippet", "cursor", "_debounce",
         "walker", "extract", "embed", "embed_minilm", "embedder", "analyze", "store",
     ),
-    2: ("indexer", "search", "hints", "navigate", "evaluate", "watch", "workspace"),
+    2: (
+        "indexer", "search", "hints", "navigate", "evaluate", "watch", "workspace",
+        "roots",
+    ),
     3: ("api", "serialize"),
-    4: ("cli", "__main__", "render", "progress", "mcp_server"),
+    4: (
+        "cli", "cli_help", "cli_output", "cli_roots", "__main__", "render",
+        "progress", "mcp_server",
+    ),
 }  # fmt: skip
 CLI_ONLY = {"render", "progress"}
 
@@ -126,7 +132,7 @@ def test_no_import_cycles() -> None:
 def test_presentation_is_the_clis_own() -> None:
     for module, targets in GRAPH.items():
         for target in targets & CLI_ONLY:
-            assert module == "cli", f"{module} imports {target} (only cli may)"
+            assert module.startswith("cli"), f"{module} imports {target} (the CLI's)"
         if "cli" in targets:
             assert module == "__main__", f"{module} imports cli"
 

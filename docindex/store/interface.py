@@ -55,6 +55,15 @@ class Index(Protocol):
     def roots(self) -> dict[int, str]:
         """All roots by id."""
 
+    def root_documents(self) -> dict[str, int]:
+        """Document count per root path."""
+
+    def move_root(self, old: str, new: str) -> bool:
+        """Point a root at another folder, keeping its documents; False if unknown."""
+
+    def delete_root(self, root: str) -> None:
+        """Forget a root whose documents were removed already."""
+
     def fingerprints(self, root_id: int) -> dict[str, Fingerprint]:
         """rel_path -> fingerprint of every document of a root."""
 
@@ -154,6 +163,9 @@ class Index(Protocol):
 
     def facet_values(self) -> dict[str, list[str]]:
         """Distinct values of each front-matter facet."""
+
+    def facet_counts(self) -> list[tuple[str, int, int]]:
+        """(key, documents, distinct values) per facet, most documents first."""
 
     # -- maintenance
     def reclaim(self, min_free: float = 0.01) -> int:
