@@ -33,7 +33,7 @@ def encode_segments(segments: Sequence[Segment], rel_path: str) -> EncodedSegmen
     from ..anchors import chunk_id, slug_path
 
     index: dict[tuple[tuple[str, ...], str], int] = {}
-    rows = []
+    rows: list[SegmentColumns] = []
     for seg in segments:
         key = (seg.heading_path, seg.anchor)
         section = None
@@ -43,7 +43,7 @@ def encode_segments(segments: Sequence[Segment], rel_path: str) -> EncodedSegmen
                 section = index[key] = len(index)
         derived = chunk_id(rel_path, seg.anchor, seg.part)
         frag = None if seg.chunk_id == derived else seg.chunk_id[len(rel_path) :]
-        rows.append(SegmentColumns(
+        rows.append((
             section, seg.part if seg.part != 1 else None, frag,
             seg.start_line, seg.end_line - seg.start_line,
             seg.char_start, seg.char_end - seg.char_start,

@@ -1,15 +1,13 @@
 """The records that cross the storage interface (issue #18).
 
-Callers pass and receive these, never row tuples: only the storage
-implementation knows its columns. ``SegmentColumns`` is a NamedTuple rather
-than a dataclass because a scan builds one per segment in worker processes
-and pickles them back; it is still built only by ``encode_segments``.
+Callers pass and receive these, never row tuples: only the storage package
+knows its columns. The one exception is internal to it: ``SegmentColumns``
+rows, built by ``encoding.encode_segments`` and read by ``Store``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,25 +46,18 @@ class SegmentRow:
     kind: str
 
 
-class SegmentColumns(NamedTuple):
-    """One segment as stored, between its ``doc_id`` and its vector.
-
-    A segment's ordinal is its id minus the document's first segment id;
-    ``section`` indexes the document's section list (heading path and
-    anchor), ``frag`` is kept only when the chunk id is not derived.
-    """
-
-    section: int | None
-    part: int | None
-    frag: str | None
-    start_line: int
-    lines: int
-    char_start: int
-    chars: int
-    page: int | None
-    slide: int | None
-    sheet: str | None
-    cells: str | None
+# One segment as stored, between its ``doc_id`` and its vector: a plain tuple
+# in this column order, because a scan builds one per segment in its worker
+# processes and pickles them back (a NamedTuple made that 26x slower). Only
+# ``encoding.encode_segments`` builds them and only ``Store`` reads them.
+SEGMENT_COLUMNS = (
+    "section", "part", "frag", "start_line", "lines", "char_start", "chars",
+    "page", "slide", "sheet", "cells",
+)  # fmt: skip
+SegmentColumns = tuple[
+    int | None, int | None, str | None, int, int, int, int, int | None, int | None,
+    str | None, str | None,
+]  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +69,10 @@ class EncodedSegments:
 
     def __len__(self) -> int:
         return len(self.rows)
+
+    def column(self, index: int, name: str) -> object:
+        """Segment ``index``'s stored value of column ``name`` (SEGMENT_COLUMNS)."""
+        return self.rows[index][SEGMENT_COLUMNS.index(name)]
 
 
 @dataclass(frozen=True, slots=True)

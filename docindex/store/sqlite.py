@@ -27,6 +27,7 @@ from ..errors import translate_sqlite_error as translate
 from . import migrations
 from .encoding import decode_section, decode_sections
 from .records import (
+    SEGMENT_COLUMNS,
     DocFilter,
     Fingerprint,
     IndexCounts,
@@ -36,6 +37,10 @@ from .records import (
 )
 
 SQLITE_HEADER = b"SQLite format 3\x00"
+_INSERT_SEGMENT = (
+    f"INSERT INTO segments (id, doc_id, {', '.join(SEGMENT_COLUMNS)}, vec) "
+    f"VALUES ({', '.join('?' * (len(SEGMENT_COLUMNS) + 3))})"
+)
 _ALL = DocFilter()
 _MAX_VARS = 900
 FTS_HASHSIZE = 16 * 1024 * 1024
@@ -381,9 +386,7 @@ class Store:
                     [(doc_id, k, v) for k, v in meta.items()],
                 )
             self.conn.executemany(
-                "INSERT INTO segments (id, doc_id, section, part, frag, "
-                "start_line, lines, char_start, chars, page, slide, sheet, cells, "
-                "vec) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                _INSERT_SEGMENT,
                 [
                     (first + i, doc_id, *row, vectors[i] if i < n_vec else None)
                     for i, row in enumerate(rows)
