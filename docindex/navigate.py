@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .errors import DocindexError, MisuseError, OutsideRootsError
-from .models import (
+from .models.navigation import (
     Chunk,
     DocumentInfo,
     DocumentList,
