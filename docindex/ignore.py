@@ -45,24 +45,31 @@ RULES_FILE = ".gitignore"
 # A rules file is read up to this size; git's own cap is 100 MiB. A cut file
 # loses its last, partial line rather than keeping half a pattern (issue #8).
 MAX_RULES_FILE_BYTES = 8 * 1024 * 1024
-_GLOB_CHARS = frozenset("*?[\\")
+_GLOB = re.compile(r"[*?\[\\]")
 
 
-@dataclass(frozen=True, slots=True)
 class _Rule:
-    index: int  # line order inside its file: the last match wins
-    negate: bool
-    dir_only: bool  # the pattern ended in "/"
-    regex: re.Pattern[str] | None  # None: a literal, looked up by key
-    # The regex ends open (trailing "/**", "*", "**"): a prefix match counts.
-    open_end: bool = False
+    """One pattern line; a glob's regex is compiled the first time it is needed."""
+
+    __slots__ = ("index", "negate", "dir_only", "glob", "regex", "open_end")
+
+    def __init__(
+        self, index: int, negate: bool, dir_only: bool, glob: str | None = None
+    ) -> None:
+        self.index = index  # line order inside its file: the last match wins
+        self.negate = negate
+        self.dir_only = dir_only  # the pattern ended in "/"
+        self.glob = glob  # None for a literal, which is looked up by key
+        self.regex: re.Pattern[str] | None = None
+        # The regex ends open (trailing "/**", "*", "**"): a prefix match counts.
+        self.open_end = False
 
 
 class _Layer:
     """One pattern list (a file, our defaults, --exclude), patterns relative to ``base``."""
 
     __slots__ = ("base", "cut", "names", "paths", "suffixes", "lengths",
-                 "basename_globs", "path_globs", "negates")  # fmt: skip
+                 "heads", "basename_globs", "path_globs", "negates")  # fmt: skip
 
     def __init__(self, base: str, lines: Iterable[str]) -> None:
         self.base = base
@@ -70,6 +77,8 @@ class _Layer:
         self.names: dict[str, list[_Rule]] = {}
         self.paths: dict[str, list[_Rule]] = {}
         self.suffixes: dict[str, list[_Rule]] = {}
+        # Anchored globs by their literal first segment ("docs" for docs/**/x.md).
+        self.heads: dict[str, list[_Rule]] = {}
         self.basename_globs: list[_Rule] = []
         self.path_globs: list[_Rule] = []
         self.negates = False
@@ -93,31 +102,34 @@ class _Layer:
         if not text:
             return
         self.negates = self.negates or negate
-        if not _GLOB_CHARS.intersection(text):
-            rule = _Rule(index, negate, dir_only, None)
+        if not _GLOB.search(text):
+            rule = _Rule(index, negate, dir_only)
             table = self.paths if anchored else self.names
             table.setdefault(text, []).append(rule)
             return
         tail = text[1:]
-        if (
-            not anchored
-            and text[0] == "*"
-            and tail
-            and not _GLOB_CHARS.intersection(tail)
-        ):
-            self.suffixes.setdefault(tail, []).append(_Rule(index, negate, dir_only, None))
+        if not anchored and text[0] == "*" and tail and not _GLOB.search(tail):
+            self.suffixes.setdefault(tail, []).append(_Rule(index, negate, dir_only))
             return
-        compiled = _compile(("/" if anchored else "") + text)
-        if compiled is not None:
-            regex, open_end = compiled
-            rule = _Rule(index, negate, dir_only, regex, open_end)
-            (self.path_globs if anchored else self.basename_globs).append(rule)
+        rule = _Rule(index, negate, dir_only, ("/" if anchored else "") + text)
+        head = text.split("/", 1)[0]
+        if not anchored:
+            self.basename_globs.append(rule)
+        elif _GLOB.search(head):
+            self.path_globs.append(rule)
+        else:
+            self.heads.setdefault(head, []).append(rule)
 
     def check(self, rel: str, name: str, is_dir: bool) -> bool | None:
         """The last matching pattern's verdict: True excluded, False re-included, None."""
         best = _pick(self.names.get(name), None, is_dir)
         if self.paths:
             best = _pick(self.paths.get(rel[self.cut :]), best, is_dir)
+        if self.heads:
+            sub = rel[self.cut :]
+            globs = self.heads.get(sub.split("/", 1)[0])
+            if globs:
+                best = _pick_glob(globs, sub, best, is_dir)
         for n in self.lengths:
             if len(name) >= n:
                 best = _pick(self.suffixes.get(name[-n:]), best, is_dir)
@@ -151,14 +163,28 @@ def _pick_glob(
 
 
 def _hit(rule: _Rule, subject: str) -> bool:
-    assert rule.regex is not None
-    if rule.regex.fullmatch(subject):
+    regex = rule.regex
+    if regex is None:
+        if rule.glob is None:  # a pattern git drops (an invalid range)
+            return False
+        compiled = _compile(rule.glob)
+        if compiled is None:
+            rule.glob = None
+            return False
+        # open_end first: a reader that sees the regex sees its open_end.
+        regex, rule.open_end = compiled
+        rule.regex = regex
+    if regex.fullmatch(subject):
         return True
-    return rule.open_end and rule.regex.match(subject) is not None
+    return rule.open_end and regex.match(subject) is not None
 
 
 def _compile(text: str) -> tuple[re.Pattern[str], bool] | None:
-    """pathspec's translation of one pattern, or None for one git would drop."""
+    """pathspec's translation of one pattern, or None for one git would drop.
+
+    Compiled lazily: ``re.compile`` is most of a glob's cost, and a glob in a
+    lookup table (``docs/*.md`` under ``docs``) may never be tried.
+    """
     from pathspec.patterns.gitignore.base import GitIgnorePatternError
     from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 
@@ -179,6 +205,8 @@ def _compile(text: str) -> tuple[re.Pattern[str], bool] | None:
 
 def _trim(line: str) -> str:
     """Drop trailing spaces unless backslash-escaped (git's trim_trailing_spaces)."""
+    if not line.endswith(" "):
+        return line
     end = len(line)
     while end and line[end - 1] == " ":
         backslashes = 0

@@ -16,12 +16,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from conftest import run, run_json, write_tree
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from docindex.walker import FileEntry, PathRules, WalkOptions, walk
-
-from conftest import run, run_json, write_tree
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git not found")
 
