@@ -12,13 +12,12 @@ in 50 folders and, per case, a root ``.gitignore`` of ``--patterns`` lines:
   (``*x123*``), the case no lookup table helps: still one regex per pattern
   per file.
 
-Each case is walked ``--runs`` times with the public ``walk()`` over a small
-and a large tree (``--files SMALL,LARGE``); from the medians it prints the
-marginal cost per walked file, ``(T_large - T_small) / (LARGE - SMALL)``, and
-the fixed cost per walk (reading and compiling the rules). Run it from two
-checkouts to compare (the old code needs small trees: ``--files 20,120``).
+Per case it prints the median of ``--runs`` for: reading and compiling the
+rules (``PathRules(root)``), deciding every file of the tree with
+``PathRules.matched`` (the per-file cost, in microseconds; the walker asks the
+same per-directory rules), and a whole ``walk()``.
 
-Usage: nice python bench/ignore_rules.py [--files 200,2000] [--patterns 100000]
+Usage: nice python bench/ignore_rules.py [--files 2000] [--patterns 100000] [--runs 5]
 """
 
 from __future__ import annotations
@@ -28,7 +27,7 @@ import statistics
 import time
 from pathlib import Path
 
-from docindex.walker import FileEntry, WalkOptions, walk
+from docindex.walker import FileEntry, PathRules, WalkOptions, walk
 
 BASE = Path("/tmp/docindex-bench/ignore")
 
@@ -58,31 +57,35 @@ def rules(case: str, n: int) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--files", default="200,2000", help="SMALL,LARGE tree sizes")
+    ap.add_argument("--files", type=int, default=2000)
     ap.add_argument("--patterns", type=int, default=100_000)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--cases", default="none,literal,mixed")
     args = ap.parse_args()
-    small, large = (int(n) for n in args.files.split(","))
-    roots = {n: build(n).resolve() for n in (small, large)}
-    print(f"{'case':8} {'ms per file':>12} {'fixed ms':>9} {'kept':>5}  (medians of "
-          f"{args.runs} walks of {small} and {large} files)")  # fmt: skip
+    root = build(args.files).resolve()
+    files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.md"))
+    print(f"{'case':8} {'compile ms':>10} {'us per file':>11} {'walk ms':>8} "
+          f"{'kept':>5}  (medians of {args.runs}, {len(files)} files)")  # fmt: skip
     for case in args.cases.split(","):
-        medians = {}
+        (root / ".gitignore").write_text(rules(case, args.patterns))
+        compile_s, decide_s, walk_s = [], [], []
         kept = 0
-        for n, root in roots.items():
-            (root / ".gitignore").write_text(rules(case, args.patterns))
-            times = []
-            for _ in range(args.runs):
-                t0 = time.perf_counter()
-                entries = walk([root], WalkOptions())
-                kept = sum(isinstance(e, FileEntry) for e in entries)
-                times.append(time.perf_counter() - t0)
-            medians[n] = statistics.median(times) * 1000
-            (root / ".gitignore").unlink()
-        per_file = (medians[large] - medians[small]) / (large - small)
-        fixed = medians[small] - per_file * small
-        print(f"{case:8} {per_file:12.4f} {fixed:9.1f} {kept:5}")
+        for _ in range(args.runs):
+            t0 = time.perf_counter()
+            path_rules = PathRules(root)
+            t1 = time.perf_counter()
+            kept = sum(not path_rules.matched(f, False) for f in files)
+            t2 = time.perf_counter()
+            sum(isinstance(e, FileEntry) for e in walk([root], WalkOptions()))
+            t3 = time.perf_counter()
+            compile_s.append(t1 - t0)
+            decide_s.append(t2 - t1)
+            walk_s.append(t3 - t2)
+        med = statistics.median
+        print(f"{case:8} {med(compile_s) * 1e3:10.1f} "
+              f"{med(decide_s) * 1e6 / len(files):11.2f} "
+              f"{med(walk_s) * 1e3:8.1f} {kept:5}")  # fmt: skip
+    (root / ".gitignore").unlink()
 
 
 if __name__ == "__main__":

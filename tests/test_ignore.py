@@ -274,3 +274,22 @@ def test_random_trees_match_git(files: dict[str, str], scratch_repo: Path) -> No
 @given(files=trees())
 def test_random_trees_match_git_slow(files: dict[str, str], scratch_repo: Path) -> None:
     _compare(files, scratch_repo)
+
+
+def test_nested_repository_and_linked_worktree_read_their_info_exclude(
+    tmp_path: Path,
+) -> None:
+    outer = git_init(tmp_path / "outer")
+    inner = git_init(outer / "inner")
+    write_tree(outer, {"a.md": "a", "inner/x.md": "x", "inner/y.md": "y"})
+    (inner / ".git" / "info").mkdir(exist_ok=True)
+    (inner / ".git" / "info" / "exclude").write_text("x.md\n")
+    assert walk_set(outer) == {"a.md", "inner/y.md"}
+    assert walk_set(inner) == git_set(inner) == {"y.md"}
+    # A linked worktree's .git is a file; info/exclude lives in the common dir.
+    git(inner, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
+        "--allow-empty", "-m", "start")  # fmt: skip
+    linked = tmp_path / "linked"
+    git(inner, "worktree", "add", "-q", str(linked))
+    write_tree(linked, {"x.md": "x", "z.md": "z"})
+    assert walk_set(linked) == git_set(linked) == {"z.md"}
