@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -198,9 +199,18 @@ def _compile(text: str) -> tuple[re.Pattern[str], bool] | None:
         return None
     if source is None:
         return None
+    # pathspec leaves some classes to ``re`` ("[z-a]", "[[:alpha:]]"): a range
+    # re rejects matches nothing in git either, so the pattern is dropped; and
+    # re's FutureWarning about nested sets must not reach the user.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            regex = re.compile(source)
+        except re.error:
+            return None
     # A regex without the directory-marker group is one that ends open: it
     # matches everything below a prefix (``a/**``) or every path (``*``).
-    return re.compile(source), "ps_d" not in source
+    return regex, "ps_d" not in source
 
 
 def _trim(line: str) -> str:

@@ -206,7 +206,7 @@ DIR_NAMES = ["a", "docs", "v1", "x y", "d.md"]
 # (and re-include them) are where git's per-path rules differ from pathspec's.
 SEGMENTS = [*NAMES, *DIR_NAMES, "*", "*", "*", "*.md", "*.txt", "?.md", "[a-k]*",
             "[!a]*", "d*", "**", "**", "*a*", "v[0-9]", "\\#h.md", "\\!n.md",
-            "trail.md\\ ", "k.m?"]  # fmt: skip
+            "trail.md\\ ", "k.m?", "[[:alpha:]]*", "[z-a]*"]  # fmt: skip
 
 
 @st.composite
@@ -293,3 +293,15 @@ def test_nested_repository_and_linked_worktree_read_their_info_exclude(
     git(inner, "worktree", "add", "-q", str(linked))
     write_tree(linked, {"x.md": "x", "z.md": "z"})
     assert walk_set(linked) == git_set(linked) == {"z.md"}
+
+
+def test_odd_character_classes_never_break_the_walk(tmp_path: Path) -> None:
+    # Ranges re rejects ("[z-a]"), POSIX classes, lone brackets and backslashes:
+    # git drops or reads them, the walk must neither raise nor warn.
+    root = git_init(tmp_path / "repo")
+    names = ["a", "b", "[", "]", "z", "-", "a-", "\\", "x]", "ab", "A", "é", "[a]"]
+    write_tree(root, {n: "x" for n in names})
+    patterns = ["[", "[]", "[!]", "[z-a]", "[a-]", "[[:upper:]]", "\\", "a\\", "[\\]]",
+                "[]]", "[!a-y]", "[[:bogus:]]", "é"]  # fmt: skip
+    (root / ".gitignore").write_text("\n".join(patterns) + "\n")
+    assert walk_set(root) == git_set(root)
