@@ -193,6 +193,11 @@ def _compile(text: str) -> tuple[re.Pattern[str], bool] | None:
     # left in the text is literal now, so escape it from pathspec's framing.
     if text[0] in "#!":
         text = "\\" + text
+    if "[" in text:
+        sets = _git_sets(text)
+        if sets is None:
+            return None
+        text = sets
     try:
         source, _ = GitIgnoreSpecPattern.pattern_to_regex(text)
     except (GitIgnorePatternError, ValueError):
@@ -211,6 +216,71 @@ def _compile(text: str) -> tuple[re.Pattern[str], bool] | None:
     # A regex without the directory-marker group is one that ends open: it
     # matches everything below a prefix (``a/**``) or every path (``*``).
     return regex, "ps_d" not in source
+
+
+# git's wildmatch (C locale) knows these; pathspec would pass them on to re as
+# sets of letters. Each is spelled with plain characters and ranges (pathspec
+# copies a set's body verbatim, doubling backslashes): no "]", no backslash,
+# no "!" or "^" first, and no "/" (a set never matches one in git).
+_POSIX_CLASSES = {
+    "alnum": "a-zA-Z0-9", "alpha": "a-zA-Z", "blank": " \t", "cntrl": "\x00-\x1f\x7f",
+    "digit": "0-9", "graph": '"-.0-~!', "lower": "a-z", "print": " -.0-~",
+    "punct": ':-@[-`{-~"-.!', "space": " \t\n\r\x0b\x0c", "upper": "A-Z",
+    "xdigit": "0-9A-Fa-f",
+}  # fmt: skip
+
+
+def _git_sets(text: str) -> str | None:
+    """Bracket sets as git's wildmatch reads them, in a form pathspec and re agree on.
+
+    ``[[:alpha:]]`` becomes ``[a-zA-Z]``; a reversed range ``[z-a]`` matches
+    only its first character in git, so it becomes ``[z]``. None for an
+    unknown class, which makes git's match abort.
+    """
+    out: list[str] = []
+    i, n, in_set = 0, len(text), False
+    while i < n:
+        ch = text[i]
+        if ch == "\\" and i + 1 < n:
+            out.append(text[i : i + 2])
+            i += 2
+            continue
+        if not in_set and ch == "[":
+            in_set = True
+            out.append(ch)
+            i += 1
+            if i < n and text[i] in "!^":
+                out.append(text[i])
+                i += 1
+            if i < n and text[i] == "]":  # a "]" first in a set is literal
+                out.append("]")
+                i += 1
+            continue
+        if in_set and text.startswith("[:", i):
+            end = text.find(":]", i + 2)
+            if end < 0:
+                return None
+            ranges = _POSIX_CLASSES.get(text[i + 2 : end])
+            if ranges is None:
+                return None
+            out.append(ranges)
+            i = end + 2
+            continue
+        if in_set and ch == "]":
+            in_set = False
+        elif (
+            in_set and text.startswith("-", i + 1) and i + 2 < n and text[i + 2] != "]"
+        ):
+            if text[i + 2] < ch:  # git compares the start char first, then the range
+                out.append(ch)
+                i += 3
+                continue
+            out.append(text[i : i + 3])
+            i += 3
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
 
 
 def _trim(line: str) -> str:
