@@ -9,21 +9,35 @@ working as before.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ..errors import translate_sqlite_error as translate
-from .encoding import encode_segments
 from .interface import Index
 from .records import (
     DocFilter,
     DocRow,
-    EncodedSegments,
     Fingerprint,
     IndexCounts,
-    NewDocument,
     SegmentColumns,
     SegmentRow,
     StoredDocument,
 )
 from .sqlite import Store, compress_body
+
+if TYPE_CHECKING:
+    from .encoding import EncodedSegments, NewDocument, encode_segments
+
+_WRITE_SIDE = {"EncodedSegments", "NewDocument", "encode_segments"}
+
+
+def __getattr__(name: str) -> Any:
+    """The write side (``encoding.py``) on first use: a query never needs it."""
+    if name in _WRITE_SIDE:
+        from . import encoding
+
+        return getattr(encoding, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "DocFilter",

@@ -1,8 +1,9 @@
-"""How segments are stored: a section list per document, a few columns per segment.
+"""The write side: a document in stored form, built in the scan's workers.
 
-Pure functions (no connection): the indexer calls ``encode_segments`` in its
-worker processes, and ``Store`` decodes with ``decode_section``. Moved here
-from ``indexer.segment_columns`` and ``store._section`` (issue #18) so the
+How segments are stored: a section list per document, a few columns per
+segment. ``encode_segments`` is a pure function (no connection) that the
+indexer calls in its worker processes; ``Store`` decodes the sections when it
+reads segments. Moved here from ``indexer.segment_columns`` (issue #18) so the
 storage package alone knows its row format.
 """
 
@@ -11,16 +12,53 @@ from __future__ import annotations
 import json
 import zlib
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .records import EncodedSegments, SegmentColumns
+from .records import SEGMENT_COLUMNS, SegmentColumns
 
 if TYPE_CHECKING:
     from ..models import Segment
 
-# A stored section: a bare heading path (its anchor is the path's slug), or
-# [heading path, anchor].
-Section = list[str] | list[list[str] | str]
+
+@dataclass(frozen=True, slots=True)
+class EncodedSegments:
+    """A document's segments in stored form (``encode_segments``)."""
+
+    sections: bytes | None = None
+    rows: tuple[SegmentColumns, ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def column(self, index: int, name: str) -> object:
+        """Segment ``index``'s stored value of column ``name`` (SEGMENT_COLUMNS)."""
+        return self.rows[index][SEGMENT_COLUMNS.index(name)]
+
+
+@dataclass(frozen=True, slots=True)
+class NewDocument:
+    """A document to insert, with its segments and their FTS rows and vectors.
+
+    ``body`` is the text compressed with ``compress_body`` (the indexer
+    compresses in its worker processes). ``fts`` holds one pre-tokenised
+    (title, body) pair per segment; ``vectors`` at most one blob per segment,
+    in order (fewer when ``max_embedded`` cut them).
+    """
+
+    root_id: int
+    rel_path: str
+    kind: str
+    title: str | None
+    size: int
+    mtime_ns: int
+    hash: str
+    body: bytes
+    segments: EncodedSegments
+    fts: tuple[tuple[str, str], ...] = ()
+    vectors: tuple[bytes, ...] = ()
+    meta: dict[str, str] = field(default_factory=dict)
+    indexed_at: float = 0.0
 
 
 def encode_segments(segments: Sequence[Segment], rel_path: str) -> EncodedSegments:
@@ -69,23 +107,3 @@ def encode_segments(segments: Sequence[Segment], rel_path: str) -> EncodedSegmen
         ensure_ascii=False,
     )
     return EncodedSegments(zlib.compress(listed.encode("utf-8"), 9), tuple(rows))
-
-
-def decode_sections(blob: bytes | None) -> list[Section]:
-    """A document's stored section list (``encode_segments``)."""
-    return json.loads(zlib.decompress(blob)) if blob else []
-
-
-def decode_section(
-    sections: Sequence[Section], index: int | None
-) -> tuple[list[str], str]:
-    """(heading path, anchor) of a stored section."""
-    if index is None:
-        return [], ""
-    entry = sections[index]
-    if not entry or isinstance(entry[0], str):  # a bare heading path
-        from ..anchors import slug_path
-
-        path: list[str] = entry  # type: ignore[assignment]
-        return path, slug_path(path)
-    return entry[0], entry[1]  # type: ignore[return-value]

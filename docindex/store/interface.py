@@ -14,16 +14,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .records import (
     DocFilter,
     Fingerprint,
     IndexCounts,
-    NewDocument,
     SegmentRow,
     StoredDocument,
 )
+
+if TYPE_CHECKING:
+    from .encoding import NewDocument
 
 
 class Index(Protocol):

@@ -2,12 +2,15 @@
 
 Callers pass and receive these, never row tuples: only the storage package
 knows its columns. The one exception is internal to it: ``SegmentColumns``
-rows, built by ``encoding.encode_segments`` and read by ``Store``.
+rows, built by ``encoding.encode_segments`` and read by ``Store``. The write
+side's records (``NewDocument``, ``EncodedSegments``) are in ``encoding.py``:
+a query never builds them, and each frozen dataclass costs about a
+millisecond at import (the one-shot query budget, issue #7).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,46 +61,6 @@ SegmentColumns = tuple[
     int | None, int | None, str | None, int, int, int, int, int | None, int | None,
     str | None, str | None,
 ]  # fmt: skip
-
-
-@dataclass(frozen=True, slots=True)
-class EncodedSegments:
-    """A document's segments in stored form (``encode_segments``)."""
-
-    sections: bytes | None = None
-    rows: tuple[SegmentColumns, ...] = ()
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def column(self, index: int, name: str) -> object:
-        """Segment ``index``'s stored value of column ``name`` (SEGMENT_COLUMNS)."""
-        return self.rows[index][SEGMENT_COLUMNS.index(name)]
-
-
-@dataclass(frozen=True, slots=True)
-class NewDocument:
-    """A document to insert, with its segments and their FTS rows and vectors.
-
-    ``body`` is the text compressed with ``compress_body`` (the indexer
-    compresses in its worker processes). ``fts`` holds one pre-tokenised
-    (title, body) pair per segment; ``vectors`` at most one blob per segment,
-    in order (fewer when ``max_embedded`` cut them).
-    """
-
-    root_id: int
-    rel_path: str
-    kind: str
-    title: str | None
-    size: int
-    mtime_ns: int
-    hash: str
-    body: bytes
-    segments: EncodedSegments
-    fts: tuple[tuple[str, str], ...] = ()
-    vectors: tuple[bytes, ...] = ()
-    meta: dict[str, str] = field(default_factory=dict)
-    indexed_at: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ import sqlite3
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import (
     ForeignDatabaseError,
@@ -25,16 +25,17 @@ from ..errors import (
 )
 from ..errors import translate_sqlite_error as translate
 from . import migrations
-from .encoding import decode_section, decode_sections
 from .records import (
     SEGMENT_COLUMNS,
     DocFilter,
     Fingerprint,
     IndexCounts,
-    NewDocument,
     SegmentRow,
     StoredDocument,
 )
+
+if TYPE_CHECKING:
+    from .encoding import NewDocument
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 _INSERT_SEGMENT = (
@@ -583,8 +584,8 @@ class Store:
         ) in self.conn.execute(sql, params):  # fmt: skip
             sections = parsed.get(doc_id)
             if sections is None:
-                sections = parsed[doc_id] = decode_sections(sections_blob)
-            heading, anchor = decode_section(sections, section)
+                sections = parsed[doc_id] = _decode_sections(sections_blob)
+            heading, anchor = _decode_section(sections, section)
             if frag is not None:
                 cid = rel_path + frag
             else:
@@ -913,6 +914,31 @@ def _varints(blob: bytes) -> list[int]:
             out.append(value)
             value = 0
     return out
+
+
+# A stored section: a bare heading path (its anchor is the path's slug), or
+# [heading path, anchor] (``encoding.encode_segments``).
+Section = list[str] | list[list[str] | str]
+
+
+def _decode_sections(blob: bytes | None) -> list[Section]:
+    """A document's stored section list (``encode_segments``)."""
+    return json.loads(zlib.decompress(blob)) if blob else []
+
+
+def _decode_section(
+    sections: Sequence[Section], index: int | None
+) -> tuple[list[str], str]:
+    """(heading path, anchor) of a stored section."""
+    if index is None:
+        return [], ""
+    entry = sections[index]
+    if not entry or isinstance(entry[0], str):  # a bare heading path
+        from ..anchors import slug_path
+
+        path: list[str] = entry  # type: ignore[assignment]
+        return path, slug_path(path)
+    return entry[0], entry[1]  # type: ignore[return-value]
 
 
 def _filter_sql(only: DocFilter) -> tuple[str, tuple[object, ...]]:
