@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 if TYPE_CHECKING:
     import numpy as np
@@ -56,8 +55,7 @@ class Embedder(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
-class EmbedderChoice:
+class EmbedderChoice(NamedTuple):
     """The embedder a configuration asked for, and what it got.
 
     Attributes:

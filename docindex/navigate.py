@@ -9,7 +9,6 @@ the roots (``..``, absolute paths elsewhere, symlinks pointing out) raises
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import shlex
@@ -429,7 +428,7 @@ def related(
     query /= norm
     only = _doc_filter(store, roots, None, ())
     if not same_file:
-        only = dataclasses.replace(only, except_doc=doc_id)
+        only = only._replace(except_doc=doc_id)
     ids, cand = store.all_vectors(only)
     if not ids:
         return Related(source, [])
