@@ -13,7 +13,7 @@ from typing import Any
 
 from . import workspace
 from .models import ScanResult
-from .search import QueryOptions, QueryResult, search
+from .search import QueryOptions, QueryResult, parse, search
 
 
 def scan(
@@ -168,7 +168,7 @@ def query(db: str | None, text: str, options: dict[str, Any]) -> QueryResult:
         # One read transaction: a query that spans a scan's commit would find
         # FTS rowids in the old snapshot and their segments gone in the new (#8).
         with store.atomic(immediate=False):
-            result = search(store, text, ws.config, opts)
+            result = search(store, parse(text, ws.config), ws.config, opts)
     _add_cursor(result, options)
     return result
 
@@ -182,7 +182,7 @@ def batch_query(
     with ws.open(readonly=_readonly_ok(ws.db)) as store:
         for line in lines:
             with store.atomic(immediate=False):  # one snapshot per query
-                result = search(store, line, ws.config, opts)
+                result = search(store, parse(line, ws.config), ws.config, opts)
             _add_cursor(result, options)
             yield result
 
