@@ -478,9 +478,10 @@ def segment_document(
         offset += len(text) + len(UNIT_SEPARATOR)
     body = UNIT_SEPARATOR.join(texts)
     segments = _merge_wordless(segments, body)
-    if not segments and extracted.title and extracted.title.strip():
-        # A title-only file (front matter and nothing else) is still found by
-        # its title (issue #19): one empty chunk whose title column is indexed.
+    if not segments and ((extracted.title or "").strip() or extracted.meta):
+        # A file of front matter only (or of components only, ``<ThemePage />``)
+        # is still found by its title and name (issue #19): one empty chunk,
+        # whose FTS title column holds both.
         segments = [Segment(0, "", 1, 1, (), rel_path, char_start=0, char_end=0)]
     return body, _finish_ids(segments, rel_path)
 
@@ -491,9 +492,18 @@ _ATX_OR_FENCE_LINE = re.compile(
 )
 
 
-def _few_words(text: str) -> bool:
-    """True when ``text`` has no word outside its heading and fence lines."""
+_WORDS = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]|[^\W_]+")
+MIN_PIECE_WORDS = 3  # a section's later piece with fewer words joins the one before
+
+
+def _few_words(seg: Segment) -> bool:
+    """True when a chunk has no word outside its heading and fence lines, or
+    is a later piece of its section with fewer than MIN_PIECE_WORDS words
+    (the tail ``</template>`` of a split code block)."""
+    text = seg.text
     if _WORD.search(text) is None:
+        return True
+    if seg.part > 1 and len(_WORDS.findall(text, 0, 200)) < MIN_PIECE_WORDS:
         return True
     return _WORD.search(_ATX_OR_FENCE_LINE.sub("", text)) is None
 
@@ -506,7 +516,7 @@ def _merge_wordless(segments: list[Segment], body: str) -> list[Segment]:
     chunk before it on the same page/slide (else the one after); sheets, whose
     lines map to cells, are left alone.
     """
-    if len(segments) < 2 or not any(_few_words(s.text) for s in segments):
+    if len(segments) < 2 or not any(_few_words(s) for s in segments):
         return segments
     out: list[Segment] = []
     pending: Segment | None = None  # a small first chunk waiting for the next one
@@ -520,7 +530,7 @@ def _merge_wordless(segments: list[Segment], body: str) -> list[Segment]:
         elif pending is not None:
             out.append(pending)
             pending = None
-        if not _few_words(seg.text):
+        if not _few_words(seg):
             out.append(seg)
         elif out and _same_unit(out[-1], seg) and out[-1].line_cells is None:
             out[-1] = _joined(out[-1], seg, body, keep=out[-1])
