@@ -109,7 +109,8 @@ class Hit:
     sheet: str | None = None
     cell: str | None = None
     explain: dict[str, object] | None = None
-    folded: list[FoldedHit] = field(default_factory=list)  # same document, lower
+    folded: list[FoldedHit] = field(default_factory=list)  # the best FOLD_SHOWN
+    folded_count: int = 0  # hits of this document folded behind this one
 
 
 def printable(path: str) -> str:

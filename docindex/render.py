@@ -91,10 +91,11 @@ def hits_text(result: Any, *, explain: bool = False) -> str:
             out += [snippet[pos : m.start()], style(m.group(1), fg="yellow", bold=True)]
             pos = m.end()
         lines.append("".join([*out, snippet[pos:]]))
-        if hit.folded:  # issue #19: more of this document, folded behind it
-            more = ", ".join(f":{f.line}" for f in hit.folded[:5])
-            more += ", …" if len(hit.folded) > 5 else ""
-            lines.append(style(f"    + {len(hit.folded)} more here ({more})", dim=True))
+        if hit.folded_count:  # issue #19: more of this document, folded behind it
+            more = ", ".join(f":{f.line}" for f in hit.folded)
+            more += ", …" if hit.folded_count > len(hit.folded) else ""
+            note = f"    + {hit.folded_count} more here ({more})"
+            lines.append(style(note, dim=True))
         if explain and hit.explain:
             lines.append(style(f"    {json.dumps(hit.explain)}", dim=True))
     footer = f"{len(result.hits)} of {result.total} hits in {result.took_ms:.1f} ms"

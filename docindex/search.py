@@ -55,6 +55,7 @@ MODES = ("auto", "lexical", "semantic")
 ALL_VECTORS_MAX = 50_000  # --mode semantic scores every vector up to this many
 SEMANTIC_POOL = 2000  # lexical candidates --mode semantic scores past that
 MAX_TOP = 1000
+FOLD_SHOWN = 5  # folded hits a shown hit lists (all are counted in folded_count)
 PURE_PYTHON_MAX = 600  # candidates scored without numpy in a fresh process
 PURE_PYTHON_QUERIES = 3  # ... for its first queries; later ones import numpy
 _SEEN = [0]  # semantic rankings computed by this process
@@ -516,7 +517,7 @@ def search(
         if opts.per_doc > 0:
             ranked, folded = fold_per_document(store, ranked, opts.per_doc)
         shown = [sid for sid, _ in ranked[opts.offset : want]]
-        extra = [sid for s in shown for sid, _ in folded.get(s, ())]
+        extra = [sid for s in shown for sid, _ in folded.get(s, ())[:FOLD_SHOWN]]
         rows = store.segments_by_id(shown + extra)
     result.total = len(ranked)
     page = ranked[opts.offset : opts.offset + opts.top]
@@ -538,9 +539,9 @@ def search(
                 explain["gate"] = gate
         hit = _hit(store, row, score, qterms, cfg, opts, raw, explain)
         if sid in folded:
-            hit = dataclasses.replace(hit, folded=[
+            hit = dataclasses.replace(hit, folded_count=len(folded[sid]), folded=[
                 FoldedHit(r.chunk_id, r.start_line, round(fs, 4), list(r.heading))
-                for fsid, fs in folded[sid]
+                for fsid, fs in folded[sid][:FOLD_SHOWN]
                 if (r := rows.get(fsid)) is not None
             ])  # fmt: skip
         result.hits.append(hit)

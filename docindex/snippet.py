@@ -93,6 +93,17 @@ _ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
 _CODE = re.compile(r"(`+)[^`\n]*?\1")
 
 
+_PROSE = re.compile(r"^[ \t]*(?:[-*>]\s+)?[^\W\d_][^\n{};=<>]{20,}$", re.M)
+
+
+def _first_prose(text: str) -> int:
+    """Offset of the first line that reads as prose (starts with a letter,
+    20+ characters, no code punctuation), else 0: a snippet with no match
+    shows words, not ``</> ); }`` (issue #19)."""
+    found = _PROSE.search(text)
+    return found.start() if found else 0
+
+
 def display_text(text: str) -> str:
     """A chunk as a reader sees it, for snippets (issue #19).
 
@@ -131,6 +142,8 @@ def make_snippet(
         text, spans = shown, None
     if spans is None:
         spans = match_spans(text, qset, cfg)
+    if not spans:
+        start = _first_prose(text)
     if spans:
         best = (-1, -1, 0)
         for i, (s, _, _) in enumerate(spans):
@@ -140,8 +153,6 @@ def make_snippet(
             if score > best[:2]:
                 best = (*score, window_start)
         start = best[2]
-    else:
-        start = 0
     end = min(len(text), start + chars)
     if end - start < chars:
         start = max(0, end - chars)

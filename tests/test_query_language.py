@@ -155,6 +155,7 @@ def test_per_doc_folds_without_changing_scores(db: str) -> None:
         per_doc[hit["rel_path"]] = per_doc.get(hit["rel_path"], 0) + 1
     assert max(per_doc.values()) == 2
     assert sorted(chunks(all_hits)) == sorted(chunks(folded))  # nothing lost
+    assert sum(h["folded_count"] for h in hits) == len(chunks(folded)) - len(hits)
     scores = {h["chunk_id"]: h["score"] for h in all_hits["hits"]}  # type: ignore[union-attr]
     for hit in hits:
         assert scores[hit["chunk_id"]] == hit["score"]
