@@ -17,9 +17,10 @@ lines must end is found with ``str.rfind``; line numbers are counted newlines.
 from __future__ import annotations
 
 import re
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from itertools import accumulate
 
 from .anchors import chunk_id, slugify
 from .mdsyntax import heading_text
@@ -67,9 +68,13 @@ def markdown_headings(lines: list[str]) -> Iterator[tuple[int, int, str]]:
     (``mdsyntax.heading_text``: no explicit anchor, markup or escapes).
     """
     text = "\n".join(lines)
+    heads = _find_headings(text, _special_lines(text))
+    if text.count("\n") != len(lines) - 1:  # an item holding a newline
+        starts = list(accumulate((len(x) + 1 for x in lines[:-1]), initial=0))
+        return iter((bisect_right(starts, h.where) - 1, h.level, h.text) for h in heads)
     at = line = 0
     out: list[tuple[int, int, str]] = []
-    for head in _find_headings(text, _special_lines(text)):
+    for head in heads:
         line += text.count("\n", at, head.where)
         at = head.where
         out.append((line, head.level, head.text))
@@ -440,6 +445,7 @@ def segment_document(
             sections = [_Section((), "", 0, len(text) + 1, 0)]
         page, slide, sheet, cells = unit.page, unit.slide, unit.sheet, unit.line_cells
         at = line = 0  # a line start and its 0-based number
+        first_of_unit = len(segments)
         for section in sections:
             base = section.anchor if anchor is None else _join(anchor, section.anchor)
             path = section.heading_path
@@ -474,10 +480,15 @@ def segment_document(
                             part,
                         )
                     )
+        # Line numbers are per unit: chunks join only within their unit.
+        segments[first_of_unit:] = _merge_wordless(
+            segments[first_of_unit:], text, offset
+        )
         texts.append(text)
         offset += len(text) + len(UNIT_SEPARATOR)
     body = UNIT_SEPARATOR.join(texts)
-    segments = _merge_wordless(segments, body)
+    for i, seg in enumerate(segments):
+        seg.ordinal = i
     if not segments and ((extracted.title or "").strip() or extracted.meta):
         # A file of front matter only (or of components only, ``<ThemePage />``)
         # is still found by its title and name (issue #19): one empty chunk,
@@ -508,13 +519,14 @@ def _few_words(seg: Segment) -> bool:
     return _WORD.search(_ATX_OR_FENCE_LINE.sub("", text)) is None
 
 
-def _merge_wordless(segments: list[Segment], body: str) -> list[Segment]:
+def _merge_wordless(segments: list[Segment], text: str, offset: int) -> list[Segment]:
     """Join each chunk with no word of its own (beyond a heading) to its neighbour.
 
     A fence-only, ``}``-only or table-rule-only chunk ranked high on its
     heading and showed a snippet of punctuation (issue #19). It joins the
-    chunk before it on the same page/slide (else the one after); sheets, whose
-    lines map to cells, are left alone.
+    chunk before it in its unit (else the one after); sheets, whose lines map
+    to cells, are left alone. ``text`` is the unit's text, at ``offset`` in the
+    document.
     """
     if len(segments) < 2 or not any(_few_words(s) for s in segments):
         return segments
@@ -524,33 +536,25 @@ def _merge_wordless(segments: list[Segment], body: str) -> list[Segment]:
         if seg.line_cells is not None:
             out.append(seg)
             continue
-        if pending is not None and _same_unit(pending, seg):
-            seg = _joined(pending, seg, body, keep=seg)
-            pending = None
-        elif pending is not None:
-            out.append(pending)
+        if pending is not None:
+            seg = _joined(pending, seg, text, offset, keep=seg)
             pending = None
         if not _few_words(seg):
             out.append(seg)
-        elif out and _same_unit(out[-1], seg) and out[-1].line_cells is None:
-            out[-1] = _joined(out[-1], seg, body, keep=out[-1])
+        elif out and out[-1].line_cells is None:
+            out[-1] = _joined(out[-1], seg, text, offset, keep=out[-1])
         else:
             pending = seg
     if pending is not None:
         out.append(pending)
-    for i, seg in enumerate(out):
-        seg.ordinal = i
     return out
 
 
-def _same_unit(a: Segment, b: Segment) -> bool:
-    return (a.page, a.slide, a.sheet) == (b.page, b.slide, b.sheet)
-
-
-def _joined(a: Segment, b: Segment, body: str, keep: Segment) -> Segment:
-    """``a`` and ``b`` (consecutive) as one chunk named like ``keep``."""
+def _joined(a: Segment, b: Segment, text: str, offset: int, keep: Segment) -> Segment:
+    """``a`` and ``b`` (consecutive, one unit) as one chunk named like ``keep``."""
     return Segment(
-        keep.ordinal, body[a.char_start : b.char_end], a.start_line, b.end_line,
+        keep.ordinal, text[a.char_start - offset : b.char_end - offset],
+        a.start_line, b.end_line,
         keep.heading_path, keep.chunk_id, a.page, a.slide, a.sheet, None,
         a.char_start, b.char_end, keep.anchor, keep.part,
     )  # fmt: skip

@@ -322,3 +322,14 @@ def test_apisix_file_hits_carry_clean_paths_and_snippets(tmp_path: Path) -> None
     for hit in hits:  # type: ignore[union-attr]
         assert "{/*usestate*/}" not in hit["snippet"]
         assert "{/*" not in " ".join(hit["heading_path"])
+
+
+def test_chunks_never_join_across_units() -> None:
+    """Line numbers are per page: a wordless page keeps its own chunk."""
+    units = (Unit(text="# Title", page=None), Unit(text="# Title"), Unit(text="}"))
+    body, segs = segment_document(Extracted(units=units, kind="pdf"), "b.pdf", 400)
+    for s in segs:
+        assert body[s.char_start : s.char_end] == s.text
+        assert s.end_line - s.start_line + 1 == len(s.text.split("\n"))
+    assert [s.ordinal for s in segs] == list(range(len(segs)))
+    assert len(segs) == 3
