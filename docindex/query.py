@@ -6,8 +6,8 @@ Syntax, the same in ``docindex query``, ``--queries`` and MCP:
 - ``"rate limiting"``: an exact phrase (its words, in this order, adjacent);
 - ``+redis``: a required word; ``-anonymous`` / ``-"basic auth"``: excluded.
 
-A sign counts only at the start of a word (``C++``, ``x-y``, ``--path`` are
-text). An unclosed quote is text. Everything else, FTS5 syntax included
+A sign counts only at the start of a word that starts with a letter (``C++``,
+``x-y``, ``--path``, ``-2``, ``+1`` are text). An unclosed quote is text. Everything else, FTS5 syntax included
 (``AND``, ``NEAR(a b)``, ``col:x``, ``a*``), is plain text: only words ever
 reach FTS5, each quoted (``search.quote_fts``). Like Lucene's ``QueryParser``,
 ``parse_query`` turns the text into a typed value once; search, snippets,
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from .tokenize import STOPWORDS, query_terms, word_spans
 
 _PART = re.compile(r'(?<!\S)([+-]?)"([^"]*)"(?!\S)|(\S+)')
-_SIGNED = re.compile(r"([+-])([^\W_]|[^\x00-\x7f])")
+_SIGNED = re.compile(r"([+-])([^\W\d_]|[^\x00-\x7f])")  # a letter: -2, +1 are text
 
 NO_WORDS = "no searchable words in the query"
 

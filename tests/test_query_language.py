@@ -72,8 +72,9 @@ def test_parse_query_fields() -> None:
 
 
 def test_unclosed_quote_and_lone_signs_are_text() -> None:
-    q = parse_query('"rate limiting - +')
+    q = parse_query('"rate limiting - + -2 +1 nucleosomes')
     assert q.phrases == () and q.excluded == () and q.required == ()
+    assert "-2" in q.words and "+1" in q.words
     assert q.searchable
 
 
