@@ -225,7 +225,8 @@ def query(text: str | None, top: int, mode: str, snippet_chars: int,
     """Search the index. TEXT may also come on stdin.
 
     TEXT is plain words, with "exact phrase", +required, -excluded and
-    -"excluded phrase"; anything else (FTS5 syntax too) is plain text.
+    -"excluded phrase"; anything else (FTS5 syntax too) is plain text. Put
+    -- before a TEXT that starts with "-".
 
     Exit status 0 even with zero hits; 1 on a runtime failure; 2 on misuse.
     """
