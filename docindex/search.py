@@ -444,7 +444,12 @@ def search(
         # Stopwords only ("the") matched everything at 1.0 (issue #19).
         result.hint = {
             "unmatched_words": [], "filtered_out": False, "would_match": {},
-            "suggestion": f"{NO_WORDS}: add a word that is not a stopword",
+            "suggestion": f"{NO_WORDS}: "
+            + (
+                "add a word to look for (-word only excludes)"
+                if parsed.excluded and not parsed.positive_text.strip()
+                else "add a word that is not a stopword"
+            ),
         }  # fmt: skip
         result.took_ms = _ms(started)
         return result
