@@ -531,16 +531,22 @@ def _merge_wordless(segments: list[Segment], text: str, offset: int) -> list[Seg
     if len(segments) < 2 or not any(_few_words(s) for s in segments):
         return segments
     out: list[Segment] = []
-    pending: Segment | None = None  # a small first chunk waiting for the next one
-    for seg in segments:
+    pending: Segment | None = None  # a small chunk waiting for the next one
+    for i, seg in enumerate(segments):
         if seg.line_cells is not None:
             out.append(seg)
             continue
         if pending is not None:
-            seg = _joined(pending, seg, text, offset, keep=seg)
+            # A heading whose text was split off (a big table or fence follows)
+            # keeps its id: the chunk opens with the heading.
+            keep = pending if pending.anchor == seg.anchor else seg
+            seg = _joined(pending, seg, text, offset, keep=keep)
             pending = None
+        nxt = segments[i + 1] if i + 1 < len(segments) else None
         if not _few_words(seg):
             out.append(seg)
+        elif seg.part == 1 and nxt is not None and nxt.anchor == seg.anchor:
+            pending = seg  # a section's heading joins its own text
         elif out and out[-1].line_cells is None:
             out[-1] = _joined(out[-1], seg, text, offset, keep=out[-1])
         else:

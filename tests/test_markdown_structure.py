@@ -333,3 +333,13 @@ def test_chunks_never_join_across_units() -> None:
         assert s.end_line - s.start_line + 1 == len(s.text.split("\n"))
     assert [s.ordinal for s in segs] == list(range(len(segs)))
     assert len(segs) == 3
+
+
+def test_heading_split_from_a_big_table_joins_its_own_section() -> None:
+    rows = "\n".join(f"| name{i} | string | the {i}th attribute |" for i in range(40))
+    text = f"# Doc\n\n## Description\n\nSome words here.\n\n## Attributes\n\n{rows}\n"
+    segs = _segments(text)
+    first = next(s for s in segs if s.heading_path == ("Doc", "Attributes"))  # type: ignore[attr-defined]
+    assert first.chunk_id == "a.md#doc/attributes"  # type: ignore[attr-defined]
+    assert first.text.startswith("## Attributes")  # type: ignore[attr-defined]
+    assert "Attributes" not in segs[0].text  # type: ignore[attr-defined]
