@@ -218,7 +218,20 @@ def stats(db: str | None) -> dict[str, Any]:
             "embedder": store.get_meta("embedder"),
             "tokenizer": store.get_meta("tokenizer"),
             "facets": store.facet_values(),
+            "skipped": store.skip_counts(),
         }
+
+
+def skipped(db: str | None, *, reason: str | None = None) -> dict[str, Any]:
+    """Files left out of the index with reason and message (issue #23).
+
+    Returns:
+        ``{"counts": {reason: n}, "files": [SkipRecord, ...]}``; ``counts``
+        covers every reason, ``files`` only ``reason`` when one is given.
+    """
+    ws = workspace.load(db)
+    with ws.open() as store:
+        return {"counts": store.skip_counts(), "files": store.skipped(reason)}
 
 
 def watch(
@@ -332,4 +345,5 @@ def index_vocabulary(db: str | None, roots: list[str] | None = None) -> dict[str
             "roots": list(ws.config.roots),
             "types": sorted(store.kinds()),
             "facets": store.facet_values(),
+            "skipped": store.skip_counts(),
         }
