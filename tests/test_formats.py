@@ -319,3 +319,42 @@ def _add(data: bytes, name: str, content: bytes) -> bytes:
     with zipfile.ZipFile(out, "a") as zf:
         zf.writestr(name, content)
     return out.getvalue()
+
+
+# -- robustness --------------------------------------------------------------------
+
+
+def format_samples() -> dict[str, bytes]:
+    return {
+        "page.html": _formats.HTML_PAGE.encode(),
+        "book.epub": _formats.epub(_formats.THREE_CHAPTERS),
+        "notes.odt": _formats.odt(),
+        "budget.ods": _formats.ods(),
+        "talk.odp": _formats.odp(),
+        "minutes.rtf": _formats.RTF,
+    }
+
+
+def test_new_extractors_survive_mutated_files() -> None:
+    """Seeded mutations of each format: a result or a skip reason, never a crash."""
+    import random
+
+    from test_fuzz import extract_bounded, mutate
+
+    rng = random.Random(23)
+    outcomes: dict[str, int] = {}
+    for name, data in sorted(format_samples().items()) * 8:
+        got = extract_bounded(mutate(data, rng), name)
+        outcomes[got] = outcomes.get(got, 0) + 1
+    assert sum(outcomes.values()) == 48 and outcomes.get("ok")
+
+
+def test_deeply_nested_html_and_xml_do_not_overflow() -> None:
+    deep = "<div>" * 100_000 + "deepword" + "</div>" * 100_000
+    got = extract("deep.html", deep.encode())
+    assert "deepword" in got.units[0].text or got.units[0].text == ""
+    rtf = b"{\\rtf1 " + b"{" * 50_000 + b"x" + b"}" * 50_000 + b"}"
+    try:
+        extract("deep.rtf", rtf)
+    except ExtractionError as exc:
+        assert exc.reason == "corrupt"

@@ -66,7 +66,9 @@ class ExtractLimits:
         max_pages: PDF pages read (the rest are dropped and counted ``truncated``).
         page_timeout_s: wall-clock budget for one PDF page; a slower page is
             left out (``page_errors``) and the others are kept.
-        pdf_timeout_s: wall-clock budget for one whole PDF; past it the pages
+        pdf_seconds_per_page: what each page adds to a PDF's budget, which
+            starts at ``timeout_s``.
+        pdf_timeout_s: the most a whole PDF may take; past its budget the pages
             read so far are kept and the file counts as ``truncated``.
         max_sheet_rows: XLSX rows read per sheet.
         max_text_chars: characters of extracted text kept for one file.
@@ -79,6 +81,7 @@ class ExtractLimits:
     max_compression_ratio: float = 200.0
     max_pages: int = 2_000
     page_timeout_s: float = 10.0
+    pdf_seconds_per_page: float = 0.25
     pdf_timeout_s: float = 600.0
     max_sheet_rows: int = 100_000
     max_text_chars: int = 20_000_000

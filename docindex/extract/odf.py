@@ -140,7 +140,8 @@ def parse_xml(data: bytes) -> Any:
     try:
         return etree.fromstring(data, parser=parser)
     except etree.XMLSyntaxError as exc:
-        raise ExtractionError("corrupt", f"damaged XML: {exc}") from None
+        message = " ".join(str(exc).split())  # lxml's messages hold newlines
+        raise ExtractionError("corrupt", f"damaged XML: {message}") from None
 
 
 def _text(el: Any, depth: int = 0, breaks: str = "\n") -> str:

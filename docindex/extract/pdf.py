@@ -6,7 +6,8 @@ for it. Every failure leaves as an :class:`ExtractionError` with a skip reason.
 Time is bounded per page, not per file (issue #23): pages are read one at a
 time, each under its own alarm (``ExtractLimits.page_timeout_s``); a page that
 takes longer is left out and counted in ``page_errors``, and when the whole
-file passes ``pdf_timeout_s`` the pages read so far are kept and the file is
+file passes its budget (``timeout_s`` plus ``pdf_seconds_per_page`` a page, at
+most ``pdf_timeout_s``) the pages read so far are kept and the file is
 ``truncated``. So a 1,000-page manual indexes completely, and a pathological
 one keeps what could be read. Opening the file (the xref, repairs) has the
 office budget ``timeout_s``. The alarm shares SIGALRM with any timer already
@@ -198,7 +199,13 @@ def _read_pages(data: bytes, limits: ExtractLimits, alarm: _Alarm) -> Extracted:
     truncated: list[str] = []
     failed = slow = 0
     chars = 0
-    started = time.monotonic()
+    # The file's budget grows with its pages, so a long honest book gets
+    # minutes while a short hostile file stays near the office timeout.
+    total = min(
+        limits.pdf_timeout_s,
+        limits.timeout_s + limits.pdf_seconds_per_page * min(n_pages, limits.max_pages),
+    )
+    deadline = time.monotonic() + total
     for index in range(n_pages):
         if index >= limits.max_pages:
             truncated.append(f"pages:{limits.max_pages}/{n_pages}")
@@ -206,15 +213,17 @@ def _read_pages(data: bytes, limits: ExtractLimits, alarm: _Alarm) -> Extracted:
         if chars >= limits.max_text_chars:
             truncated.append(f"chars:{limits.max_text_chars}")
             break
-        if time.monotonic() - started > limits.pdf_timeout_s:
-            truncated.append(
-                f"time:{limits.pdf_timeout_s:g}s at page {index + 1}/{n_pages}"
-            )
-            break
+        left = deadline - time.monotonic()
+        budget = min(limits.page_timeout_s, left)
         try:
-            with alarm.budget(limits.page_timeout_s):
+            if left <= 0:
+                raise _Overtime
+            with alarm.budget(budget):
                 raw = reader.pages[index].extract_text()
         except _Overtime:
+            if budget < limits.page_timeout_s:  # the file's time ran out
+                truncated.append(f"time:{total:g}s at page {index + 1}/{n_pages}")
+                break
             slow += 1  # this page is left out; the others are kept
             continue
         except (ExtractionError, RecursionError, MemoryError):
