@@ -358,3 +358,19 @@ def test_deeply_nested_html_and_xml_do_not_overflow() -> None:
         extract("deep.rtf", rtf)
     except ExtractionError as exc:
         assert exc.reason == "corrupt"
+
+
+def test_outline_of_html_and_odt_lists_their_headings(tmp_path: Path) -> None:
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "page.html").write_text(_formats.HTML_PAGE, encoding="utf-8")
+    (root / "notes.odt").write_bytes(_formats.odt())
+    db = str(tmp_path / "i.db")
+    run("scan", str(root), "--db", db, "--json")
+    page = run("outline", "page.html", "--db", db, "--json")
+    assert [(e["text"], e["line"]) for e in page["outline"]] == [
+        ("Descaling the kettle", source_line(_formats.HTML_PAGE, "<h1>Descaling")),
+        ("Safety", source_line(_formats.HTML_PAGE, "<h2>Safety")),
+    ]
+    notes = run("outline", "notes.odt", "--db", db, "--json")
+    assert [e["text"] for e in notes["outline"]] == ["Planting", "Watering"]
