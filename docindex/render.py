@@ -182,7 +182,8 @@ def print_skipped(console: Any, result: dict[str, Any]) -> None:
     total = sum(counts.values())
     if total:
         summary = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
-        console.print(Text(f"{total} files: {summary}", style="dim"))
+        files_word = "file" if total == 1 else "files"
+        console.print(Text(f"{total} {files_word}: {summary}", style="dim"))
 
 
 # -- navigation (issue #6) ------------------------------------------------------

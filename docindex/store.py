@@ -118,6 +118,7 @@ class Store:
         self._depth = 0
         self._bodies: dict[int, str] = {}
         self._bodies_version: tuple[int, int] | None = None
+        self.outdated = False  # set by _setup: read-only and before the last migration
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -389,6 +390,8 @@ class Store:
 
     def skipped(self, reason: str | None = None) -> list[SkipRecord]:
         """Every skip record (optionally of one reason), by root then path."""
+        if self.outdated:  # read-only, before m003: nothing recorded yet
+            return []
         where, params = ("WHERE s.reason = ?", (reason,)) if reason else ("", ())
         rows = self.conn.execute(
             "SELECT r.path, s.rel_path, s.reason, s.message, s.skipped_at "
@@ -410,6 +413,8 @@ class Store:
 
     def skip_counts(self) -> dict[str, int]:
         """Number of skip records per reason."""
+        if self.outdated:
+            return {}
         return {
             reason: int(n)
             for reason, n in self.conn.execute(
