@@ -374,3 +374,15 @@ def test_outline_of_html_and_odt_lists_their_headings(tmp_path: Path) -> None:
     ]
     notes = run("outline", "notes.odt", "--db", db, "--json")
     assert [e["text"] for e in notes["outline"]] == ["Planting", "Watering"]
+
+
+def test_html_sphinx_like_chrome_is_dropped() -> None:
+    page = (
+        '<html><body><div class="related" role="navigation">relatedword</div>\n'
+        '<div class="document"><h2>Intro<a class="headerlink" href="#i">¶</a></h2>\n'
+        "<p>bodyword</p></div>\n"
+        '<div class="sphinxsidebar">sidebarword</div>\n'
+        '<div class="footer">footerclassword</div></body></html>'
+    )
+    text = extract("s.html", page.encode()).units[0].text
+    assert text.split("\n") == ["", "## Intro", "bodyword"]

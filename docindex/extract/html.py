@@ -12,9 +12,9 @@ on the *source line* where the block starts, so a hit's line number is the
 line in the ``.html`` file. Blocks that share a source line (minified pages)
 go on the next free line instead, keeping document order; then lines are only
 approximate. ``h1``-``h6`` become ``#`` headings (the heading path); scripts,
-styles, ``nav``, ``footer``, ``aside``, a page ``header``, hidden elements and
-ARIA navigation landmarks are dropped; when the page marks its ``main``
-content, only that is read.
+styles, ``nav``, ``footer``, ``aside``, a page ``header``, hidden elements,
+ARIA navigation landmarks and a few chrome classes (``DROP_CLASSES``) are
+dropped; when the page marks its ``main`` content, only that is read.
 """
 
 from __future__ import annotations
@@ -40,6 +40,12 @@ DROP_TAGS = frozenset(
 DROP_ROLES = frozenset(
     {"navigation", "banner", "contentinfo", "complementary", "search", "menu",
      "menubar", "toolbar", "dialog", "alert"}
+)  # fmt: skip
+#: Class or id words of site chrome that carries no role (Sphinx's ``footer``
+#: and ``related`` bars, themes' sidebars and breadcrumbs, cookie banners).
+DROP_CLASSES = frozenset(
+    {"footer", "sidebar", "sphinxsidebar", "navbar", "breadcrumb", "breadcrumbs",
+     "related", "skip-link", "cookie-banner", "cookie-consent", "headerlink"}
 )  # fmt: skip
 #: Elements that end a line of text.
 BLOCK_TAGS = frozenset(
@@ -305,7 +311,10 @@ def _dropped(el: Any, tag: str) -> bool:
             a.tag in ("article", "main", "section") for a in el.iterancestors()
         )
     style = get("style")
-    return style is not None and "display:none" in style.replace(" ", "").lower()
+    if style is not None and "display:none" in style.replace(" ", "").lower():
+        return True
+    names = f"{get('class') or ''} {get('id') or ''}".lower().split()
+    return bool(names) and not DROP_CLASSES.isdisjoint(names)
 
 
 def escape_markdown(line: str) -> str:
