@@ -784,8 +784,12 @@ def _apply(
     now = time.time()
 
     def remember(job: _Job, reason: str, message: str, digest: str | None) -> None:
-        """Keep the skip until the file changes (issue #23); no size = retry."""
-        size, mtime = (job.size, job.mtime_ns) if digest is not None else (None, None)
+        """Keep the skip until the file changes (issue #23).
+
+        Without a content hash (the file could not be read, or the index was
+        full) no fingerprint is kept, so the next scan tries the file again.
+        """
+        size, mtime = (job.size, job.mtime_ns) if digest else (None, None)
         store.record_skip(root_ids[job.root], job.rel_path, reason, message or reason,
                           size, mtime, digest or None, now)  # fmt: skip
 

@@ -109,3 +109,21 @@ def test_scan_summary_points_at_the_command(tmp_path: Path) -> None:
         cli, ["scan", str(root), "--db", str(tmp_path / "i.db")]
     )
     assert "unsupported:" in result.stderr and "docindex skipped" in result.stderr
+
+
+def test_a_file_refused_by_a_full_index_is_tried_again(tmp_path: Path) -> None:
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "a.md").write_text("alpha\n")
+    (root / "b.md").write_text("bravo\n")
+    db = str(tmp_path / "i.db")
+    full = CliRunner(env={"DOCINDEX_MAX_DOCS": "1"})
+    out = json.loads(full.invoke(cli, ["scan", str(root), "--db", db, "--json"]).stdout)
+    assert out["skipped"] == {"max-docs": 1}
+    assert run("skipped", "--db", db, "--json")["counts"] == {"max-docs": 1}
+    roomy = CliRunner(env={"DOCINDEX_MAX_DOCS": "5"})  # the index remembers 1
+    out = json.loads(
+        roomy.invoke(cli, ["scan", str(root), "--db", db, "--json"]).stdout
+    )
+    assert out["indexed"] == 1
+    assert run("skipped", "--db", db, "--json")["files"] == []
