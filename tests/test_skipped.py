@@ -127,3 +127,13 @@ def test_a_file_refused_by_a_full_index_is_tried_again(tmp_path: Path) -> None:
     )
     assert out["indexed"] == 1
     assert run("skipped", "--db", db, "--json")["files"] == []
+
+
+def test_removing_a_root_forgets_its_skipped_files(tmp_path: Path) -> None:
+    root = tmp_path / "docs"
+    build(root)
+    db = str(tmp_path / "i.db")
+    run("scan", str(root), "--db", db, "--json")
+    assert run("skipped", "--db", db, "--json")["files"]
+    run("roots", "remove", str(root), "--db", db)
+    assert run("skipped", "--db", db, "--json") == {"counts": {}, "files": []}
