@@ -594,11 +594,11 @@ def skipped(reason: str | None, db: str | None, as_json: bool) -> None:
     again.
     """
     from . import api
-    from .render import print_skipped, to_json
+    from .render import cli_json, print_skipped
 
     result = api.skipped(db, reason=reason)
     if as_json:
-        click.echo(to_json(result))
+        click.echo(cli_json(result))
     else:
         print_skipped(_out_console(), result)
 

@@ -72,7 +72,7 @@ def test_a_skip_is_reported_once_and_kept_until_the_file_changes(
     (root / "blank.md").unlink()
     (root / "photo.png").unlink()
     run("scan", str(root), "--db", db, "--json")
-    assert run("skipped", "--db", db, "--json") == {"counts": {}, "files": []}
+    assert run("skipped", "--db", db, "--json")["files"] == []
     assert "no file was left out" in run("skipped", "--db", db).output
 
 
@@ -136,4 +136,4 @@ def test_removing_a_root_forgets_its_skipped_files(tmp_path: Path) -> None:
     run("scan", str(root), "--db", db, "--json")
     assert run("skipped", "--db", db, "--json")["files"]
     run("roots", "remove", str(root), "--db", db)
-    assert run("skipped", "--db", db, "--json") == {"counts": {}, "files": []}
+    assert run("skipped", "--db", db, "--json")["files"] == []
