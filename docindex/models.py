@@ -79,6 +79,16 @@ class Segment:
 
 
 @dataclass(frozen=True, slots=True)
+class FoldedHit:
+    """A hit folded behind a shown hit of the same document (``--per-doc``)."""
+
+    chunk_id: str
+    line: int
+    score: float
+    heading_path: list[str]
+
+
+@dataclass(frozen=True, slots=True)
 class Hit:
     """One search result, as printed by ``docindex query --json``."""
 
@@ -99,6 +109,8 @@ class Hit:
     sheet: str | None = None
     cell: str | None = None
     explain: dict[str, object] | None = None
+    folded: list[FoldedHit] = field(default_factory=list)  # the best FOLD_SHOWN
+    folded_count: int = 0  # hits of this document folded behind this one
 
 
 def printable(path: str) -> str:

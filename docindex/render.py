@@ -121,6 +121,11 @@ def hits_text(
             out += [snippet[pos : m.start()], style(m.group(1), fg="yellow", bold=True)]
             pos = m.end()
         lines.append("".join([*out, snippet[pos:]]))
+        if hit.folded_count:  # issue #19: more of this document, folded behind it
+            more = ", ".join(f":{f.line}" for f in hit.folded)
+            more += ", …" if hit.folded_count > len(hit.folded) else ""
+            note = f"    + {hit.folded_count} more here ({more})"
+            lines.append(style(note, dim=True))
         if explain and hit.explain:
             lines.append(style(f"    {json.dumps(hit.explain)}", dim=True))
     footer = f"{len(result.hits)} of {result.total} hits in {result.took_ms:.1f} ms"
