@@ -17,6 +17,7 @@ from .tokenize import query_terms, word_spans
 if TYPE_CHECKING:
     from .config import Config
     from .models import Hit, QueryOptions, QueryResult
+    from .query import ParsedQuery
     from .store import Index
 
 _SAMPLE = 50  # unfiltered hits inspected for would-match values
@@ -24,14 +25,14 @@ _SHOWN = 10  # values reported per filter
 
 
 def zero_result_hint(
-    store: Index, text: str, cfg: Config, opts: QueryOptions,
+    store: Index, query: ParsedQuery, cfg: Config, opts: QueryOptions,
     run: Callable[[QueryOptions], QueryResult],
 ) -> dict[str, Any]:  # fmt: skip
     """Explain an empty result and suggest what to try next.
 
     Args:
         store: the index the query ran against.
-        text: the query as given.
+        query: the parsed query.
         cfg: the settings the query ran with.
         opts: the query's options (filters, mode, min_score).
         run: runs the same query with other options and no hint (the search
@@ -42,7 +43,7 @@ def zero_result_hint(
         "suggestion": str}``; ``would_match`` maps ``type``/``path``/``where``
         to values that unfiltered hits have (only for filters that were set).
     """
-    words = _words(text)
+    words = _words(query.positive_text)
     unmatched = _unmatched(store, words, cfg)
     hint: dict[str, Any] = {
         "unmatched_words": unmatched,

@@ -15,7 +15,7 @@ import hashlib
 import os
 import stat
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
@@ -36,7 +36,7 @@ from .errors import (
     OutsideRootsError,
 )
 from .models import Progress as Progress  # re-exported: the old home
-from .models import ProgressFn, ScanResult, SkipReason
+from .models import ProgressFn, ScanResult, SkipReason, printable
 from .store import (
     EncodedSegments,
     Fingerprint,
@@ -137,7 +137,9 @@ def prepare(job: Job, cfg: Config, *, bulk: bool = False) -> Prepared:
     if job.known_hash == digest:
         return Prepared(job, hash=digest, same=True)
     if not data.strip():
-        return Prepared(job, hash=digest, skip=SkipReason.EMPTY)
+        return Prepared(
+            job, hash=digest, skip=SkipReason.EMPTY, message="the file is blank"
+        )
     extra = frozenset(s if s.startswith(".") else f".{s}" for s in cfg.text_extensions)
     kind = kind_for(job.rel_path) or (
         "txt" if os.path.splitext(job.rel_path)[1].lower() in extra else None
@@ -161,7 +163,8 @@ def prepare(job: Job, cfg: Config, *, bulk: bool = False) -> Prepared:
         )
     body, segments = segment_document(extracted, job.rel_path, cfg.segment_chars)
     if not segments:
-        return Prepared(job, hash=digest, skip=SkipReason.EMPTY, kind=extracted.kind)
+        return Prepared(job, hash=digest, skip=SkipReason.EMPTY, kind=extracted.kind,
+                        message=f"no text found in this {extracted.kind} file")  # fmt: skip
     doc_title = title_text(extracted.title, job.rel_path)
     fts, vectors = analyze_segments(
         cfg, extracted.title, doc_title, segments, bulk=bulk
@@ -215,7 +218,8 @@ def _extract(kind: str, data: bytes, name: str, cfg: Config) -> Any:
 
     extractor = get_extractor(kind)
     limits = _limits(cfg)
-    if kind in ("md", "txt"):
+    if kind in ("md", "txt", "pdf"):
+        # PDF bounds itself per page and keeps the pages read (issue #23).
         return extractor(data, name, limits)
     with _deadline(limits.timeout_s):
         return extractor(data, name, limits)
@@ -533,6 +537,7 @@ def _scan(
     )  # fmt: skip
     root_ids = {str(r): store.root_id(str(r)) for r in roots}
     known = {rid: store.fingerprints(rid) for rid in root_ids.values()}
+    skips = {rid: store.skip_fingerprints(rid) for rid in root_ids.values()}
     seen: dict[int, set[str]] = {rid: set() for rid in root_ids.values()}
     complete = {rid: True for rid in root_ids.values()}
     jobs: list[Job] = []
@@ -541,7 +546,8 @@ def _scan(
     try:
         for entry in chain.from_iterable(walk(roots, options, s) for s in walk_scopes):
             if isinstance(entry, SkipEntry):
-                _walk_skip(entry, result, root_ids, complete)
+                again = _remember_walk_skip(store, entry, roots, root_ids, skips, seen)
+                _walk_skip(entry, result, root_ids, complete, report=not again)
                 continue
             result.scanned += 1
             rid = root_ids[str(entry.root)]
@@ -555,12 +561,23 @@ def _scan(
             ):
                 result.unchanged += 1
                 continue
+            was = skips[rid].get(entry.rel_path) if old is None else None
+            if (
+                was is not None
+                and not force
+                and was.size == entry.size
+                and was.mtime_ns == entry.mtime_ns
+            ):
+                # Skipped before and unchanged: not read again, not warned
+                # about again; `docindex skipped` still lists it (issue #23).
+                result.unchanged += 1
+                continue
             jobs.append(_job(entry, old.hash if old and not force else None))
             if len(jobs) == POOL_THRESHOLD:
                 workers.boot()  # imports while the walk goes on
             if on_progress:
                 on_progress(Progress("walk", result.scanned, None, entry.rel_path))
-        _apply(store, cfg, jobs, root_ids, known, result, on_progress, workers)
+        _apply(store, cfg, jobs, root_ids, known, result, on_progress, workers, skips)
     finally:
         workers.close()
     # Prune only after a complete walk: a root that vanished or a walk that
@@ -576,13 +593,18 @@ def _scan(
                 continue
             remove_document(store, cfg, row.id)
             result.removed += 1
+        for rel_path in skips[rid]:
+            if rel_path not in seen[rid] and _under(rel_path, prefixes):
+                store.clear_skip(rid, rel_path)  # the file is gone
 
 
 def _walk_skip(
-    entry: Any, result: ScanResult, root_ids: dict[str, int], complete: dict[int, bool]
-) -> None:
-    """Record a file the walk left out; a root it could not see whole is not pruned."""
-    result.skip(entry.reason, str(entry.path), entry.message)
+    entry: Any, result: ScanResult, root_ids: dict[str, int],
+    complete: dict[int, bool], report: bool = True,
+) -> None:  # fmt: skip
+    """Count a file the walk left out; a root it could not see whole is not pruned."""
+    if report:
+        result.skip(entry.reason, str(entry.path), entry.message)
     if entry.reason == SkipReason.MISSING_ROOT:
         rid = root_ids.get(str(entry.path))
         if rid is not None:
@@ -593,6 +615,40 @@ def _walk_skip(
     ):
         for rid in root_ids.values():
             complete[rid] = False
+
+
+#: Walk skips worth a record: not the user's own exclusions (ignored, hidden),
+#: the walk's limits, nor I/O errors, which are transient (a file that vanished
+#: mid-walk) and are reported on every scan.
+_RECORDED_WALK_SKIPS = frozenset({"too-large", "unsupported", "symlink", "bad-name"})
+
+
+def _remember_walk_skip(
+    store: Index, entry: Any, roots: list[Path], root_ids: dict[str, int],
+    skips: dict[int, dict[str, Any]], seen: dict[int, set[str]],
+) -> bool:  # fmt: skip
+    """Record a walk skip under its root, so ``docindex skipped`` lists it.
+
+    Returns:
+        True when the same skip was already recorded (no new warning).
+    """
+    if entry.reason not in _RECORDED_WALK_SKIPS:
+        return False
+    for root in roots:
+        if root in entry.path.parents:
+            rid = root_ids[str(root)]
+            # printable: a bad-name file's name is not valid UTF-8 (#8)
+            rel = printable(entry.path.relative_to(root).as_posix())
+            seen[rid].add(rel)
+            was = skips[rid].get(rel)
+            if was is not None and (was.reason, was.message) == (
+                entry.reason, entry.message
+            ):  # fmt: skip
+                return True
+            store.record_skip(rid, rel, entry.reason, entry.message,
+                              None, None, None, time.time())  # fmt: skip
+            return False
+    return False
 
 
 def _scope_prefixes(root: Path, scopes: Sequence[Path]) -> list[str] | None:
@@ -623,9 +679,23 @@ def _apply(
     store: Index, cfg: Config, jobs: list[Job], root_ids: dict[str, int],
     known: dict[int, dict[str, Fingerprint]], result: ScanResult,
     on_progress: ProgressFn | None, workers: _Workers | None = None,
+    skips: dict[int, dict[str, Any]] | None = None,
 ) -> None:  # fmt: skip
     if not jobs:  # a no-op rescan must not count the segments (a table scan)
         return
+    skips = skips if skips is not None else {}
+    now = time.time()
+
+    def remember(job: Job, reason: str, message: str, digest: str | None) -> None:
+        """Keep the skip until the file changes (issue #23).
+
+        Without a content hash (the file could not be read, or the index was
+        full) no fingerprint is kept, so the next scan tries the file again.
+        """
+        size, mtime = (job.size, job.mtime_ns) if digest else (None, None)
+        store.record_skip(root_ids[job.root], job.rel_path, reason, message or reason,
+                          size, mtime, digest or None, now)  # fmt: skip
+
     if len(jobs) >= POOL_THRESHOLD:
         store.tune_fts_for_bulk()
     fill = _Fill.of(store)
@@ -634,7 +704,8 @@ def _apply(
         job = prep.job
         if on_progress:
             on_progress(Progress("index", done, total, job.rel_path))
-        _apply_one(store, cfg, prep, root_ids[job.root], known, result, fill)
+        rid = root_ids[job.root]
+        _apply_one(store, cfg, prep, rid, known, result, fill, remember, skips)
 
 
 @dataclass(slots=True)
@@ -658,9 +729,13 @@ class _Fill:
         return cls(n_docs, n_segments, n_segments)
 
 
+Remember = Callable[[Job, str, str, str | None], None]
+
+
 def _apply_one(
     store: Index, cfg: Config, prep: Prepared, rid: int,
     known: dict[int, dict[str, Fingerprint]], result: ScanResult, fill: _Fill,
+    remember: Remember, skips: dict[int, dict[str, Any]],
 ) -> None:  # fmt: skip
     """Store one prepared file (or its skip), within the index's caps."""
     job = prep.job
@@ -671,6 +746,7 @@ def _apply_one(
         return
     if prep.skip:
         result.skip(prep.skip, job.path, prep.message)
+        remember(job, prep.skip, prep.message, prep.hash)
         if old is not None:  # a file that turned bad loses its stale rows
             fill.segments -= store.segment_count(old.id)
             remove_document(store, cfg, old.id)
@@ -683,23 +759,34 @@ def _apply_one(
         remove_document(store, cfg, old.id)
         fill.docs -= 1
     elif fill.docs >= cfg.max_docs:
-        result.skip(
-            SkipReason.MAX_DOCS, job.path, f"index holds max_docs={cfg.max_docs}"
-        )
+        message = f"index holds max_docs={cfg.max_docs}"
+        result.skip(SkipReason.MAX_DOCS, job.path, message)
+        remember(job, SkipReason.MAX_DOCS, message, None)
         return
     if fill.segments + len(prep.segments) > cfg.max_segments:
-        result.skip(SkipReason.MAX_SEGMENTS, job.path,
-                    f"index holds max_segments={cfg.max_segments}")  # fmt: skip
+        message = f"index holds max_segments={cfg.max_segments}"
+        result.skip(SkipReason.MAX_SEGMENTS, job.path, message)
+        remember(job, SkipReason.MAX_SEGMENTS, message, None)
         if old is not None:
             known[rid].pop(job.rel_path, None)
             result.removed += 1
         return
     vectors = _within_max_embedded(store, cfg, prep, result, fill)
     _store_prepared(store, rid, prep, vectors)
+    if job.rel_path in skips.get(rid, ()):
+        store.clear_skip(rid, job.rel_path)
     for key, value in prep.notes:
         # Indexed, but not whole: a capped sheet or PDF is never silent (#4).
         reason = SkipReason.TRUNCATED if key == "truncated" else SkipReason.PARTIAL
         result.skip(reason, job.path, f"{key}: {value}")
+    if prep.notes:
+        keys = [k for k, _ in prep.notes]
+        reason = SkipReason.TRUNCATED if "truncated" in keys else SkipReason.PARTIAL
+        message = "; ".join(f"{k}: {v}" for k, v in prep.notes)
+        remember(job, reason, message, prep.hash)
+    if len(vectors or ()) < len(prep.vectors or ()):
+        message = f"max_embedded={cfg.max_embedded} reached"
+        remember(job, SkipReason.MAX_EMBEDDED, message, None)
     fill.docs += 1
     fill.segments += len(prep.segments)
     fill.embedded += len(vectors or ())

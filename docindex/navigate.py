@@ -31,7 +31,7 @@ from .models.navigation import (
 from .segment import markdown_headings
 from .store import DocFilter, Index, SegmentRow
 
-MARKDOWN_KINDS = ("md", "docx")  # kinds whose text carries ``#`` headings
+MARKDOWN_KINDS = ("md", "docx", "html", "odt")  # one unit whose text has ``#`` headings
 _LINE_SUFFIX = re.compile(r"^(.*):(\d+)$")
 _PART_SUFFIX = re.compile(r"~\d+$")
 

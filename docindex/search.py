@@ -34,6 +34,7 @@ segment's bm25 by ~3 points nDCG@10 and the feedback added ~1.4.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections import Counter
@@ -44,17 +45,19 @@ from .config import Config
 from .embed import NgramEmbedder
 from .embedder import Embedder, choose
 from .embedder import embedder_for as _embedder
-from .models import Hit
+from .models import FoldedHit, Hit
 from .models import QueryOptions as QueryOptions  # re-exported: the old home
 from .models import QueryResult as QueryResult
+from .query import NO_WORDS, ParsedQuery, normalized_words, parse_query, phrase_pattern
 from .snippet import best_line, make_snippet, match_spans
 from .store import DocFilter, Index, SegmentRow
-from .tokenize import STOPWORDS, query_terms, terms
+from .tokenize import STOPWORDS, terms
 
 MODES = ("auto", "lexical", "semantic")
 ALL_VECTORS_MAX = 50_000  # --mode semantic scores every vector up to this many
 SEMANTIC_POOL = 2000  # lexical candidates --mode semantic scores past that
 MAX_TOP = 1000
+FOLD_SHOWN = 5  # folded hits a shown hit lists (all are counted in folded_count)
 PURE_PYTHON_MAX = 600  # candidates scored without numpy in a fresh process
 PURE_PYTHON_QUERIES = 3  # ... for its first queries; later ones import numpy
 
@@ -93,7 +96,7 @@ def rrf(
 
 def _doc_filter(opts: QueryOptions) -> DocFilter:
     """--type, --path and --where as the storage's document filter (pushed down)."""
-    return DocFilter(kinds=opts.types, path_glob=opts.path_glob, facets=opts.where)
+    return DocFilter(kinds=opts.types, path=opts.path_glob, facets=opts.where)
 
 
 def fuse_scores(
@@ -337,14 +340,22 @@ def _stopword_terms(cfg: Config, words: frozenset[str]) -> frozenset[str]:
     return got
 
 
+def parse(text: str, cfg: Config) -> ParsedQuery:
+    """``text`` parsed for an index built with ``cfg`` (the edge calls this once)."""
+    return parse_query(_utf8(text), cjk_ngram=cfg.cjk_ngram, use_stem=cfg.stem)
+
+
 def search(
-    store: Index, text: str, cfg: Config, opts: QueryOptions, *, hint: bool = True
-) -> QueryResult:
+    store: Index, query: str | ParsedQuery, cfg: Config, opts: QueryOptions, *,
+    hint: bool = True,
+) -> QueryResult:  # fmt: skip
     """Run one query against an open index.
 
     Args:
         store: the index.
-        text: the user's query (any string; never FTS5 syntax).
+        query: the parsed query (``parse``), or its text to parse here; the
+            query language (phrases, ``+``, ``-``) is in ``docindex.query``.
+            User text never reaches FTS5 as syntax.
         cfg: settings (ranking weights, tokenizer, embedder).
         opts: per-query options.
         hint: explain an empty first page in ``result.hint`` (issue #6).
@@ -353,15 +364,24 @@ def search(
         A QueryResult with hits best first.
     """
     started = time.perf_counter()
-    text, opts = _utf8(text), _utf8_options(opts)
-    result = QueryResult(query=text, mode=opts.mode)
-    qterms = query_terms(text, cjk_ngram=cfg.cjk_ngram, use_stem=cfg.stem)
-    if not qterms:
-        if hint:
-            result.hint = _zero_hint(store, text, cfg, opts)
+    parsed = query if isinstance(query, ParsedQuery) else parse(query, cfg)
+    opts = _utf8_options(opts)
+    result = QueryResult(query=parsed.text, mode=opts.mode)
+    qterms = list(parsed.tokens)
+    if not parsed.searchable or not qterms:
+        # Stopwords only ("the") matched everything at 1.0 (issue #19).
+        result.hint = {
+            "unmatched_words": [], "filtered_out": False, "would_match": {},
+            "suggestion": f"{NO_WORDS}: "
+            + (
+                "add a word to look for (-word only excludes)"
+                if parsed.excluded and not parsed.positive_text.strip()
+                else "add a word that is not a stopword"
+            ),
+        }  # fmt: skip
         result.took_ms = _ms(started)
         return result
-    lists, gate, degraded = _lists(store, text, qterms, cfg, opts)
+    lists, gate, degraded = _lists(store, parsed, cfg, opts)
     result.degraded = degraded
     result.used = [name for name, pairs in lists.items() if pairs]
     fused = _fuse(lists, cfg)
@@ -372,20 +392,25 @@ def search(
     ranked = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
     ranked = [(sid, s) for sid, s in ranked if s >= opts.min_score]
     want = opts.top + opts.offset
+    folded: dict[int, list[tuple[int, float]]] = {}
     if opts.files and "lexical" in lists:
         # --files ranks whole documents (bm25 over all their segments).
         ranked, rows, raw = _rank_documents(store, fused, lists, qterms, cfg, opts)
     elif opts.files:
         ranked, rows = _best_per_document(store, ranked, want)
     else:
-        rows = store.segments_by_id([sid for sid, _ in ranked[:want]])
+        if opts.per_doc > 0:
+            ranked, folded = fold_per_document(store, ranked, opts.per_doc)
+        shown = [sid for sid, _ in ranked[opts.offset : want]]
+        extra = [sid for s in shown for sid, _ in folded.get(s, ())[:FOLD_SHOWN]]
+        rows = store.segments_by_id(shown + extra)
     result.total = len(ranked)
     if opts.offset + opts.top < len(ranked):
         result.next_offset = opts.offset + opts.top
     page = ranked[opts.offset : opts.offset + opts.top]
-    result.hits = _page_hits(store, page, rows, raw, gate, qterms, cfg, opts)
+    result.hits = _page_hits(store, page, rows, raw, gate, folded, qterms, cfg, opts)
     if hint and not result.hits and opts.offset == 0:
-        result.hint = _zero_hint(store, text, cfg, opts)
+        result.hint = _zero_hint(store, parsed, cfg, opts)
     result.took_ms = _ms(started)
     return result
 
@@ -394,18 +419,23 @@ Ranked = list[tuple[int, float]]  # (segment id, score) best first
 
 
 def _lists(
-    store: Index, text: str, qterms: list[str], cfg: Config, opts: QueryOptions
+    store: Index, parsed: ParsedQuery, cfg: Config, opts: QueryOptions
 ) -> tuple[dict[str, Ranked], str | None, bool]:
     """The ranked lists to fuse, the language gate (or None) and ``degraded``.
 
     Lists: ``lexical`` (bm25), ``semantic`` (cosine) and, for a gated neural
     query, ``ngram`` (n-gram vectors made on the fly).
     """
+    text = parsed.positive_text
     only = _doc_filter(opts)
     pool = max(200, min(2000, (opts.top + opts.offset) * 20))
     lists: dict[str, Ranked] = {}
     semantic: Ranked | None = None
-    every_vector = opts.mode == "semantic" and store.max_segment_id() <= ALL_VECTORS_MAX
+    every_vector = (
+        opts.mode == "semantic"
+        and not parsed.constrained  # phrases, + and - need the lexical filter
+        and store.max_segment_id() <= ALL_VECTORS_MAX
+    )
     if every_vector:
         # Pure semantic ranking scores every vector (one matrix product), so a
         # query with no word in common with a document can still find it. Past
@@ -413,14 +443,18 @@ def _lists(
         # and the lexical candidates (a larger pool) are scored instead.
         semantic = _semantic(store, text, cfg, None, only, pool)
     if opts.mode != "semantic" or not every_vector or semantic is None:
-        match = " OR ".join(quote_fts(t) for t in qterms)
+        match = fts_match(parsed)
         size = SEMANTIC_POOL if opts.mode == "semantic" else pool
         lists["lexical"] = store.lexical(match, size, cfg.title_weight, only)
+        if parsed.phrases or parsed.excluded:
+            lists["lexical"] = _verified(store, parsed, lists["lexical"])
     if opts.mode == "semantic" and not every_vector:
         candidates = [sid for sid, _ in lists.pop("lexical")]
         semantic = _semantic(store, text, cfg, candidates, only, pool)
         if semantic is None:
             lexical = store.lexical(match, pool, cfg.title_weight, only)
+            if parsed.phrases or parsed.excluded:
+                lexical = _verified(store, parsed, lexical)
             lists["lexical"] = lexical
     # Language gate (issue #9): an English-only neural model gets no weight
     # on a mostly-CJK or mostly-[UNK] query; --explain shows it as "gate".
@@ -449,9 +483,9 @@ def _lists(
 def _page_hits(
     store: Index, page: Ranked, rows: dict[int, SegmentRow],
     raw: dict[str, dict[int, tuple[int, float]]], gate: str | None,
-    qterms: list[str], cfg: Config, opts: QueryOptions,
+    folded: dict[int, Ranked], qterms: list[str], cfg: Config, opts: QueryOptions,
 ) -> list[Hit]:  # fmt: skip
-    """The page's hits, with ``--explain`` details when asked."""
+    """The page's hits, with ``--explain`` details and folded hits (#19)."""
     hits: list[Hit] = []
     for sid, score in page:
         row = rows.get(sid) or store.segments_by_id([sid]).get(sid)
@@ -467,8 +501,90 @@ def _page_hits(
             explain["fused"] = round(score, 6)
             if gate is not None:
                 explain["gate"] = gate
-        hits.append(_hit(store, row, score, qterms, cfg, opts, raw, explain))
+        hit = _hit(store, row, score, qterms, cfg, opts, raw, explain)
+        if sid in folded:
+            hit = dataclasses.replace(hit, folded_count=len(folded[sid]), folded=[
+                FoldedHit(r.chunk_id, r.start_line, round(fs, 4), list(r.heading))
+                for fsid, fs in folded[sid][:FOLD_SHOWN]
+                if (r := rows.get(fsid)) is not None
+            ])  # fmt: skip
+        hits.append(hit)
     return hits
+
+
+def fts_match(parsed: ParsedQuery) -> str:
+    """The FTS5 MATCH expression of a parsed query; every term is quoted.
+
+    Any ranked term may match; each phrase's and ``+word``'s terms must all
+    be there; an excluded word's or phrase's terms must not all be there.
+    Phrases are then checked word by word (``_verified``): FTS columns hold
+    terms, not the text's word order.
+    """
+    expr = "(" + " OR ".join(quote_fts(t) for t in parsed.tokens) + ")"
+    for group in parsed.required_tokens:
+        for term in group:
+            expr += f" AND {quote_fts(term)}"
+    for group in parsed.excluded_tokens:
+        expr += " NOT (" + " AND ".join(quote_fts(t) for t in group) + ")"
+    return expr
+
+
+def _verified(
+    store: Index, parsed: ParsedQuery, pairs: list[tuple[int, float]]
+) -> list[tuple[int, float]]:
+    """``pairs`` whose segment text holds every phrase and no excluded phrase.
+
+    The text is compared as normalised words (``query.normalized_words``), so
+    ``"rate limiting"`` matches "Rate-Limiting" but not "rate of limiting".
+    Exclusions are checked the same way, on the heading path too.
+    """
+    must = [p for p in map(phrase_pattern, parsed.phrases) if p is not None]
+    never = [p for p in map(phrase_pattern, parsed.excluded) if p is not None]
+    if not pairs or not (must or never):
+        return pairs
+    rows = store.segments_by_id([sid for sid, _ in pairs])
+    bodies: dict[int, str] = {}
+    kept: list[tuple[int, float]] = []
+    for sid, score in pairs:
+        row = rows.get(sid)
+        if row is None:
+            continue
+        body = bodies.get(row.doc_id)
+        if body is None:
+            body = bodies[row.doc_id] = store.body(row.doc_id)
+        words = normalized_words(body[row.char_start : row.char_end])
+        heading = normalized_words(" ".join(row.heading))
+        if all(p.search(words) for p in must) and not any(
+            p.search(words) or p.search(heading) for p in never
+        ):
+            kept.append((sid, score))
+    return kept
+
+
+def fold_per_document(
+    store: Index, ranked: list[tuple[int, float]], per_doc: int
+) -> tuple[list[tuple[int, float]], dict[int, list[tuple[int, float]]]]:
+    """At most ``per_doc`` hits per document; the rest fold behind them (issue #19).
+
+    Returns the ranked list without the folded hits (pages and ``total``
+    count these) and, for each document's last shown hit, the hits folded
+    behind it, best first. Scores and order are otherwise unchanged.
+    """
+    doc_of = store.doc_ids_of([sid for sid, _ in ranked])
+    shown: list[tuple[int, float]] = []
+    count: dict[int, int] = {}
+    last: dict[int, int] = {}  # doc -> its last shown segment
+    folded: dict[int, list[tuple[int, float]]] = {}
+    for sid, score in ranked:
+        doc = doc_of.get(sid, -sid)
+        n = count.get(doc, 0)
+        if n < per_doc:
+            count[doc] = n + 1
+            last[doc] = sid
+            shown.append((sid, score))
+        else:
+            folded.setdefault(last[doc], []).append((sid, score))
+    return shown, folded
 
 
 def _utf8(text: str) -> str:
@@ -495,14 +611,14 @@ def _utf8_options(opts: QueryOptions) -> QueryOptions:
 
 
 def _zero_hint(
-    store: Index, text: str, cfg: Config, opts: QueryOptions
+    store: Index, parsed: ParsedQuery, cfg: Config, opts: QueryOptions
 ) -> dict[str, Any]:
     from .hints import zero_result_hint
 
     def run(relaxed: QueryOptions) -> QueryResult:
-        return search(store, text, cfg, relaxed, hint=False)
+        return search(store, parsed, cfg, relaxed, hint=False)
 
-    return zero_result_hint(store, text, cfg, opts, run)
+    return zero_result_hint(store, parsed, cfg, opts, run)
 
 
 def _dense_gate(cfg: Config, text: str) -> str | None:
@@ -689,6 +805,8 @@ def _hit(
     root = row.root
     sep = "" if root.endswith(("/", "\\")) else "/"
     from_ = [name for name in raw if row.id in raw[name]]
+    if not snippet and not text.strip():
+        snippet = row.title or ""  # a title-only document (issue #19)
     return Hit(
         path=f"{root}{sep}{row.rel_path}" if "\\" not in root else f"{root}\\{row.rel_path}",
         rel_path=row.rel_path, root=root, line=line, start_line=row.start_line,

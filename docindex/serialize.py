@@ -26,7 +26,9 @@ def hit_dict(hit: Hit) -> dict[str, Any]:
 
 def to_json(value: Any) -> str:
     """Serialise dataclasses/dicts as one compact JSON document (UTF-8 kept)."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if isinstance(value, dict | list) or (
+        dataclasses.is_dataclass(value) and not isinstance(value, type)
+    ):
         value = _asdict(value)
     return json.dumps(value, ensure_ascii=False, sort_keys=False)
 

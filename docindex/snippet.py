@@ -7,6 +7,8 @@ n-grams. Pure functions over a segment's text.
 
 from __future__ import annotations
 
+import bisect
+import re
 from typing import Any
 
 from .stem import stem
@@ -60,8 +62,6 @@ def best_line(
     for i, ch in enumerate(text):
         if ch == "\n":
             line_starts.append(i + 1)
-    import bisect
-
     per_line: dict[int, set[str]] = {}
     for start, _, term in spans:
         per_line.setdefault(bisect.bisect_right(line_starts, start) - 1, set()).add(
@@ -82,6 +82,94 @@ def _plain(text: str) -> str:
     return text.replace(MARK_OPEN, "")
 
 
+_TABLE_RULE = re.compile(
+    r"^[ \t]*\|?[ \t]*:?-{3,}:?[ \t]*(?:\|[ \t]*:?-{3,}:?[ \t]*)*\|?[ \t]*$\n?", re.M
+)
+_HEADING_MARKS = re.compile(r"^ {0,3}#{1,6}[ \t]+", re.M)
+_ANCHOR = re.compile(r"[ \t]*(?:\{/\*\s*[\w-]+\s*\*/\}|\{#[\w-]+[^}\n]*\})")
+_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
+_CODE = re.compile(r"(`+)[^`\n]*?\1")
+
+
+_PROSE = re.compile(r"^[ \t]*(?:[-*>]\s+)?[^\W\d_][^\n{};=<>]{20,}$", re.M)
+
+
+def _first_prose(text: str) -> int:
+    """Offset of the first line that reads as prose (starts with a letter,
+    20+ characters, no code punctuation), else 0: a snippet with no match
+    shows words, not ``</> ); }`` (issue #19)."""
+    found = _PROSE.search(text)
+    return found.start() if found else 0
+
+
+def display_text(text: str) -> str:
+    """A chunk as a reader sees it, for snippets (issue #19).
+
+    Fence lines, table rules, heading marks and explicit anchors
+    (``{#id}``, ``{/*id*/}``) go; backslash escapes are resolved outside
+    inline code. Code inside fences stays (it may be what matched).
+    """
+    return "\n".join(line for line, _ in _display_lines(text))
+
+
+_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+def _display_lines(text: str) -> list[tuple[str, bool]]:
+    """``display_text`` line by line, each with whether it is fenced code.
+
+    Fences open and close as CommonMark says: the closing fence uses the
+    same character, at least as many times, and carries no info string.
+    """
+    if not any(c in text for c in "`~|#{\\"):
+        return [(line, False) for line in text.split("\n")]
+    out: list[tuple[str, bool]] = []
+    fence = ""
+    for line in text.split("\n"):
+        opened = _FENCE_OPEN.match(line)
+        if fence:
+            if (
+                opened
+                and opened.group(1)[0] == fence[0]
+                and len(opened.group(1)) >= len(fence)
+                and not line[opened.end() :].strip()
+            ):
+                fence = ""
+            else:
+                out.append((line, True))
+            continue
+        if opened and not (opened.group(1)[0] == "`" and "`" in line[opened.end() :]):
+            fence = opened.group(1)
+            continue
+        if _TABLE_RULE.fullmatch(line):
+            continue
+        line = _ANCHOR.sub("", _HEADING_MARKS.sub("", line))
+        if "\\" in line:
+            pieces, pos = [], 0
+            for code in _CODE.finditer(line):
+                pieces += [_ESCAPE.sub(r"\1", line[pos : code.start()]), code[0]]
+                pos = code.end()
+            line = "".join([*pieces, _ESCAPE.sub(r"\1", line[pos:])])
+        out.append((line, False))
+    return out
+
+
+def _code_offsets(lines: list[tuple[str, bool]]) -> list[tuple[int, int]]:
+    """(start, end) character ranges of fenced-code lines in the joined text."""
+    ranges: list[tuple[int, int]] = []
+    pos = 0
+    for line, code in lines:
+        if code:
+            ranges.append((pos, pos + len(line)))
+        pos += len(line) + 1
+    return ranges
+
+
+def _in_code(ranges: list[tuple[int, int]], offset: int) -> bool:
+    i = bisect.bisect_right(ranges, (offset + 1, -1)) - 1
+    return i >= 0 and ranges[i][0] <= offset <= ranges[i][1]
+
+
 def make_snippet(
     text: str, qset: set[str], chars: int, highlight: bool, cfg: Any,
     spans: list[tuple[int, int, str]] | None = None,
@@ -89,21 +177,32 @@ def make_snippet(
     """A one-line window of about ``chars`` characters around the densest matches.
 
     ``spans`` may pass ``match_spans(text, qset, cfg)`` already computed.
+    The window is placed on ``display_text(text)``: no fence lines, heading
+    marks or anchors (issue #19).
     """
     chars = max(20, chars)
+    lines = _display_lines(text)
+    shown = "\n".join(line for line, _ in lines)
+    if shown != text:
+        text, spans = shown, None
     if spans is None:
         spans = match_spans(text, qset, cfg)
+    if not spans:
+        start = _first_prose(text)
     if spans:
-        best = (-1, -1, 0)
+        # A window anchored on a match in prose beats one in fenced code,
+        # then more distinct terms, then more matches (issue #19: snippets
+        # from the best-matching prose lines).
+        code_at = _code_offsets(lines)
+        best: tuple[int, int, int, int] = (-1, -1, -1, 0)
         for i, (s, _, _) in enumerate(spans):
             window_start = max(0, s - chars // 4)
             inside = [sp for sp in spans[i:] if sp[1] <= window_start + chars]
-            score = (len({t for _, _, t in inside}), len(inside))
-            if score > best[:2]:
+            prose = 0 if _in_code(code_at, s) else 1
+            score = (prose, len({t for _, _, t in inside}), len(inside))
+            if score > best[:3]:
                 best = (*score, window_start)
-        start = best[2]
-    else:
-        start = 0
+        start = best[3]
     end = min(len(text), start + chars)
     if end - start < chars:
         start = max(0, end - chars)

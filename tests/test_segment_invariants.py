@@ -119,12 +119,17 @@ def test_many_units(units: list[Unit], size: int) -> None:
 
 @SETTINGS
 @given(lines=st.lists(LINE | st.text(max_size=5), max_size=40))
-def test_markdown_headings_are_atx_lines_outside_fences(lines: list[str]) -> None:
+def test_markdown_headings_are_heading_lines_in_order(lines: list[str]) -> None:
+    """ATX (``# x``) or setext (a line underlined with ``=``/``-``, #19) headings."""
     found = list(markdown_headings(lines))
     assert [i for i, _, _ in found] == sorted({i for i, _, _ in found})
     for i, level, _ in found:
         assert 1 <= level <= 6
-        assert lines[i].lstrip(" ").startswith("#" * level)
+        atx = lines[i].lstrip(" ").startswith("#" * level)
+        setext = (
+            level <= 2 and i + 1 < len(lines) and lines[i + 1].strip(" \t")[:1] in "=-"
+        )
+        assert atx or setext, (lines[i], level)
 
 
 def test_every_small_document() -> None:

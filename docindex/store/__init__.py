@@ -20,6 +20,7 @@ from .records import (
     IndexCounts,
     SegmentColumns,
     SegmentRow,
+    SkipRow,
     StoredDocument,
 )
 from .sqlite import Store, compress_body
@@ -49,6 +50,7 @@ __all__ = [
     "NewDocument",
     "SegmentColumns",
     "SegmentRow",
+    "SkipRow",
     "Store",
     "StoredDocument",
     "compress_body",

@@ -21,10 +21,12 @@ from .records import (
     Fingerprint,
     IndexCounts,
     SegmentRow,
+    SkipRow,
     StoredDocument,
 )
 
 if TYPE_CHECKING:
+    from ..models import SkipRecord
     from .encoding import NewDocument
 
 
@@ -99,6 +101,25 @@ class Index(Protocol):
 
     def segment_count(self, doc_id: int) -> int:
         """A document's number of segments."""
+
+    # -- skip records (files left out, until they change; issue #23)
+    def skip_fingerprints(self, root_id: int) -> dict[str, SkipRow]:
+        """rel_path -> the recorded skip of every skipped file of a root."""
+
+    def record_skip(
+        self, root_id: int, rel_path: str, reason: str, message: str,
+        size: int | None, mtime_ns: int | None, hash_: str | None, at: float,
+    ) -> None:  # fmt: skip
+        """Record (or replace) why a file is left out."""
+
+    def clear_skip(self, root_id: int, rel_path: str) -> None:
+        """Forget a file's skip (it was indexed, or it is gone)."""
+
+    def skipped(self, reason: str | None = None) -> list[SkipRecord]:
+        """Every recorded skip (of one reason), as ``docindex skipped`` lists them."""
+
+    def skip_counts(self) -> dict[str, int]:
+        """Recorded skips per reason."""
 
     # -- segments
     def segments_of(self, doc_id: int) -> list[SegmentRow]:

@@ -28,6 +28,15 @@ class Fingerprint(NamedTuple):
 DocRow = Fingerprint  # the name before issue #18
 
 
+class SkipRow(NamedTuple):
+    """A skipped file's record as a rescan needs it (issue #23)."""
+
+    reason: str
+    message: str
+    size: int | None
+    mtime_ns: int | None
+
+
 @dataclass(frozen=True, slots=True)
 class SegmentRow:
     """A stored segment with what a hit needs to be rendered."""
@@ -86,7 +95,9 @@ class DocFilter(NamedTuple):
     Args:
         root_ids: only documents of these roots (None: any root).
         kinds: document kinds (``md``, ``.pdf``...; case and dot ignored).
-        path_glob: SQLite GLOB over the root-relative path.
+        path_glob: SQLite GLOB over the root-relative path (``list --path``).
+        path: ``query --path``: a glob when it has ``*``, ``?`` or ``[``,
+            else a file or a folder prefix (issue #19).
         facets: (key, value) front-matter pairs a document must all have.
         except_doc: leave out this document (``related`` without ``--same-file``).
     """
@@ -94,6 +105,7 @@ class DocFilter(NamedTuple):
     root_ids: tuple[int, ...] | None = None
     kinds: tuple[str, ...] = ()
     path_glob: str | None = None
+    path: str | None = None
     facets: tuple[tuple[str, str], ...] = ()
     except_doc: int | None = None
 
@@ -102,6 +114,7 @@ class DocFilter(NamedTuple):
             self.root_ids is not None
             or self.kinds
             or self.path_glob
+            or self.path
             or self.facets
             or self.except_doc is not None
         )

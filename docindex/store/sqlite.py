@@ -24,6 +24,7 @@ from ..errors import (
     SchemaTooNewError,
 )
 from ..errors import translate_sqlite_error as translate
+from ..models import SkipRecord, printable
 from . import migrations
 from .records import (
     SEGMENT_COLUMNS,
@@ -31,6 +32,7 @@ from .records import (
     Fingerprint,
     IndexCounts,
     SegmentRow,
+    SkipRow,
     StoredDocument,
 )
 
@@ -56,6 +58,7 @@ class Store:
         self._depth = 0
         self._bodies: dict[int, str] = {}
         self._bodies_version: tuple[int, int] | None = None
+        self.outdated = False  # set by _setup: read-only and before the last migration
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -296,6 +299,69 @@ class Store:
             (key, json.dumps(value, sort_keys=True)),
         )
 
+    # -- skipped files (issue #23) -------------------------------------------
+
+    def skip_fingerprints(self, root_id: int) -> dict[str, SkipRow]:
+        """rel_path -> (reason, message, size, mtime_ns) of a root's skipped files."""
+        rows = self.conn.execute(
+            "SELECT rel_path, reason, message, size, mtime_ns FROM skipped "
+            "WHERE root_id = ?",
+            (root_id,),
+        )
+        return {r[0]: SkipRow(r[1], r[2], r[3], r[4]) for r in rows}
+
+    def record_skip(
+        self, root_id: int, rel_path: str, reason: str, message: str,
+        size: int | None, mtime_ns: int | None, hash_: str | None, at: float,
+    ) -> None:  # fmt: skip
+        """Insert or replace the skip record of one file."""
+        self.conn.execute(
+            "INSERT OR REPLACE INTO skipped (root_id, rel_path, reason, message, "
+            "size, mtime_ns, hash, skipped_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (root_id, rel_path, reason, message, size, mtime_ns, hash_, at),
+        )
+
+    def clear_skip(self, root_id: int, rel_path: str) -> None:
+        """Forget a file's skip record (it was indexed whole, or it is gone)."""
+        self.conn.execute(
+            "DELETE FROM skipped WHERE root_id = ? AND rel_path = ?",
+            (root_id, rel_path),
+        )
+
+    def skipped(self, reason: str | None = None) -> list[SkipRecord]:
+        """Every skip record (optionally of one reason), by root then path."""
+        if self.outdated:  # read-only, before m003: nothing recorded yet
+            return []
+        where, params = ("WHERE s.reason = ?", (reason,)) if reason else ("", ())
+        rows = self.conn.execute(
+            "SELECT r.path, s.rel_path, s.reason, s.message, s.skipped_at "
+            f"FROM skipped s JOIN roots r ON r.id = s.root_id {where} "
+            "ORDER BY r.path, s.rel_path",
+            params,
+        )
+        return [
+            SkipRecord(
+                printable(str(Path(root) / rel)),
+                root,
+                printable(rel),
+                reason_,
+                message,
+                at,
+            )  # fmt: skip
+            for root, rel, reason_, message, at in rows
+        ]
+
+    def skip_counts(self) -> dict[str, int]:
+        """Number of skip records per reason."""
+        if self.outdated:
+            return {}
+        return {
+            reason: int(n)
+            for reason, n in self.conn.execute(
+                "SELECT reason, count(*) FROM skipped GROUP BY reason ORDER BY reason"
+            )
+        }
+
     # -- roots and documents -----------------------------------------------
 
     def root_id(self, root: str) -> int:
@@ -326,16 +392,23 @@ class Store:
         Returns False when ``old`` is not a root. A stale, document-less row
         for ``new`` (a root removed earlier) is dropped first.
         """
+        stale = (
+            "path = ? AND NOT EXISTS (SELECT 1 FROM documents WHERE root_id = roots.id)"
+        )
         self.conn.execute(
-            "DELETE FROM roots WHERE path = ? AND NOT EXISTS "
-            "(SELECT 1 FROM documents WHERE root_id = roots.id)",
+            f"DELETE FROM skipped WHERE root_id IN (SELECT id FROM roots WHERE {stale})",
             (new,),
         )
+        self.conn.execute(f"DELETE FROM roots WHERE {stale}", (new,))
         cur = self.conn.execute("UPDATE roots SET path = ? WHERE path = ?", (new, old))
         return cur.rowcount > 0
 
     def delete_root(self, root: str) -> None:
-        """Forget a root whose documents were removed already."""
+        """Forget a root whose documents were removed already (and its skip records)."""
+        self.conn.execute(
+            "DELETE FROM skipped WHERE root_id IN (SELECT id FROM roots WHERE path = ?)",
+            (root,),
+        )
         self.conn.execute("DELETE FROM roots WHERE path = ?", (root,))
 
     def fingerprints(self, root_id: int) -> dict[str, Fingerprint]:
@@ -941,6 +1014,30 @@ def _decode_section(
     return entry[0], entry[1]  # type: ignore[return-value]
 
 
+_GLOB_CHARS = frozenset("*?[")
+
+
+def _path_clause(path: str) -> tuple[str, tuple[Any, ...]]:
+    """SQL over ``d.rel_path`` for ``--path`` (issue #19).
+
+    A pattern with ``*``, ``?`` or ``[`` is a glob (SQLite GLOB: ``*`` also
+    crosses ``/``); anything else is an exact file or a folder prefix, with or
+    without its trailing slash (``en/apisix`` and ``en/apisix/`` are the
+    same). A leading ``./`` is ignored.
+    """
+    path = path.replace("\\", "/")
+    while path.startswith("./"):
+        path = path[2:]
+    if _GLOB_CHARS & set(path):
+        return "d.rel_path GLOB ?", (path,)
+    folder = path.rstrip("/")
+    if not folder:
+        return "1", ()
+    return "(d.rel_path = ? OR substr(d.rel_path, 1, ?) = ?)", (
+        folder, len(folder) + 1, folder + "/",
+    )  # fmt: skip
+
+
 def _filter_sql(only: DocFilter) -> tuple[str, tuple[object, ...]]:
     """SQL over ``documents d`` for a DocFilter (pushed down into each query)."""
     clauses: list[str] = []
@@ -955,6 +1052,10 @@ def _filter_sql(only: DocFilter) -> tuple[str, tuple[object, ...]]:
     if only.path_glob:
         clauses.append("d.rel_path GLOB ?")
         params.append(only.path_glob)
+    if only.path:
+        clause, values = _path_clause(only.path)
+        clauses.append(clause)
+        params.extend(values)
     for key, value in only.facets:
         clauses.append(
             "EXISTS (SELECT 1 FROM facets x WHERE x.doc_id = d.id AND x.key = ? "
