@@ -31,6 +31,7 @@ from .errors import (
     OutsideRootsError,
 )
 from .models import ScanResult, Segment
+from .pool import POOL_THRESHOLD, ExtractTimeout, Workers, deadline
 from .store import Store, compress_body
 from .tokenize import cjk_ngrams, term_parts, terms
 
@@ -39,11 +40,7 @@ if TYPE_CHECKING:  # imported where used: a query needs none of them (issue #7)
     from .walker import FileEntry
 
 TOKENIZER_VERSION = 2  # 2: words first, then CJK n-grams (same multiset)
-POOL_THRESHOLD = 48  # files to prepare before a process pool pays for itself
 EMBED_BATCH = 512  # segments embedded at once: bounds a big file's memory (#8)
-CHUNK_BYTES = 256 * 1024  # a worker's unit of work: ~this many bytes of files
-CHUNK_FILES = 32
-IN_FLIGHT = 3  # chunks submitted ahead, per worker (bounds memory, issue #7)
 CJK_NUMPY_MIN = 512  # CJK characters in a file from which its n-gram text uses numpy
 
 
@@ -318,43 +315,8 @@ def _extract(kind: str, data: bytes, name: str, cfg: Config) -> Any:
     limits = _limits(cfg)
     if kind in ("md", "txt"):
         return extractor(data, name, limits)
-    with _deadline(limits.timeout_s):
+    with deadline(limits.timeout_s):
         return extractor(data, name, limits)
-
-
-class ExtractTimeout(BaseException):
-    """Raised by the alarm; a BaseException so no library's ``except Exception`` eats it."""
-
-
-class _deadline:
-    """Bound an office extraction in time with SIGALRM (POSIX main thread only)."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self.armed = False
-
-    def __enter__(self) -> None:
-        import signal
-        import threading
-
-        if not hasattr(signal, "setitimer"):
-            return
-        if threading.current_thread() is not threading.main_thread():
-            return
-
-        def _fire(signum: int, frame: object) -> None:
-            raise ExtractTimeout(f"extraction took over {self.seconds:g} s")
-
-        self.previous = signal.signal(signal.SIGALRM, _fire)
-        signal.setitimer(signal.ITIMER_REAL, self.seconds)
-        self.armed = True
-
-    def __exit__(self, *exc: object) -> None:
-        if self.armed:
-            import signal
-
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, self.previous)
 
 
 def embedder_params(cfg: Config) -> dict[str, Any] | None:
@@ -363,117 +325,28 @@ def embedder_params(cfg: Config) -> dict[str, Any] | None:
     return None if emb is None else dict(emb.params())
 
 
-def _prepare_chunk(jobs: list[_Job], cfg: Config) -> list[Prepared]:
-    return [prepare(job, cfg) for job in jobs]
+def _workers(cfg: Config) -> Workers[Config]:
+    """The scan's pool; its forkserver preloads what preparing a file imports."""
+    preload = ["docindex.indexer", "docindex.segment", "docindex.extract.markdown"]
+    if hasattr(_embedder(cfg), "quantized_rows"):
+        preload += ["docindex.embed", "numpy"]  # numpy only when vectors need it
+    # Front matter (libyaml) and the CJK code-point codec, once for all workers.
+    preload += ["yaml", "encodings.utf_32_le", "zlib_ng.zlib_ng"]
+    return Workers(cfg.workers, preload)
 
 
-def _chunked(jobs: Sequence[_Job]) -> Iterator[list[_Job]]:
-    """Consecutive runs of about CHUNK_BYTES (at most CHUNK_FILES files)."""
-    chunk: list[_Job] = []
-    size = 0
-    for job in jobs:
-        chunk.append(job)
-        size += job.size
-        if size >= CHUNK_BYTES or len(chunk) >= CHUNK_FILES:
-            yield chunk
-            chunk, size = [], 0
-    if chunk:
-        yield chunk
-
-
-class _Workers:
-    """The scan's process pool, booted as soon as the walk shows it will pay.
-
-    Booting mid-walk (issue #7) lets the forkserver start and import the
-    worker modules (numpy included) while the main process is still walking,
-    instead of after the walk, on the critical path.
-    """
-
-    def __init__(self, cfg: Config) -> None:
-        self.count = cfg.workers or min(2, os.cpu_count() or 1)
-        self.cfg = cfg
-        self.pool: Any = None
-        self._ctx: Any = None
-
-    def boot(self) -> None:
-        """Start the forkserver (without waiting for its imports); idempotent."""
-        if self._ctx is not None or self.count <= 1:
-            return
-        import multiprocessing
-
-        method = (
-            "forkserver"
-            if "forkserver" in multiprocessing.get_all_start_methods()
-            else "spawn"
-        )
-        self._ctx = multiprocessing.get_context(method)
-        if method == "forkserver":
-            from multiprocessing import forkserver
-
-            # Workers fork from a server that imported these once, instead of
-            # each importing them itself; numpy only when vectors need it.
-            preload = [
-                "docindex.indexer", "docindex.segment", "docindex.extract.markdown"
-            ]  # fmt: skip
-            if hasattr(_embedder(self.cfg), "quantized_rows"):
-                preload += ["docindex.embed", "numpy"]
-            # Front matter (libyaml) and the CJK code-point codec, once for all
-            # workers; the server skips what will not import.
-            preload += ["yaml", "encodings.utf_32_le", "zlib_ng.zlib_ng"]
-            self._ctx.set_forkserver_preload(preload)
-            forkserver.ensure_running()  # spawns the server; does not wait
-
-    def executor(self) -> Any:
-        """The pool (created on first use)."""
-        if self.pool is None:
-            from concurrent.futures import ProcessPoolExecutor
-
-            self.boot()
-            self.pool = ProcessPoolExecutor(
-                max_workers=self.count, mp_context=self._ctx
-            )
-        return self.pool
-
-    def close(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown(wait=True, cancel_futures=True)
-            self.pool = None
+def _job_size(job: _Job) -> int:
+    return job.size
 
 
 def _prepare_all(
-    jobs: Sequence[_Job], cfg: Config, workers: _Workers | None = None
+    jobs: Sequence[_Job], cfg: Config, workers: Workers[Config] | None = None
 ) -> Iterator[Prepared]:
-    """Prepare ``jobs`` in walk order, in worker processes when it pays.
-
-    At most ``IN_FLIGHT`` chunks per worker are submitted ahead of the one being
-    stored (issue #7): ``Executor.map`` would submit everything at once and
-    let prepared files pile up in memory whenever storing is the slower side.
-    Results come back in submission order, so one core or two build the same
-    index.
-    """
+    """Prepare ``jobs`` in walk order, in worker processes when it pays."""
     own = workers is None
-    workers = workers or _Workers(cfg)
-    if workers.count <= 1 or len(jobs) < POOL_THRESHOLD:
-        for job in jobs:
-            yield prepare(job, cfg)
-        return
-    from collections import deque
-    from concurrent.futures import Future
-
-    pool = workers.executor()
+    workers = workers or _workers(cfg)
     try:
-        chunks = _chunked(jobs)
-        pending: deque[Future[list[Prepared]]] = deque()
-        for chunk in chunks:
-            pending.append(pool.submit(_prepare_chunk, chunk, cfg))
-            if len(pending) >= IN_FLIGHT * workers.count:
-                break
-        while pending:
-            done = pending.popleft().result()
-            for chunk in chunks:  # refill one slot
-                pending.append(pool.submit(_prepare_chunk, chunk, cfg))
-                break
-            yield from done
+        yield from workers.map_ordered(prepare, jobs, cfg, _job_size)
     finally:
         if own:
             workers.close()
@@ -637,7 +510,7 @@ def _scan(
     complete = {rid: True for rid in root_ids.values()}
     jobs: list[_Job] = []
     walk_scopes: list[Path | None] = list(scopes) or [None]
-    workers = _Workers(cfg)
+    workers = _workers(cfg)
     try:
         for entry in chain.from_iterable(walk(roots, options, s) for s in walk_scopes):
             if isinstance(entry, SkipEntry):
@@ -721,7 +594,7 @@ def _job(entry: FileEntry, known_hash: str | None) -> _Job:
 def _apply(
     store: Store, cfg: Config, jobs: list[_Job], root_ids: dict[str, int],
     known: dict[int, dict[str, Any]], result: ScanResult,
-    on_progress: ProgressFn | None, workers: _Workers | None = None,
+    on_progress: ProgressFn | None, workers: Workers[Config] | None = None,
 ) -> None:  # fmt: skip
     if not jobs:  # a no-op rescan must not count the segments (a table scan)
         return
