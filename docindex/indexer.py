@@ -126,7 +126,6 @@ def prepare(job: _Job, cfg: Config) -> Prepared:
     """Read, hash, extract, segment, tokenise and embed one file (worker-safe)."""
     from .extract import kind_for
     from .extract.text import looks_binary
-    from .segment import segment_document
 
     try:
         data = _read_regular(job.path, cfg.max_file_bytes + 1)
@@ -162,9 +161,24 @@ def prepare(job: _Job, cfg: Config) -> Prepared:
     except ExtractionError as exc:
         return Prepared(job, hash=digest, skip=exc.reason, message=str(exc))
     except Exception as exc:  # one bad file is a skip reason, never an aborted scan
-        return Prepared(
-            job, hash=digest, skip="error", message=f"{type(exc).__name__}: {exc}"
-        )
+        return _failed(job, digest, exc)
+    try:
+        return _index_parts(job, digest, extracted, cfg)
+    except Exception as exc:  # the same barrier after extraction (issue #17)
+        return _failed(job, digest, exc)
+
+
+def _failed(job: _Job, digest: str, exc: Exception) -> Prepared:
+    """A file that raised: an ``error`` skip with the exception's message."""
+    return Prepared(
+        job, hash=digest, skip="error", message=f"{type(exc).__name__}: {exc}"
+    )
+
+
+def _index_parts(job: _Job, digest: str, extracted: Any, cfg: Config) -> Prepared:
+    """Segment, tokenise, embed and compress one extracted file."""
+    from .segment import segment_document
+
     body, segments = segment_document(extracted, job.rel_path, cfg.segment_chars)
     if not segments:
         return Prepared(job, hash=digest, skip="empty", kind=extracted.kind)
@@ -309,14 +323,17 @@ def _notes(meta: dict[str, str]) -> tuple[tuple[str, str], ...]:
 
 
 def _extract(kind: str, data: bytes, name: str, cfg: Config) -> Any:
+    """Run the extractor for ``kind``; its output passes ``clean_extracted`` (#17)."""
     from .extract import get_extractor
+    from .extract.hygiene import clean_extracted
 
     extractor = get_extractor(kind)
     limits = _limits(cfg)
     if kind in ("md", "txt"):
-        return extractor(data, name, limits)
+        return clean_extracted(extractor(data, name, limits))
     with deadline(limits.timeout_s):
-        return extractor(data, name, limits)
+        extracted = extractor(data, name, limits)
+    return clean_extracted(extracted)
 
 
 def embedder_params(cfg: Config) -> dict[str, Any] | None:

@@ -907,7 +907,13 @@ def compress_body(text: str) -> bytes:
             _COMPRESS.append(zlib_ng.compress)
         except ImportError:  # a platform without its wheel: same format, slower
             _COMPRESS.append(zlib.compress)
-    compressed: bytes = _COMPRESS[0](text.encode("utf-8"), 6)
+    try:
+        raw = text.encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate (issue #17): extractor output is cleaned before it
+        # gets here, but storing must not be what fails. "?" keeps offsets.
+        raw = text.encode("utf-8", "replace")
+    compressed: bytes = _COMPRESS[0](raw, 6)
     return compressed
 
 
