@@ -18,10 +18,30 @@ from .errors import DocindexError
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
+_SIGNALS = "docindex.signals"
+
+
 class _Group(click.Group):
-    """Turns every expected failure into a one-line message and exit 1 (no traceback)."""
+    """Turns every expected failure into a one-line message and exit 1 (no traceback).
+
+    Signals (Ctrl-C, SIGTERM, SIGHUP) end a command with 128 + their number
+    and one line (issue #17); see ``signals.Signals``.
+    """
 
     def invoke(self, ctx: click.Context) -> Any:
+        from .signals import Interrupted, Signals
+
+        with Signals() as signals:
+            ctx.meta[_SIGNALS] = signals
+            try:
+                return self._invoke(ctx)
+            except Interrupted as exc:
+                click.echo(
+                    "interrupted; the index keeps its last committed state", err=True
+                )
+                sys.exit(exc.exit_code)
+
+    def _invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except DocindexError as exc:
@@ -38,6 +58,17 @@ class _Group(click.Group):
         except BrokenPipeError:
             sys.stderr.close()
             sys.exit(1)
+
+
+def _signals() -> Any:
+    """The running command's ``signals.Signals`` (installed by ``_Group``)."""
+    return click.get_current_context().meta[_SIGNALS]
+
+
+def _exit_if_signalled(signals: Any) -> None:
+    """Exit 128 + N when signal N stopped a graceful command (issue #17)."""
+    if signals.signum:
+        sys.exit(signals.exit_code)
 
 
 def _err_console(quiet: bool = False) -> Any:
@@ -130,21 +161,26 @@ def scan(path: Path | None, roots: tuple[str, ...], exclude: tuple[str, ...],
     """
     from . import api
 
+    signals = _signals()
     result = api.scan(
         db, path=path, roots=list(roots), exclude=list(exclude), force=force,
         hidden=hidden, follow_symlinks=follow_symlinks, no_gitignore=no_gitignore,
         provider=provider, progress=_progress(not (as_json or quiet)),
+        stop=signals.graceful().is_set,
     )  # fmt: skip
-    _print_scan(result, as_json, quiet)
+    _print_scan(result, as_json, quiet, "scan")
+    _exit_if_signalled(signals)
 
 
-def _print_scan(result: Any, as_json: bool, quiet: bool) -> None:
-    from .render import scan_text, to_json
+def _print_scan(result: Any, as_json: bool, quiet: bool, again: str) -> None:
+    from .render import interrupted_text, scan_text, to_json
 
     if as_json:
         click.echo(to_json(result))
-    elif not quiet:
+    elif not quiet and not result.interrupted:
         click.echo(scan_text(result), err=True, color=_color())
+    if result.interrupted:  # one line, even with --quiet: the work is unfinished
+        click.echo(interrupted_text(result, again), err=True)
 
 
 @cli.command()
@@ -269,9 +305,12 @@ def reindex(path: Path | None, full: bool, provider: str | None, quiet: bool,
 
     if provider and not full:
         raise click.UsageError("--provider needs --full")
+    signals = _signals()
     result = api.reindex(db, path=path, full=full, provider=provider,
-                         progress=_progress(not (as_json or quiet)))  # fmt: skip
-    _print_scan(result, as_json, quiet)
+                         progress=_progress(not (as_json or quiet)),
+                         stop=signals.graceful().is_set)  # fmt: skip
+    _print_scan(result, as_json, quiet, "reindex --full" if full else "reindex")
+    _exit_if_signalled(signals)
 
 
 @cli.command()
@@ -314,21 +353,11 @@ def watch(
     Prints one line per applied batch on stdout (`+added ~updated -removed in N ms`,
     or one JSON object per line with --json); warnings go to stderr.
     """
-    import signal
-    import threading
-
     from . import api
     from .render import to_json
 
-    stop = threading.Event()
-
-    def _on_signal(signum: int, frame: object) -> None:
-        if stop.is_set():  # a second signal: give up on the pending batch
-            raise KeyboardInterrupt
-        stop.set()
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, _on_signal)
+    signals = _signals()
+    stop = signals.graceful()  # a second signal gives up on the pending batch
 
     def on_batch(report: Any) -> None:
         if as_json:
@@ -354,6 +383,7 @@ def watch(
         stop_event=stop,
         on_notice=on_notice,
     )
+    _exit_if_signalled(signals)
 
 
 def main() -> None:

@@ -31,7 +31,7 @@ from .errors import (
     OutsideRootsError,
 )
 from .models import ScanResult, Segment
-from .pool import POOL_THRESHOLD, ExtractTimeout, Workers, deadline
+from .pool import POOL_THRESHOLD, ExtractTimeout, Stopped, Workers, deadline
 from .store import Store, compress_body
 from .tokenize import cjk_ngrams, term_parts, terms
 
@@ -55,6 +55,7 @@ class Progress:
 
 
 ProgressFn = Callable[[Progress], None]
+StopFn = Callable[[], bool]  # true once the caller wants the scan to stop
 
 
 @dataclass(frozen=True, slots=True)
@@ -356,14 +357,20 @@ def _job_size(job: _Job) -> int:
     return job.size
 
 
+def _died(job: _Job, why: str) -> Prepared:
+    """A file whose worker died under it (a crash in a C library, the OOM killer)."""
+    return Prepared(job, skip="error", message=why)
+
+
 def _prepare_all(
-    jobs: Sequence[_Job], cfg: Config, workers: Workers[Config] | None = None
-) -> Iterator[Prepared]:
+    jobs: Sequence[_Job], cfg: Config, workers: Workers[Config] | None = None,
+    stop: StopFn | None = None,
+) -> Iterator[Prepared]:  # fmt: skip
     """Prepare ``jobs`` in walk order, in worker processes when it pays."""
     own = workers is None
     workers = workers or _workers(cfg)
     try:
-        yield from workers.map_ordered(prepare, jobs, cfg, _job_size)
+        yield from workers.map_ordered(prepare, jobs, cfg, _job_size, stop, _died)
     finally:
         if own:
             workers.close()
@@ -420,6 +427,7 @@ def scan(
     force: bool = False,
     on_progress: ProgressFn | None = None,
     bulk: bool = False,
+    stop: StopFn | None = None,
 ) -> ScanResult:
     """Bring the index up to date with the roots (or only with ``scopes`` inside them).
 
@@ -433,6 +441,11 @@ def scan(
         bulk: write the first scan of an empty index with a rollback journal
             (``Store.bulk_journal``); for one-off scans, not for a watcher
             whose readers come and go.
+        stop: checked between files (and while waiting for a worker); once it
+            returns true the scan hands out no more work, stops its workers,
+            commits the files it has finished and returns with
+            ``interrupted`` set (issue #17). Nothing is pruned after a walk
+            that was cut short.
 
     Returns:
         The scan's counts.
@@ -453,9 +466,12 @@ def scan(
                                      "cjk_ngram": cfg.cjk_ngram, "stem": cfg.stem})  # fmt: skip
         store.set_meta("embedder", embedder_params(cfg))
         store.set_meta("settings", cfg.index_settings())
-        _scan(store, cfg, roots, scopes, force, on_progress, result)
+        _scan(store, cfg, roots, scopes, force, on_progress, result, stop)
+    if result.interrupted:
+        result.took_ms = round((time.perf_counter() - started) * 1000, 1)
+        return result  # reclaiming pages can wait for the next scan
     if getattr(embedder, "deferred", False):
-        embed_pending(store, cfg, on_progress=on_progress, result=result)
+        embed_pending(store, cfg, on_progress=on_progress, result=result, stop=stop)
     store.reclaim()
     result.took_ms = round((time.perf_counter() - started) * 1000, 1)
     return result
@@ -466,14 +482,14 @@ EMBED_COMMIT = 512  # segments embedded per committed transaction
 
 def embed_pending(
     store: Store, cfg: Config, *, on_progress: ProgressFn | None = None,
-    result: ScanResult | None = None,
+    result: ScanResult | None = None, stop: StopFn | None = None,
 ) -> int:  # fmt: skip
     """Embed the segments that have no vector yet, committing every EMBED_COMMIT.
 
     Neural embedding is slow (issue #9), so it runs after the lexical scan has
     committed: an interrupted run keeps what it embedded and the next scan
     embeds only the segments whose ``vec`` is still NULL. ``max_embedded``
-    caps the total as it does inline.
+    caps the total as it does inline. ``stop`` is checked between batches.
 
     Returns:
         The number of segments embedded.
@@ -488,6 +504,10 @@ def embed_pending(
     total = min(room, counts["segments"] - counts["embedded"])
     done, after = 0, 0
     while done < total:
+        if stop is not None and stop():
+            if result is not None:
+                result.interrupted = True
+            break
         rows = store.pending_vectors(after, min(EMBED_COMMIT, total - done))
         if not rows:
             break
@@ -512,7 +532,7 @@ def embed_pending(
 
 def _scan(
     store: Store, cfg: Config, roots: list[Path], scopes: Sequence[Path], force: bool,
-    on_progress: ProgressFn | None, result: ScanResult,
+    on_progress: ProgressFn | None, result: ScanResult, stop: StopFn | None,
 ) -> None:  # fmt: skip
     from .walker import SkipEntry, WalkOptions, walk
 
@@ -530,6 +550,10 @@ def _scan(
     workers = _workers(cfg)
     try:
         for entry in chain.from_iterable(walk(roots, options, s) for s in walk_scopes):
+            if stop is not None and stop():
+                result.interrupted = True
+                complete = dict.fromkeys(complete, False)
+                break
             if isinstance(entry, SkipEntry):
                 _walk_skip(entry, result, root_ids, complete)
                 continue
@@ -550,11 +574,17 @@ def _scan(
                 workers.boot()  # imports while the walk goes on
             if on_progress:
                 on_progress(Progress("walk", result.scanned, None, entry.rel_path))
-        _apply(store, cfg, jobs, root_ids, known, result, on_progress, workers)
-    finally:
-        workers.close()
-    # Prune only after a complete walk: a root that vanished or a walk that
-    # hit a limit must not delete what it did not see.
+        if result.interrupted:
+            result.pending = len(jobs)
+        else:
+            _apply(store, cfg, jobs, root_ids, known, result, on_progress, workers,
+                   stop)  # fmt: skip
+    except BaseException:
+        workers.close(kill=True)  # an error or a second Ctrl-C: no waiting
+        raise
+    workers.close(kill=result.interrupted)
+    # Prune only after a complete walk: a root that vanished, a walk that hit
+    # a limit or one cut short must not delete what it did not see.
     for root_str, rid in root_ids.items():
         if not complete[rid]:
             continue
@@ -612,6 +642,7 @@ def _apply(
     store: Store, cfg: Config, jobs: list[_Job], root_ids: dict[str, int],
     known: dict[int, dict[str, Any]], result: ScanResult,
     on_progress: ProgressFn | None, workers: Workers[Config] | None = None,
+    stop: StopFn | None = None,
 ) -> None:  # fmt: skip
     if not jobs:  # a no-op rescan must not count the segments (a table scan)
         return
@@ -624,7 +655,22 @@ def _apply(
     n_docs, n_segments = store.fill_counts()
     n_embedded, embedded_exact = n_segments, False
     total = len(jobs)
-    for done, prep in enumerate(_prepare_all(jobs, cfg, workers), start=1):
+    prepared = _prepare_all(jobs, cfg, workers, stop)
+    done = 0
+    while True:
+        if stop is not None and stop():
+            result.interrupted = True
+        else:
+            try:
+                prep = next(prepared, None)
+            except Stopped:
+                result.interrupted = True
+        if result.interrupted:
+            result.pending = total - done
+            return
+        if prep is None:
+            return
+        done += 1
         job = prep.job
         rid = root_ids[job.root]
         old = known[rid].get(job.rel_path)

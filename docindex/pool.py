@@ -24,6 +24,7 @@ No process of the pool outlives the process that made it (issue #17):
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
@@ -95,8 +96,12 @@ class Stopped(Exception):
     """``map_ordered`` was asked to stop; results not yet consumed are dropped."""
 
 
-def _worker_init(lifeline: Any) -> None:
-    """Run in each worker: leave signals to the parent; exit when it is gone."""
+def _worker_main(conn: Any, lifeline: Any) -> None:
+    """A worker: run ``(fn, chunk, arg)`` requests from ``conn`` until told to stop.
+
+    Each worker has its own pipe (no queue shared between processes, no lock a
+    killed worker could leave held, no reader thread to hang in the parent).
+    """
     import signal
     import threading
 
@@ -104,6 +109,22 @@ def _worker_init(lifeline: Any) -> None:
     # that got it anyway would print a KeyboardInterrupt traceback.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(target=_watch_lifeline, args=(lifeline,), daemon=True).start()
+    while True:
+        try:
+            request = conn.recv()
+        except (EOFError, OSError):
+            return
+        if request is None:
+            return
+        fn, chunk, arg = request
+        try:
+            reply: tuple[bool, Any] = (True, [fn(item, arg) for item in chunk])
+        except Exception as exc:  # fn's own failure: the parent re-raises it
+            reply = (False, RuntimeError(f"{type(exc).__name__}: {exc}"))
+        try:
+            conn.send(reply)
+        except (EOFError, OSError):
+            return
 
 
 def _watch_lifeline(lifeline: Any) -> None:
@@ -113,6 +134,15 @@ def _watch_lifeline(lifeline: Any) -> None:
     except (EOFError, OSError):
         pass
     os._exit(1)
+
+
+class _Proc:
+    """One worker process, its pipe, and the chunk numbers it owes, in order."""
+
+    def __init__(self, process: Any, conn: Any) -> None:
+        self.process = process
+        self.conn = conn
+        self.owed: list[int] = []
 
 
 class Workers(Generic[A]):
@@ -126,9 +156,9 @@ class Workers(Generic[A]):
     def __init__(self, count: int, preload: Sequence[str] = ()) -> None:
         self.count = count or min(2, os.cpu_count() or 1)
         self.preload = list(preload)
-        self.pool: Any = None
+        self.procs: list[_Proc] = []
         self._ctx: Any = None
-        self._lifeline: Any = None  # (read end, write end) while the pool lives
+        self._lifeline: Any = None  # (read end, write end) while workers live
 
     def boot(self) -> None:
         """Start the forkserver (without waiting for its imports); idempotent."""
@@ -151,39 +181,44 @@ class Workers(Generic[A]):
             self._ctx.set_forkserver_preload(["docindex._forkserver", *self.preload])
             forkserver.ensure_running()  # spawns the server; does not wait
 
-    def executor(self) -> Any:
-        """The pool (created on first use)."""
-        if self.pool is None:
-            from concurrent.futures import ProcessPoolExecutor
+    def _start(self) -> _Proc:
+        """Start one worker (the pool's context, booted on first use)."""
+        if self._ctx is None:
+            import multiprocessing
 
             self.boot()
-            if self._ctx is None:  # one worker: a pool of one, still supervised
-                import multiprocessing
-
-                self._ctx = multiprocessing.get_context()
+            self._ctx = self._ctx or multiprocessing.get_context()
+        if self._lifeline is None:
             self._lifeline = self._ctx.Pipe(duplex=False)
-            self.pool = ProcessPoolExecutor(
-                max_workers=self.count, mp_context=self._ctx,
-                initializer=_worker_init, initargs=(self._lifeline[0],),
-            )  # fmt: skip
-        return self.pool
+        ours, theirs = self._ctx.Pipe()
+        process = self._ctx.Process(
+            target=_worker_main, args=(theirs, self._lifeline[0]), daemon=True,
+            name="docindex-worker",
+        )  # fmt: skip
+        process.start()
+        theirs.close()  # the worker holds it now: EOF reaches us if it dies
+        return _Proc(process, ours)
 
     def close(self, kill: bool = False) -> None:
-        """Shut the pool down.
+        """Stop the workers.
 
         Args:
-            kill: stop the workers at once (an interrupt, an error) instead of
-                waiting for the chunks they are preparing.
+            kill: stop them at once (an interrupt, an error) instead of letting
+                them finish the chunks they are preparing.
         """
-        if self.pool is None:
-            return
-        if kill:
-            self._cut_lifeline()
-        self.pool.shutdown(wait=True, cancel_futures=True)
-        self.pool = None
-        self._cut_lifeline()
-
-    def _cut_lifeline(self) -> None:
+        if kill and self._lifeline is not None:
+            self._lifeline[1].close()  # every worker's watcher exits it now
+        for proc in self.procs:
+            if not kill:
+                with contextlib.suppress(OSError):
+                    proc.conn.send(None)
+            proc.conn.close()
+        for proc in self.procs:
+            proc.process.join(timeout=0.5 if kill else 10)
+            if proc.process.is_alive():
+                proc.process.kill()
+                proc.process.join(timeout=5)
+        self.procs = []
         if self._lifeline is not None:
             for end in self._lifeline:
                 end.close()
@@ -192,14 +227,21 @@ class Workers(Generic[A]):
     def map_ordered(
         self, fn: Callable[[T, A], R], items: Sequence[T], arg: A,
         size_of: Callable[[T], int], stop: Callable[[], bool] | None = None,
+        failed: Callable[[T, str], R] | None = None,
     ) -> Iterator[R]:  # fmt: skip
         """``fn(item, arg)`` for each item, in order, in worker processes when it pays.
 
-        At most ``IN_FLIGHT`` chunks per worker are submitted ahead of the one
-        being consumed (issue #7): ``Executor.map`` would submit everything at
-        once and let results pile up in memory whenever the consumer is the
-        slower side. Results come back in submission order, so one core or two
-        give the same output. ``fn`` must be a picklable top-level function.
+        At most ``IN_FLIGHT`` chunks per worker are sent ahead of the one being
+        consumed (issue #7), each to the worker owing the fewest, so results
+        never pile up in memory when the consumer is the slower side. Results
+        come back in order, so one core or two give the same output. ``fn``
+        must be a picklable top-level function.
+
+        Args:
+            failed: makes the result of an item whose worker died under it
+                (a crash in a C library, the OOM killer); the worker is
+                replaced and the other chunks it owed go to the new one.
+                Without it a dead worker raises RuntimeError.
 
         Raises:
             Stopped: ``stop()`` turned true while waiting for a worker (checked
@@ -209,24 +251,56 @@ class Workers(Generic[A]):
             for item in items:
                 yield fn(item, arg)
             return
-        from collections import deque
-        from concurrent.futures import Future, wait
+        from multiprocessing.connection import wait
 
-        pool = self.executor()
+        while len(self.procs) < self.count:
+            self.procs.append(self._start())
         chunks = chunked(items, size_of)
-        pending: deque[Future[list[R]]] = deque()
-        for chunk in chunks:
-            pending.append(pool.submit(_run_chunk, fn, chunk, arg))
-            if len(pending) >= IN_FLIGHT * self.count:
+        sent: dict[int, list[T]] = {}  # chunk number -> its items, until consumed
+        owner: dict[int, _Proc] = {}
+        head = 0
+
+        def send(number: int, chunk: list[T], proc: _Proc | None = None) -> None:
+            proc = proc or min(self.procs, key=lambda p: len(p.owed))
+            proc.conn.send((fn, chunk, arg))
+            proc.owed.append(number)
+            sent[number], owner[number] = chunk, proc
+
+        for number, chunk in enumerate(chunks):
+            send(number, chunk)
+            if len(sent) >= IN_FLIGHT * self.count:
                 break
-        while pending:
-            head = pending[0]
-            while stop is not None and not wait([head], timeout=0.1).done:
-                if stop():
+        while head in sent:
+            proc = owner[head]
+            while not wait([proc.conn], timeout=0.1):
+                if stop is not None and stop():
                     self.close(kill=True)
                     raise Stopped
-            done = pending.popleft().result()
+            try:
+                ok, payload = proc.conn.recv()
+            except (EOFError, OSError):
+                why = self._bury(proc)
+                if failed is None:
+                    raise RuntimeError(why) from None
+                fresh = self.procs[-1]
+                for later in proc.owed[1:]:  # never started: the new worker's now
+                    send(later, sent[later], fresh)
+                ok, payload = True, [failed(item, why) for item in sent[head]]
+            else:
+                proc.owed.pop(0)
+            if not ok:
+                raise payload
+            del sent[head], owner[head]
+            head += 1
             for chunk in chunks:  # refill one slot
-                pending.append(pool.submit(_run_chunk, fn, chunk, arg))
+                send(head + len(sent), chunk)
                 break
-            yield from done
+            yield from payload
+
+    def _bury(self, dead: _Proc) -> str:
+        """Replace a worker that died; say how it died."""
+        dead.process.join(timeout=5)
+        dead.conn.close()
+        self.procs.remove(dead)
+        self.procs.append(self._start())
+        return f"worker process died (exit code {dead.process.exitcode})"

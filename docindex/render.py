@@ -134,6 +134,15 @@ def scan_text(result: ScanResult) -> str:
     return "\n".join(lines)
 
 
+def interrupted_text(result: ScanResult, again: str) -> str:
+    """The one line an interrupted scan prints: what it finished, how to go on."""
+    done = result.scanned - result.pending
+    return (
+        f"interrupted: {done:,} of {result.scanned:,} files indexed; "
+        f"run `docindex {again}` again to finish"
+    )
+
+
 def print_stats(console: Any, stats: dict[str, Any]) -> None:
     """Index statistics as a small table."""
     from rich.table import Table
