@@ -19,6 +19,7 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
 _SIGNALS = "docindex.signals"
+_DB = "docindex.db"  # the --db value of the running command (ctx.meta)
 
 
 class _Group(click.Group):
@@ -48,8 +49,14 @@ class _Group(click.Group):
             raise click.ClickException(str(exc)) from None
         except sqlite3.Error as exc:
             from .store import translate
+            from .workspace import resolve_db
 
-            raise click.ClickException(str(translate(exc, ""))) from None
+            # The index the command used, so the message can name it and its fix.
+            try:
+                path = resolve_db(ctx.meta.get(_DB)) or ""
+            except Exception:  # a message without the path is still a message
+                path = ""
+            raise click.ClickException(str(translate(exc, path))) from None
         except KeyboardInterrupt:
             click.echo(
                 "interrupted; the index keeps its last committed state", err=True
@@ -96,8 +103,14 @@ def db_option(fn: Callable[..., Any]) -> Callable[..., Any]:
         "--db",
         type=click.Path(dir_okay=False),
         envvar="DOCINDEX_DB",
+        callback=_remember_db,
         help="Index file (default: DOCINDEX_DB, else the nearest .docindex/index.db).",
     )(fn)
+
+
+def _remember_db(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    ctx.meta[_DB] = value
+    return value
 
 
 def json_option(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -80,10 +80,7 @@ def translate(exc: sqlite3.Error, path: Path | str) -> DocindexError:
         isinstance(exc, sqlite3.DatabaseError)
         and ("malformed" in msg or "not a database" in msg or "corrupt" in msg)
     ):
-        return IndexCorruptError(
-            f"{index} is damaged ({msg}); run `docindex reindex --full` "
-            "or point --db elsewhere"
-        )
+        return IndexCorruptError(f"{index} is damaged ({msg}); {repair_hint(path)}")
     if "readonly" in msg or "read-only" in msg:
         return DocindexError(
             f"{index} is read-only ({msg}); the file and its folder must be writable"
@@ -96,6 +93,34 @@ def translate(exc: sqlite3.Error, path: Path | str) -> DocindexError:
             "for its -wal and -shm files)"
         )
     return DocindexError(f"error in {index}: {msg}")
+
+
+def repair_hint(path: Path | str) -> str:
+    """The one command that fixes a damaged index (issue #17).
+
+    ``reindex --full`` rebuilds from the roots the index remembers; when they
+    cannot be read from the file it cannot, so the hint must not send the
+    user there only to be told the index is "beyond a rebuild".
+    """
+    if str(path) and _remembers_roots(Path(path)):
+        return "run `docindex reindex --full` to rebuild it"
+    return "delete it and run `docindex scan DIR` again, or point --db elsewhere"
+
+
+def _remembers_roots(path: Path) -> bool:
+    """True when the settings (with roots) read back from ``path`` read-only."""
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except (sqlite3.Error, OSError, ValueError):
+        return False
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        row = conn.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()
+        return bool(row and json.loads(row[0]).get("roots"))
+    except (sqlite3.Error, ValueError, AttributeError):
+        return False
+    finally:
+        conn.close()
 
 
 class Store:
