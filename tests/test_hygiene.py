@@ -14,44 +14,10 @@ from conftest import run, run_json
 from hypothesis import given
 from hypothesis import strategies as st
 from test_extract_office import _build_docx, _build_pptx, _build_xlsx
-from test_hostile import _page, _stream, raw_pdf
+from test_hostile import surrogate_pdf
 
 from docindex.extract import MARKDOWN_SUFFIXES, OFFICE_SUFFIXES, kind_for
 from docindex.extract.hygiene import clean_text
-
-_CMAP = b"""/CIDInit /ProcSet findresource begin
-12 dict begin
-begincmap
-/CIDSystemInfo << /Registry (Adobe) /Ordering (UCS) /Supplement 0 >> def
-/CMapName /Adobe-Identity-UCS def
-/CMapType 2 def
-1 begincodespacerange
-<00> <FF>
-endcodespacerange
-3 beginbfchar
-<01> <D83D>
-<02> <0000>
-<03> <001B>
-endbfchar
-1 beginbfrange
-<20> <7E> <0020>
-endbfrange
-endcmap
-CMapName currentdict /CMap defineresource pop
-end
-end"""
-
-
-def surrogate_pdf() -> bytes:
-    """A PDF whose ToUnicode map sends glyph 1 to a lone high surrogate (U+D83D),
-    glyph 2 to NUL and glyph 3 to ESC, as some PDF generators write them."""
-    font = b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /ToUnicode 6 0 R >>"
-    text = b"BT /F1 12 Tf 72 712 Td (zebrafish \\001 lone \\002 nul \\003 quokka) Tj ET"
-    return raw_pdf([
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        _page(4, 5), _stream(text), font, _stream(_CMAP),
-    ])  # fmt: skip
 
 
 @given(st.text())
