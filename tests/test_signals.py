@@ -103,7 +103,7 @@ def big_tree(tmp_path_factory: pytest.TempPathFactory) -> Tree:
 
 def signal_scan(
     tree: Tree, tmp_path: Path, sig: int, *, group: bool = True, twice: bool = False,
-    extra: tuple[str, ...] = (),
+    cmd: list[str] | None = None,
 ) -> tuple[int, str, float]:  # fmt: skip
     """Start a scan, signal it once its pool runs; return (exit code, stderr, s to exit).
 
@@ -118,7 +118,7 @@ def signal_scan(
     err_path = tmp_path / "stderr.txt"
     with err_path.open("wb") as err_file:
         proc = subprocess.Popen(
-            [*scan_cmd(tree.root, db), *extra], env=env, stdout=subprocess.DEVNULL,
+            cmd or scan_cmd(tree.root, db), env=env, stdout=subprocess.DEVNULL,
             stderr=err_file, start_new_session=True,
         )  # fmt: skip
     try:
@@ -212,3 +212,22 @@ def test_sigkill_on_thousands_of_files(
     code, _err, _took = signal_scan(big_tree, tmp_path, signal.SIGKILL, group=group)
     assert code == -signal.SIGKILL
     check_after(big_tree, tmp_path)
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_reindex_full_keeps_the_old_index(
+    big_tree: Tree, tmp_path: Path
+) -> None:
+    """The old index stays in place; the next ``reindex --full`` finishes the job."""
+    db = tmp_path / "idx" / "index.db"
+    subprocess.run(
+        scan_cmd(big_tree.root, db), env=child_env(), check=True, timeout=300
+    )
+    cmd = [sys.executable, "-m", "docindex", "reindex", "--full", "--db", str(db), "-q"]
+    code, err, _took = signal_scan(big_tree, tmp_path, signal.SIGINT, cmd=cmd)
+    assert code == 130, err
+    assert "run `docindex reindex --full` again to finish" in err
+    assert check_index(db) == big_tree.reference
+    subprocess.run(cmd, env=child_env(), check=True, timeout=300)
+    assert check_index(db) == big_tree.reference
+    assert not Path(f"{db}.rebuild").exists()
