@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shlex
 import sqlite3
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from . import migrations
+from .config import DEFAULT_DB_DIR
 from .errors import (
     DocindexError,
     ForeignDatabaseError,
@@ -96,25 +98,32 @@ def translate(exc: sqlite3.Error, path: Path | str) -> DocindexError:
 
 
 def repair_hint(path: Path | str) -> str:
-    """The one command that fixes a damaged index (issue #17).
+    """The one command that fixes a damaged index at ``path`` (issue #17).
 
-    ``reindex --full`` rebuilds from the roots the index remembers; when they
-    cannot be read from the file it cannot, so the hint must not send the
-    user there only to be told the index is "beyond a rebuild".
+    ``reindex --full`` rebuilds from the roots the index remembers, or from
+    the folder that holds ``.docindex/index.db``; when neither is known it
+    needs ``--root``, so the hint names that command, not one that would only
+    answer with another hint.
     """
-    if str(path) and _remembers_roots(Path(path)):
+    if not str(path):
+        return "run `docindex reindex --full` or point --db elsewhere"
+    path = Path(path)
+    if path.parent.name == DEFAULT_DB_DIR or _remembers_roots(path):
         return "run `docindex reindex --full` to rebuild it"
-    return "delete it and run `docindex scan DIR` again, or point --db elsewhere"
+    quoted = shlex.quote(str(path))
+    return (
+        f"rebuild it with `docindex reindex --full --root DIR --db {quoted}` "
+        "(DIR: the folder it indexed), or point --db elsewhere"
+    )
 
 
 def _remembers_roots(path: Path) -> bool:
-    """True when the settings (with roots) read back from ``path`` read-only."""
+    """True when the settings, with roots, read back from ``path`` (read-only)."""
     try:
         conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
     except (sqlite3.Error, OSError, ValueError):
         return False
     try:
-        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         row = conn.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()
         return bool(row and json.loads(row[0]).get("roots"))
     except (sqlite3.Error, ValueError, AttributeError):
@@ -387,6 +396,32 @@ class Store:
     def roots(self) -> dict[int, str]:
         """All roots by id."""
         return {int(i): p for i, p in self.conn.execute("SELECT id, path FROM roots")}
+
+    def root_documents(self) -> dict[str, int]:
+        """Document count per root path (roots without documents included)."""
+        rows = self.conn.execute(
+            "SELECT r.path, count(d.id) FROM roots r "
+            "LEFT JOIN documents d ON d.root_id = r.id GROUP BY r.id"
+        )
+        return {str(path): int(n) for path, n in rows}
+
+    def move_root(self, old: str, new: str) -> bool:
+        """Point a root at another folder; its documents stay (paths are root-relative).
+
+        Returns False when ``old`` is not a root. A stale, document-less row
+        for ``new`` (a root removed earlier) is dropped first.
+        """
+        self.conn.execute(
+            "DELETE FROM roots WHERE path = ? AND NOT EXISTS "
+            "(SELECT 1 FROM documents WHERE root_id = roots.id)",
+            (new,),
+        )
+        cur = self.conn.execute("UPDATE roots SET path = ? WHERE path = ?", (new, old))
+        return cur.rowcount > 0
+
+    def delete_root(self, root: str) -> None:
+        """Forget a root whose documents were removed already."""
+        self.conn.execute("DELETE FROM roots WHERE path = ?", (root,))
 
     def fingerprints(self, root_id: int) -> dict[str, DocRow]:
         """rel_path -> fingerprint for every document of a root."""
@@ -776,6 +811,14 @@ class Store:
         )
         keys = ("id", "root", "rel_path", "title", "type", "size", "segments")
         return [dict(zip(keys, r, strict=True)) for r in rows], int(total)
+
+    def facet_counts(self) -> list[tuple[str, int, int]]:
+        """(key, documents, distinct values) per facet, most documents first."""
+        rows = self.conn.execute(
+            "SELECT key, count(DISTINCT doc_id), count(DISTINCT value) FROM facets "
+            "GROUP BY key ORDER BY 2 DESC, key"
+        )
+        return [(str(k), int(d), int(v)) for k, d, v in rows]
 
     def facet_values(self) -> dict[str, list[str]]:
         """Distinct values of each front-matter facet."""

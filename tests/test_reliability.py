@@ -447,7 +447,7 @@ ADVICE = {
     "zero-bytes": "docindex scan",
     "random-bytes": "--db",
     "header-then-garbage": "reindex --full|docindex scan",
-    "damaged-pages": "reindex --full|docindex scan",  # whichever really fixes it
+    "damaged-pages": "reindex --full",
     "foreign": "--db",
     "plain-sqlite": "--db",
     "newer-schema": "upgrade docindex",
@@ -476,7 +476,7 @@ def test_bad_index_is_one_clear_line_never_a_traceback(
         message = result.stderr.strip()
         assert message.startswith("Error: ") and len(message.splitlines()) == 1
         assert re.search(ADVICE[kind], message), (kind, args, message)
-        says_rebuild |= "reindex --full" in message
+        says_rebuild |= "`docindex reindex --full`" in message
     # reindex --full either rebuilds or says what to do instead; when the
     # advice was reindex --full, it rebuilds (issue #17).
     shutil.copy(bad, tmp_path / "try.db")
@@ -662,7 +662,7 @@ def test_scan_path_outside_the_roots_is_refused(
     for path in (outside, root / ".." / "outside", root / "link-dir",
                  root / "link.md", Path("/etc"), root / "sub" / ".." / ".."):  # fmt: skip
         result = run("scan", str(path), "--db", str(db), ok=False)
-        assert result.exit_code == 1, (path, result.output)
+        assert result.exit_code == 2, (path, result.output)
         assert "outside" in result.stderr
     docs = {d[0] for d in snapshot(db).documents}
     assert docs == {"in.md"}
@@ -682,7 +682,7 @@ def test_file_arguments_outside_the_roots_are_refused(
     for arg in ("../outside/secret.md", str(outside / "secret.md"), "link.md",
                 "link-dir/secret.md", "sub/../../outside/secret.md"):  # fmt: skip
         result = run(command, arg, *extra, "--db", str(db), ok=False)
-        assert result.exit_code == 1, (command, arg, result.output)
+        assert result.exit_code == 2, (command, arg, result.output)
         assert "outside" in result.stderr, (command, arg, result.stderr)
         assert "secret text" not in result.output
 
