@@ -479,9 +479,11 @@ def _apply_retrying(
     store: Store, cfg: Config, batch: Batch, kind: str, stop_event: threading.Event,
     notice: Callable[[str], None],
 ) -> tuple[BatchReport, bool] | None:  # fmt: skip
+    # A catch-up scan can be long: a signal stops it between files (#17).
+    stop = stop_event.is_set if kind == "catch-up" else None
     while True:
         try:
-            return _apply(store, cfg, batch, kind)
+            return _apply(store, cfg, batch, kind, stop)
         except IndexBusyError:
             notice("index is busy (another docindex is writing); retrying")
             if stop_event.wait(BUSY_RETRY_S):
@@ -489,8 +491,9 @@ def _apply_retrying(
 
 
 def _apply(
-    store: Store, cfg: Config, batch: Batch, kind: str
-) -> tuple[BatchReport, bool]:
+    store: Store, cfg: Config, batch: Batch, kind: str,
+    stop: Callable[[], bool] | None = None,
+) -> tuple[BatchReport, bool]:  # fmt: skip
     """Apply one batch; the flag says the tree kept moving under every attempt."""
     from .indexer import scan
 
@@ -502,8 +505,10 @@ def _apply(
     added = updated = removed = 0
     raced = False
     for _attempt in range(3):
-        result = scan(store, cfg, scopes=[Path(p) for p in batch.paths])
+        result = scan(store, cfg, scopes=[Path(p) for p in batch.paths], stop=stop)
         added, updated = added + result.indexed, updated + result.updated
+        if result.interrupted:
+            break
         removed += result.removed
         errors = [e for e in result.errors if not _raced(e)]
         # A folder that vanished during the walk makes the scan skip pruning
