@@ -153,6 +153,9 @@ def _options(options: dict[str, Any], text: str | None = None) -> QueryOptions:
     opts = dict(options)
     cursor = opts.pop("cursor", None)
     if cursor:
+        from .limits import check_length
+
+        check_length("cursor", cursor, 1024)
         from .cursor import decode_cursor
 
         # The cursor was signed with the query text (see _add_cursor).

@@ -13,9 +13,15 @@ from typing import Any
 import click
 
 from . import __version__
-from .errors import DocindexError
+from .errors import BadInputError, DocindexError
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+class _Misuse(click.ClickException):
+    """A bad argument found past click's own checks (exit 2, like a UsageError)."""
+
+    exit_code = 2
 
 
 class _Group(click.Group):
@@ -24,6 +30,8 @@ class _Group(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except BadInputError as exc:  # an input past a documented limit: misuse
+            raise _Misuse(str(exc)) from None
         except DocindexError as exc:
             raise click.ClickException(str(exc)) from None
         except sqlite3.Error as exc:
@@ -83,6 +91,13 @@ def cli() -> None:
 
         docindex scan ~/notes && docindex query "how do I rotate the keys"
     """
+
+
+def _not_nan(value: float) -> float:
+    """FloatRange lets NaN through (every comparison with it is false)."""
+    if value != value:
+        raise click.BadParameter("must be a number in 0..1, not nan")
+    return value
 
 
 def _progress(enabled: bool) -> Any:
@@ -176,6 +191,7 @@ def _print_scan(result: Any, as_json: bool, quiet: bool) -> None:
 @click.option(
     "--min-score",
     type=click.FloatRange(0.0, 1.0),
+    callback=lambda ctx, param, value: _not_nan(value),
     default=0.0,
     help="Drop hits scoring below this (0..1, same meaning in every mode).",
 )
@@ -460,7 +476,7 @@ def section(file: str, heading: str, no_subsections: bool, db: str | None,
 )
 @click.option(
     "--offset",
-    type=click.IntRange(0),
+    type=click.IntRange(0, 1_000_000),
     default=0,
     show_default=True,
     help="Documents to skip.",

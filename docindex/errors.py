@@ -49,3 +49,7 @@ class ExtractionError(DocindexError):
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)
         self.reason = reason
+
+
+class BadInputError(DocindexError):
+    """A caller's argument breaks a documented limit (the CLI exits 2: misuse)."""

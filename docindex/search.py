@@ -397,7 +397,13 @@ def search(
 
     Returns:
         A QueryResult with hits best first.
+
+    Raises:
+        BadInputError: the text or an option breaks a limit (``limits.py``).
     """
+    from .limits import check_query
+
+    check_query(text, opts)  # before anything scales with the input (issue #17)
     started = time.perf_counter()
     text, opts = _utf8(text), _utf8_options(opts)
     result = QueryResult(query=text, mode=opts.mode)
