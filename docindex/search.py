@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -543,7 +544,7 @@ def _dense_weight(cfg: Config) -> float:
     return cfg.semantic_weight
 
 
-_FALLBACK: dict[tuple[int, int, bool], Any] = {}
+_FALLBACK = threading.local()  # NgramEmbedders are not thread-safe
 
 
 def _ngram_fallback(
@@ -561,9 +562,12 @@ def _ngram_fallback(
     from .indexer import embed_input, title_text
 
     key = (cfg.embedding_dim, cfg.cjk_ngram, cfg.stem)
-    emb = _FALLBACK.get(key)
-    if emb is None:
-        emb = _FALLBACK[key] = NgramEmbedder(*key)
+    cache: dict[tuple[int, int, bool], Any] | None = getattr(_FALLBACK, "cache", None)
+    if cache is None:
+        cache = _FALLBACK.cache = {}
+    emb = cache.get(key)
+    if emb is None:  # per thread, like embed.embedder_for (issue #17)
+        emb = cache[key] = NgramEmbedder(*key)
     ids = [sid for sid, _ in lexical]
     rows = store.segments_by_id(ids)
     ids = [sid for sid in ids if sid in rows]
