@@ -11,6 +11,7 @@ identical whether one core or two built it.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import stat
@@ -132,12 +133,16 @@ def prepare(job: _Job, cfg: Config) -> Prepared:
     from .segment import segment_document
 
     try:
-        data = _read_regular(job.path, cfg.max_file_bytes + 1)
+        data = _read_regular(job.path, cfg.max_file_bytes + 1, cfg.follow_symlinks)
     except FileNotFoundError:
         return Prepared(job, skip="error", message="file vanished before it was read")
     except IsADirectoryError:
         return Prepared(job, skip="unsupported", message="is a directory")
     except OSError as exc:
+        if exc.errno == errno.ELOOP and not cfg.follow_symlinks:
+            return Prepared(
+                job, skip="symlink", message="became a symlink after the walk"
+            )
         return Prepared(job, skip="error", message=f"cannot read: {exc.strerror}")
     if data is None:
         return Prepared(job, skip="unsupported", message="not a regular file")
@@ -275,13 +280,16 @@ def _cjk_texts(run_lists: list[list[str]], n_gram: int) -> Iterator[str]:
         yield from cjk_ngram_texts(run_lists[i : i + EMBED_BATCH], n_gram)
 
 
-def _read_regular(path: str, limit: int) -> bytes | None:
+def _read_regular(path: str, limit: int, follow_symlinks: bool) -> bytes | None:
     """Up to ``limit`` bytes of ``path``, or None when it is not a regular file.
 
     Opened non-blocking and checked with fstat: a file replaced by a FIFO or a
     device between the walk and the read must not block the scan (issue #8).
     """
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    if not follow_symlinks:
+        # A file swapped for a symlink after the walk is not read (issue #17).
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     fd = os.open(path, flags)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -512,11 +520,19 @@ def check_settings(store: Store, cfg: Config) -> None:
 
 
 def resolve_scope(roots: Sequence[Path], path: Path) -> Path:
-    """Absolute ``path`` if it lies inside a root, else OutsideRootsError."""
-    target = Path(path).resolve()
-    for root in roots:
-        if target == root or root in target.parents:
-            return target
+    """Absolute ``path`` if it lies inside a root, else OutsideRootsError.
+
+    It must resolve inside a root. It is kept as named (not resolved) when it
+    is inside a root as named, so the walk's symlink rule
+    (``walker.escape_reason``) sees its symlinks; a path that reaches a root
+    through a symlink above it (a symlinked home folder) is used resolved.
+    """
+    lexical = Path(os.path.normpath(Path(path).absolute()))
+    real = Path(path).resolve()
+    if any(real == root or root in real.parents for root in roots):
+        for target in (lexical, real):
+            if any(target == root or root in target.parents for root in roots):
+                return target
     raise OutsideRootsError(
         f"{path} is outside the index's roots ({', '.join(map(str, roots))})"
     )
