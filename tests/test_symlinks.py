@@ -82,8 +82,8 @@ def test_escape_reason(tmp_path: Path, outside: Path) -> None:
 
 
 def test_watch_never_indexes_symlinks_created_while_it_runs(
-    watching,
-    outside: Path,  # noqa: F811
+    watching,  # noqa: F811  (the fixture imported from test_watch)
+    outside: Path,
 ) -> None:
     w = watching({"in.md": "# In\n\ninside words\n"})
     _links(w.root, outside)
