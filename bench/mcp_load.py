@@ -75,7 +75,8 @@ def run_load(db: Path, root: Path, clients: int, per_client: int) -> dict[str, A
     env = {k: v for k, v in os.environ.items() if not k.startswith("DOCINDEX_")}
     proc = subprocess.Popen(
         [sys.executable, "-m", "docindex", "mcp", "--db", str(db), "--root", str(root)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        env=env,
     )  # fmt: skip
     assert proc.stdin is not None and proc.stdout is not None
 
@@ -117,6 +118,7 @@ def run_load(db: Path, root: Path, clients: int, per_client: int) -> dict[str, A
     peak = _hwm_kib(proc.pid) / 1024
     proc.stdin.close()
     proc.wait(timeout=30)
+    proc.stdout.close()
     return {"calls": len(todo), "answered": len(seen), "errors": errors,
             "seconds": round(took, 2), "peak_rss_mib": round(peak, 1),
             "exit": proc.returncode}  # fmt: skip
