@@ -241,3 +241,39 @@ def test_mcp_server_answers_1024_pipelined_calls_without_error(tmp_path: Path) -
     assert got["calls"] == got["answered"] == 1024
     assert got["errors"] == [] and got["exit"] == 0
     assert got["peak_rss_mib"] < 300, got
+
+
+@pytest.mark.slow
+def test_mcp_cancelled_or_abandoned_scan_stops(tmp_path: Path) -> None:
+    """A full-corpus doc_scan (5 s or more) cancelled after 1 s: nothing committed."""
+    import shutil
+    import time
+
+    corpus = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "docs"
+    if not corpus.is_dir():
+        pytest.skip("needs ../shared/corpus")
+    root, db = tmp_path / "docs", tmp_path / "i.db"
+    shutil.copytree(corpus, root)
+    server = _Server(db, root)
+    try:
+        server.send({"jsonrpc": "2.0", "id": 50, "method": "tools/call",
+                     "params": {"name": "doc_scan", "arguments": {}}})  # fmt: skip
+        time.sleep(1.0)
+        server.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                     "params": {"requestId": 50}})  # fmt: skip
+        error, stats = server.call("doc_stats", {})  # answered, not queued behind it
+        assert not error and stats["documents"] == 0
+        # The cancelled scan let go of the write lock: a small scan goes through
+        # at once instead of waiting for the big one (or failing as busy).
+        one = sorted((root / "zh").rglob("*.md"))[0].relative_to(root).as_posix()
+        before = time.monotonic()
+        error, small = server.call("doc_scan", {"path": one})
+        assert not error and small["indexed"] == 1, small
+        assert time.monotonic() - before < 3
+        server.send({"jsonrpc": "2.0", "id": 60, "method": "tools/call",
+                     "params": {"name": "doc_scan", "arguments": {}}})  # fmt: skip
+        time.sleep(1.0)
+    finally:
+        started = time.monotonic()
+        assert server.close() == 0  # the client goes away mid-scan
+    assert time.monotonic() - started < 20
