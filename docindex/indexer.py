@@ -527,6 +527,9 @@ def resolve_scope(roots: Sequence[Path], path: Path) -> Path:
     (``walker.escape_reason``) sees its symlinks; a path that reaches a root
     through a symlink above it (a symlinked home folder) is used resolved.
     """
+    from .limits import check_path
+
+    check_path("PATH", str(path))
     lexical = Path(os.path.normpath(Path(path).absolute()))
     real = Path(path).resolve()
     if any(real == root or root in real.parents for root in roots):

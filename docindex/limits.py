@@ -37,6 +37,17 @@ def check_length(name: str, value: str | None, limit: int) -> None:
         )
 
 
+def check_path(name: str, value: str, limit: int = MAX_PATH_CHARS) -> None:
+    """Refuse a path past ``limit`` characters or holding a NUL (no OS accepts one).
+
+    Raises:
+        BadInputError: naming ``name``.
+    """
+    check_length(name, value, limit)
+    if "\x00" in value:
+        raise BadInputError(f"{name} must not contain a NUL character")
+
+
 def check_range(name: str, value: int, lo: int, hi: int) -> None:
     """Refuse an integer outside ``lo..hi``.
 

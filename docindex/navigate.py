@@ -20,10 +20,10 @@ from .limits import (
     MAX_GLOB_CHARS,
     MAX_LIST,
     MAX_OFFSET,
-    MAX_PATH_CHARS,
     MAX_QUERY_CHARS,
     MAX_TOP,
     check_length,
+    check_path,
     check_range,
 )
 from .segment import markdown_headings
@@ -178,7 +178,7 @@ def _candidates(
         OutsideRootsError: no interpretation of ``arg`` stays inside a root,
             lexically and after resolving symlinks.
     """
-    check_length("path", arg, MAX_PATH_CHARS)
+    check_path("path", arg)
     root_paths = [Path(r) for r in roots]
     given = Path(os.path.expanduser(arg))
     if given.is_absolute():
