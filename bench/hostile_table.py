@@ -225,6 +225,21 @@ def _mcp_input(name: str, args: dict[str, object]) -> tuple[str, float, float]:
         return f"{flag}: {text[:70]}", took, peak
 
 
+def _pipelined() -> tuple[str, float, float]:
+    """1,024 MCP calls from 8 interleaved clients, pipelined (bench/mcp_load.py)."""
+    from mcp_load import build, run_load
+
+    with tempfile.TemporaryDirectory(prefix="docindex-hostile-") as tmp:
+        root, db = Path(tmp) / "docs", Path(tmp) / "i.db"
+        root.mkdir()
+        build(root, db, 120)
+        got = run_load(db, root, 8, 128)
+        what = (
+            f"{got['answered']} of {got['calls']} answered, {len(got['errors'])} errors"
+        )
+        return what, float(got["seconds"]), float(got["peak_rss_mib"])
+
+
 def input_cases() -> list[tuple[str, object]]:
     """(name, thunk) for the hostile inputs of issue #17."""
     return [
@@ -241,6 +256,7 @@ def input_cases() -> list[tuple[str, object]]:
          lambda: _mcp_input("get_doc", {"chunk_id": "x" * 2_000_000})),
         ("MCP get_outline, 6,000-char path",
          lambda: _mcp_input("get_outline", {"path": "a" * 6000})),
+        ("MCP 1,024 pipelined calls, 8 clients", _pipelined),
     ]  # fmt: skip
 
 
