@@ -182,10 +182,15 @@ def batch_query(
     """Run many queries over one open index (``--queries``), in order."""
     ws = workspace.load(db)
     opts = _options(options)
+    from .errors import BadInputError
+
     with ws.open(readonly=_readonly_ok(ws.db)) as store:
-        for line in lines:
-            with store.atomic(immediate=False):  # one snapshot per query
-                result = search(store, line, ws.config, opts)
+        for number, line in enumerate(lines, 1):
+            try:
+                with store.atomic(immediate=False):  # one snapshot per query
+                    result = search(store, line, ws.config, opts)
+            except BadInputError as exc:
+                raise BadInputError(f"line {number}: {exc}") from None
             _add_cursor(result, options)
             yield result
 

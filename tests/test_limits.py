@@ -65,6 +65,10 @@ def test_cli_refuses_inputs_past_the_limits(index: tuple[Path, Path]) -> None:
         assert result.exit_code == 2, (args[:2], result.output[-200:])
         assert message in result.stderr, (args[:2], result.stderr[-200:])
         assert "Traceback" not in result.output
+    lines = f"pip\n{'q' * 5000}\nusage\n"
+    batch = run("query", "--queries", "-", "--db", str(db), input=lines, ok=False)
+    assert batch.exit_code == 2 and "line 2: query is 5,000 characters" in batch.stderr
+    assert len(batch.stdout.splitlines()) == 1  # the first query's answer came out
     # Just under the limits is fine; FILE:LINE still resolves.
     run("query", "q" * MAX_QUERY_CHARS, "--db", str(db))
     shown = json.loads(run("show", "guide.md:7", "--db", str(db), "--json").stdout)
