@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import hashlib
 import os
 import stat
@@ -133,11 +134,15 @@ def prepare(job: _Job, cfg: Config) -> Prepared:
     from .segment import segment_document
 
     try:
-        data = _read_regular(job.path, cfg.max_file_bytes + 1, cfg.follow_symlinks)
+        data = _read_regular(
+            job.path, cfg.max_file_bytes + 1, cfg.follow_symlinks, job.root
+        )
     except FileNotFoundError:
         return Prepared(job, skip="error", message="file vanished before it was read")
     except IsADirectoryError:
         return Prepared(job, skip="unsupported", message="is a directory")
+    except _EscapedError:
+        return Prepared(job, skip="symlink", message="became a symlink after the walk")
     except OSError as exc:
         if exc.errno == errno.ELOOP and not cfg.follow_symlinks:
             return Prepared(
@@ -280,18 +285,42 @@ def _cjk_texts(run_lists: list[list[str]], n_gram: int) -> Iterator[str]:
         yield from cjk_ngram_texts(run_lists[i : i + EMBED_BATCH], n_gram)
 
 
-def _read_regular(path: str, limit: int, follow_symlinks: bool) -> bytes | None:
+@functools.lru_cache(maxsize=64)
+def _real_root(root: str) -> str:
+    """``root`` resolved, with a trailing separator (for a prefix test)."""
+    return os.path.join(os.path.realpath(root), "")
+
+
+class _EscapedError(OSError):
+    """The opened file lies outside its root (a folder became a symlink)."""
+
+
+def _read_regular(
+    path: str, limit: int, follow_symlinks: bool, root: str
+) -> bytes | None:
     """Up to ``limit`` bytes of ``path``, or None when it is not a regular file.
 
     Opened non-blocking and checked with fstat: a file replaced by a FIFO or a
     device between the walk and the read must not block the scan (issue #8).
+    Opened with O_NOFOLLOW unless symlinks are followed, and where the OS names
+    an open file (``/proc/self/fd``) the file actually opened must lie inside
+    ``root``: a file or a folder above it swapped for a symlink after the walk
+    is not read (issue #17).
+
+    Raises:
+        _EscapedError: the opened file is outside ``root``.
     """
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
     if not follow_symlinks:
-        # A file swapped for a symlink after the walk is not read (issue #17).
         flags |= getattr(os, "O_NOFOLLOW", 0)
     fd = os.open(path, flags)
     try:
+        try:
+            opened = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:  # no /proc (macOS, Windows): O_NOFOLLOW only
+            opened = None
+        if opened is not None and not opened.startswith(_real_root(root)):
+            raise _EscapedError(errno.EXDEV, "outside the root")
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
         chunks: list[bytes] = []

@@ -184,3 +184,29 @@ def test_file_swapped_for_a_symlink_after_the_walk_is_not_read(
     ]
     assert set(indexed(tmp_path / "i.db")) == {"a.md"}
     assert "topsecret" not in _texts(tmp_path / "i.db")
+
+
+def test_folder_swapped_for_a_symlink_after_the_walk_is_not_read(
+    tmp_path: Path, outside: Path
+) -> None:
+    root = tmp_path / "docs"
+    (root / "odir").mkdir(parents=True)
+    (root / "a.md").write_text("# a\n\nplain words\n")
+    (root / "odir" / "x.md").write_text("# x\n\nplain words\n")
+
+    def hook(event: Progress) -> None:
+        if event.phase == "walk" and event.path == "odir/x.md":
+            (root / "odir" / "x.md").unlink()
+            (root / "odir").rmdir()
+            os.symlink(outside / "odir", root / "odir")  # holds x.md: oddsecret
+
+    cfg = Config(roots=(str(root.resolve()),), workers=1)
+    with Store.open(tmp_path / "i.db", create=True) as store:
+        result = scan(store, cfg, on_progress=hook)
+    if not Path("/proc/self/fd").is_dir():
+        pytest.skip("the opened-file check needs /proc (Linux)")
+    assert [(Path(e["path"]).name, e["reason"]) for e in result.errors] == [
+        ("x.md", "symlink")
+    ]
+    assert set(indexed(tmp_path / "i.db")) == {"a.md"}
+    assert "oddsecret" not in _texts(tmp_path / "i.db")
