@@ -152,6 +152,39 @@ def from_mapping(data: dict[str, Any], base: Config | None = None) -> Config:
     return validate(dataclasses.replace(base or Config(), **changes))
 
 
+def mapping_fields(data: dict[str, Any]) -> set[str]:
+    """The setting names a (possibly grouped) mapping sets (``docindex config``)."""
+    names: set[str] = set()
+    for key, value in data.items():
+        key = key.replace("-", "_")
+        if isinstance(value, dict) and key in _GROUPS:
+            for sub in value:
+                sub = sub.replace("-", "_")
+                name = sub if sub in FIELDS else _GROUPS[key] + sub
+                if name in FIELDS:
+                    names.add(name)
+        elif key in FIELDS:
+            names.add(key)
+    return names
+
+
+def file_fields(path: Path) -> set[str]:
+    """The setting names a TOML file sets (it was read once already: no errors)."""
+    import tomllib
+
+    try:
+        with path.open("rb") as fh:
+            return mapping_fields(tomllib.load(fh))
+    except (OSError, tomllib.TOMLDecodeError):
+        return set()
+
+
+def env_fields(environ: dict[str, str] | None = None) -> set[str]:
+    """The setting names ``DOCINDEX_*`` variables set."""
+    env = os.environ if environ is None else environ
+    return {name for name in FIELDS if f"DOCINDEX_{name.upper()}" in env}
+
+
 def load_file(path: Path, base: Config | None = None) -> Config:
     """Read a TOML configuration file on top of ``base``."""
     import tomllib  # only when a file exists: a query should not pay for it

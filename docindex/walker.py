@@ -283,7 +283,7 @@ def _walk_dir(
     for name, entry in names:
         rel = f"{rel_dir}/{name}" if rel_dir else name
         path = Path(entry.path)
-        if name == ".gitignore":
+        if name in (".gitignore", ".docindex"):  # .docindex: our own index (#20)
             continue
         if name.startswith(".") and not options.hidden:
             yield SkipEntry(path, "hidden")
