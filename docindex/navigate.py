@@ -253,7 +253,7 @@ def resolve_file(
             if doc_id is not None:
                 return _doc_of(store, doc_id)
     places = [Path(_join(root, rel)) for root, rel in _candidates(roots, arg, cwd)]
-    if not any(p.exists() for p in places):
+    if not any(os.path.exists(p) for p in places):  # False for ENAMETOOLONG too
         raise MisuseError(
             f"{arg} does not exist under the roots ({', '.join(roots)}); "
             "see what is indexed with `docindex list`"

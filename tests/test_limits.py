@@ -192,6 +192,7 @@ HOSTILE = [
     ("doc_query", {"query": "q" * 4_000_000}, "query is 4,000,000 characters"),
     ("get_outline", {"path": "a" * 6000}, "path is 6,000 characters long"),
     ("get_outline", {"path": "a\x00b"}, "path must not contain a NUL"),
+    ("get_outline", {"path": "n" * 1000}, "does not exist"),  # ENAMETOOLONG
     ("doc_scan", {"path": "\x00"}, "path must not contain a NUL"),
     ("get_doc", {"chunk_id": "guide.md\x00#x"}, "path must not contain a NUL"),
     ("get_doc", {"chunk_id": "x" * 2_000_000}, "chunk_id is 2,000,000 characters"),
