@@ -302,7 +302,20 @@ def stats(db: str | None) -> dict[str, Any]:
                 {"key": k, "documents": d, "values": v}
                 for k, d, v in store.facet_counts()
             ],
+            "skipped": store.skip_counts(),
         }
+
+
+def skipped(db: str | None, *, reason: str | None = None) -> dict[str, Any]:
+    """Files left out of the index with reason and message (issue #23).
+
+    Returns:
+        ``{"counts": {reason: n}, "files": [SkipRecord, ...]}``; ``counts``
+        covers every reason, ``files`` only ``reason`` when one is given.
+    """
+    ws = workspace.load(db)
+    with ws.open() as store:
+        return {"counts": store.skip_counts(), "files": store.skipped(reason)}
 
 
 def watch(

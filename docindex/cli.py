@@ -588,6 +588,30 @@ def list_(path_glob: str | None, types: tuple[str, ...], limit: int, offset: int
 
 
 @cli.command()
+@click.option(
+    "--reason",
+    metavar="REASON",
+    help="Only files skipped for this reason (unsupported, timeout, truncated, ...).",
+)
+@db_option
+@json_option
+def skipped(reason: str | None, db: str | None, as_json: bool) -> None:
+    """List every file left out of the index (or kept in part), with its reason.
+
+    A file stays listed until it changes on disk; the next scan then reads it
+    again.
+    """
+    from . import api
+    from .render import cli_json, print_skipped
+
+    result = api.skipped(db, reason=reason)
+    if as_json:
+        click.echo(cli_json(result))
+    else:
+        print_skipped(_out_console(), result)
+
+
+@cli.command()
 @click.argument("target", metavar="FILE[#CHUNK]")
 @click.option(
     "--top",

@@ -245,3 +245,30 @@ def cache_dir(environ: dict[str, str] | None = None) -> Path:
     env = os.environ if environ is None else environ
     base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "docindex"
+
+
+def git_config_files(
+    environ: dict[str, str] | None = None,
+) -> tuple[list[Path], Path | None]:
+    """Git's system and global config files in git's reading order, and its default ignore file.
+
+    Read from the environment the way git does (``GIT_CONFIG_NOSYSTEM``,
+    ``GIT_CONFIG_SYSTEM``, ``GIT_CONFIG_GLOBAL``, ``XDG_CONFIG_HOME``, ``HOME``),
+    so the walker finds ``core.excludesFile`` without running git (issue #25).
+    The default ignore file is ``$XDG_CONFIG_HOME/git/ignore``.
+    """
+    env = os.environ if environ is None else environ
+    files: list[Path] = []
+    if not env.get("GIT_CONFIG_NOSYSTEM"):
+        files.append(Path(env.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig"))
+    home = env.get("HOME")
+    xdg = env.get("XDG_CONFIG_HOME") or (str(Path(home, ".config")) if home else "")
+    if "GIT_CONFIG_GLOBAL" in env:
+        if env["GIT_CONFIG_GLOBAL"]:
+            files.append(Path(env["GIT_CONFIG_GLOBAL"]))
+    else:
+        if xdg:
+            files.append(Path(xdg, "git", "config"))
+        if home:
+            files.append(Path(home, ".gitconfig"))
+    return files, (Path(xdg, "git", "ignore") if xdg else None)

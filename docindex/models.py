@@ -123,6 +123,27 @@ def _escapes_only(text: str) -> bool:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class SkipRecord:
+    """A file the index left out (or kept only in part), as ``docindex skipped`` lists it.
+
+    Attributes:
+        path: the file's absolute path (printable).
+        root: the root it lies under.
+        rel_path: its path relative to that root.
+        reason: the skip reason (``unsupported``, ``timeout``, ``truncated``, ...).
+        message: what exactly went wrong, for people.
+        skipped_at: when the file was last looked at (Unix time).
+    """
+
+    path: str
+    root: str
+    rel_path: str
+    reason: str
+    message: str
+    skipped_at: float
+
+
 @dataclass(slots=True)
 class ScanResult:
     """Counts from one scan; mutable while the scan runs, returned when it ends."""

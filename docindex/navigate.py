@@ -30,7 +30,7 @@ from .limits import (
 from .segment import markdown_headings
 from .store import SegmentRow, Store
 
-MARKDOWN_KINDS = ("md", "docx")  # kinds whose text carries ``#`` headings
+MARKDOWN_KINDS = ("md", "docx", "html", "odt")  # one unit whose text has ``#`` headings
 
 
 @dataclass(frozen=True, slots=True)
