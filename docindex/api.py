@@ -238,6 +238,9 @@ def _options(options: dict[str, Any], text: str | None = None) -> QueryOptions:
     opts = dict(options)
     cursor = opts.pop("cursor", None)
     if cursor:
+        from .limits import check_length
+
+        check_length("cursor", cursor, 1024)
         from .cursor import decode_cursor
 
         # The cursor was signed with the query text (see _add_cursor).
@@ -264,10 +267,15 @@ def batch_query(
     """Run many queries over one open index (``--queries``), in order."""
     ws = workspace.load(db)
     opts = _options(options)
+    from .errors import BadInputError
+
     with ws.open(readonly=_readonly_ok(ws.db)) as store:
-        for line in lines:
-            with store.atomic(immediate=False):  # one snapshot per query
-                result = search(store, parse(line, ws.config), ws.config, opts)
+        for number, line in enumerate(lines, 1):
+            try:
+                with store.atomic(immediate=False):  # one snapshot per query
+                    result = search(store, parse(line, ws.config), ws.config, opts)
+            except BadInputError as exc:
+                raise BadInputError(f"line {number}: {exc}") from None
             _add_cursor(result, options)
             yield result
 

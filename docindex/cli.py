@@ -120,6 +120,13 @@ def cli() -> None:
     """
 
 
+def _not_nan(value: float) -> float:
+    """FloatRange lets NaN through (every comparison with it is false)."""
+    if value != value:
+        raise click.BadParameter("must be a number in 0..1, not nan")
+    return value
+
+
 @cli.command()
 @click.argument("path", required=False, type=click.Path(path_type=Path))
 @click.option(
@@ -220,6 +227,7 @@ def _print_scan(
 @click.option(
     "--min-score",
     type=click.FloatRange(0.0, 1.0),
+    callback=lambda ctx, param, value: _not_nan(value),
     default=0.0,
     help="Drop hits scoring below this (0..1, same meaning in every mode).",
 )
@@ -597,7 +605,7 @@ def section(file: str, heading: str, no_subsections: bool, db: str | None,
 )
 @click.option(
     "--offset",
-    type=click.IntRange(0),
+    type=click.IntRange(0, 1_000_000),
     default=0,
     show_default=True,
     help="Documents to skip.",

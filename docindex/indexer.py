@@ -11,6 +11,8 @@ identical whether one core or two built it.
 from __future__ import annotations
 
 import contextlib
+import errno
+import functools
 import hashlib
 import os
 import stat
@@ -129,12 +131,20 @@ def prepare(job: _Job, cfg: Config) -> Prepared:
     from .extract.text import looks_binary
 
     try:
-        data = _read_regular(job.path, cfg.max_file_bytes + 1)
+        data = _read_regular(
+            job.path, cfg.max_file_bytes + 1, cfg.follow_symlinks, job.root
+        )
     except FileNotFoundError:
         return Prepared(job, skip="error", message="file vanished before it was read")
     except IsADirectoryError:
         return Prepared(job, skip="unsupported", message="is a directory")
+    except _EscapedError:
+        return Prepared(job, skip="symlink", message="became a symlink after the walk")
     except OSError as exc:
+        if exc.errno == errno.ELOOP and not cfg.follow_symlinks:
+            return Prepared(
+                job, skip="symlink", message="became a symlink after the walk"
+            )
         return Prepared(job, skip="error", message=f"cannot read: {exc.strerror}")
     if data is None:
         return Prepared(job, skip="unsupported", message="not a regular file")
@@ -288,15 +298,42 @@ def _cjk_texts(run_lists: list[list[str]], n_gram: int) -> Iterator[str]:
         yield from cjk_ngram_texts(run_lists[i : i + EMBED_BATCH], n_gram)
 
 
-def _read_regular(path: str, limit: int) -> bytes | None:
+@functools.lru_cache(maxsize=64)
+def _real_root(root: str) -> str:
+    """``root`` resolved, with a trailing separator (for a prefix test)."""
+    return os.path.join(os.path.realpath(root), "")
+
+
+class _EscapedError(OSError):
+    """The opened file lies outside its root (a folder became a symlink)."""
+
+
+def _read_regular(
+    path: str, limit: int, follow_symlinks: bool, root: str
+) -> bytes | None:
     """Up to ``limit`` bytes of ``path``, or None when it is not a regular file.
 
     Opened non-blocking and checked with fstat: a file replaced by a FIFO or a
     device between the walk and the read must not block the scan (issue #8).
+    Opened with O_NOFOLLOW unless symlinks are followed, and where the OS names
+    an open file (``/proc/self/fd``) the file actually opened must lie inside
+    ``root``: a file or a folder above it swapped for a symlink after the walk
+    is not read (issue #17).
+
+    Raises:
+        _EscapedError: the opened file is outside ``root``.
     """
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    if not follow_symlinks:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     fd = os.open(path, flags)
     try:
+        try:
+            opened = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:  # no /proc (macOS, Windows): O_NOFOLLOW only
+            opened = None
+        if opened is not None and not opened.startswith(_real_root(root)):
+            raise _EscapedError(errno.EXDEV, "outside the root")
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
         chunks: list[bytes] = []
@@ -411,11 +448,22 @@ def check_settings(store: Store, cfg: Config) -> None:
 
 
 def resolve_scope(roots: Sequence[Path], path: Path) -> Path:
-    """Absolute ``path`` if it lies inside a root, else OutsideRootsError."""
-    target = Path(path).resolve()
-    for root in roots:
-        if target == root or root in target.parents:
-            return target
+    """Absolute ``path`` if it lies inside a root, else OutsideRootsError.
+
+    It must resolve inside a root. It is kept as named (not resolved) when it
+    is inside a root as named, so the walk's symlink rule
+    (``walker.escape_reason``) sees its symlinks; a path that reaches a root
+    through a symlink above it (a symlinked home folder) is used resolved.
+    """
+    from .limits import check_path
+
+    check_path("PATH", str(path))
+    lexical = Path(os.path.normpath(Path(path).absolute()))
+    real = Path(path).resolve()
+    if any(real == root or root in real.parents for root in roots):
+        for target in (lexical, real):
+            if any(target == root or root in target.parents for root in roots):
+                return target
     raise OutsideRootsError(
         f"{path} is outside the index's roots ({', '.join(map(str, roots))})"
     )
@@ -547,6 +595,9 @@ def _scan(
     known = {rid: store.fingerprints(rid) for rid in root_ids.values()}
     skips = {rid: store.skip_fingerprints(rid) for rid in root_ids.values()}
     seen: dict[int, set[str]] = {rid: set() for rid in root_ids.values()}
+    # Skipped by the walk this time: their skip records stay, but a document
+    # indexed there before (a file since turned into a symlink, #17) goes.
+    skipped: dict[int, set[str]] = {rid: set() for rid in root_ids.values()}
     complete = {rid: True for rid in root_ids.values()}
     jobs: list[_Job] = []
     walk_scopes: list[Path | None] = list(scopes) or [None]
@@ -558,7 +609,9 @@ def _scan(
                 complete = dict.fromkeys(complete, False)
                 break
             if isinstance(entry, SkipEntry):
-                again = _remember_walk_skip(store, entry, roots, root_ids, skips, seen)
+                again = _remember_walk_skip(
+                    store, entry, roots, root_ids, skips, skipped
+                )
                 _walk_skip(entry, result, root_ids, complete, report=not again)
                 continue
             result.scanned += 1
@@ -612,7 +665,8 @@ def _scan(
             remove_document(store, cfg, row.id)
             result.removed += 1
         for rel_path in skips[rid]:
-            if rel_path not in seen[rid] and _under(rel_path, prefixes):
+            gone = rel_path not in seen[rid] and rel_path not in skipped[rid]
+            if gone and _under(rel_path, prefixes):
                 store.clear_skip(rid, rel_path)  # the file is gone
 
 

@@ -46,7 +46,9 @@ RULES_FILE = ".gitignore"
 HEALTH_INTERVAL_S = 2.0  # how often to check the observer and vanished roots
 BUSY_RETRY_S = 1.0
 # Vanishing files during a walk are races the next event fixes, not errors.
-_RACES = ("file vanished during the walk", "file vanished before it was read")
+_RACES = (
+    "file vanished during the walk", "file vanished before it was read", "does not exist",
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

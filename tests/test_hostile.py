@@ -553,7 +553,7 @@ def cases() -> list[Case]:
         ),
         Case("FIFO in the tree", "fifo.txt", _fifo("fifo.txt"), f({"unsupported"})),
         Case("FIFO named .gitignore", "gi/kept.md", _gitignore_fifo, f({"indexed"})),
-        Case("symlink to /dev/zero", "zero.txt", _device_link, f({"unsupported"})),
+        Case("symlink to /dev/zero", "zero.txt", _device_link, f({"symlink"})),
         Case(
             "symlink loops (--follow-symlinks)",
             "loops/self.txt",
