@@ -11,7 +11,7 @@ for but cannot run, the choice falls back to ``ngram`` and says why
 
 from __future__ import annotations
 
-import functools
+import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
@@ -120,18 +120,28 @@ def make_embedder(
 
 
 def choose(cfg: Config) -> EmbedderChoice:
-    """The embedder ``cfg`` asks for, built once per process and settings.
+    """The embedder ``cfg`` asks for, built once per thread and settings.
 
     Cached because a model loads once (seconds for ``minilm``) and the
-    n-gram embedder keeps its feature vocabulary warm between calls.
+    n-gram embedder keeps its feature vocabulary warm between calls. Per
+    thread (issue #17): an embedder keeps growable work buffers and is not
+    safe to share; two MCP tool calls embedding at once on one shared
+    embedder corrupted each other's buffers.
     """
-    return _cached_choice(
-        cfg.embedding_provider, cfg.embedding_dim, cfg.cjk_ngram, cfg.stem,
-        cfg.embedding_model,
-    )  # fmt: skip
+    key = (cfg.embedding_provider, cfg.embedding_dim, cfg.cjk_ngram, cfg.stem,
+           cfg.embedding_model)  # fmt: skip
+    cache: dict[tuple[str, int, int, bool, str], EmbedderChoice] | None = getattr(
+        _PER_THREAD, "choices", None
+    )
+    if cache is None:
+        cache = _PER_THREAD.choices = {}
+    choice = cache.get(key)
+    if choice is None:
+        choice = cache[key] = make_choice(*key)
+    return choice
 
 
-_cached_choice = functools.cache(make_choice)
+_PER_THREAD = threading.local()
 
 
 def embedder_for(cfg: Config) -> Embedder | None:

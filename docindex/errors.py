@@ -6,9 +6,6 @@ failure, 2 for misuse (something the user named does not exist or is malformed).
 
 from __future__ import annotations
 
-import sqlite3
-from pathlib import Path
-
 
 class DocindexError(Exception):
     """Base class: an expected failure with a one-line, user-facing message."""
@@ -73,37 +70,5 @@ class ExtractionError(DocindexError):
         self.reason = reason
 
 
-def translate_sqlite_error(exc: sqlite3.Error, path: Path | str) -> DocindexError:
-    """Turn an sqlite3 error into a one-line DocindexError that says what to do.
-
-    Here, at the bottom of the layers, so the storage and the entry points
-    (CLI, MCP) share one translation without importing each other (#18).
-    """
-    msg = str(exc)
-    # Python 3.11+ names the primary/extended result code (SQLITE_CORRUPT_VTAB...).
-    code = getattr(exc, "sqlite_errorname", "") or ""
-    # The CLI passes "" when it does not know which file failed.
-    index = f"index {path}" if str(path) else "the index"
-    if "locked" in msg or "busy" in msg:
-        where = f": {path}" if str(path) else ""
-        return IndexBusyError(f"index is busy (another docindex is writing){where}")
-    if code.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or (
-        isinstance(exc, sqlite3.DatabaseError)
-        and ("malformed" in msg or "not a database" in msg or "corrupt" in msg)
-    ):
-        return IndexCorruptError(
-            f"{index} is damaged ({msg}); run `docindex reindex --full` "
-            "or point --db elsewhere"
-        )
-    if "readonly" in msg or "read-only" in msg:
-        return DocindexError(
-            f"{index} is read-only ({msg}); the file and its folder must be writable"
-        )
-    if "disk is full" in msg or "database or disk is full" in msg:
-        return DocindexError(f"disk full while writing {index}; the index is unchanged")
-    if "unable to open" in msg:
-        return DocindexError(
-            f"cannot open {index}: {msg} (a WAL index needs a writable folder "
-            "for its -wal and -shm files)"
-        )
-    return DocindexError(f"error in {index}: {msg}")
+class BadInputError(MisuseError):
+    """A caller's argument breaks a documented input limit (issue #17; exit 2)."""

@@ -11,6 +11,8 @@ identical whether one core or two built it.
 from __future__ import annotations
 
 import contextlib
+import errno
+import functools
 import hashlib
 import os
 import stat
@@ -21,10 +23,9 @@ from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .analyze import analyze_segments
+from .analyze import analyze_segments, title_text
 from .analyze import embed_input as embed_input  # re-exported: the old home
 from .analyze import fts_row as fts_row
-from .analyze import title_text as title_text
 from .config import Config
 from .embed import NgramEmbedder
 from .embedder import choose
@@ -36,7 +37,8 @@ from .errors import (
     OutsideRootsError,
 )
 from .models import Progress as Progress  # re-exported: the old home
-from .models import ProgressFn, ScanResult, SkipReason, printable
+from .models import ProgressFn, ScanResult, printable
+from .pool import POOL_THRESHOLD, ExtractTimeout, Stopped, Workers, deadline
 from .store import (
     EncodedSegments,
     Fingerprint,
@@ -51,10 +53,9 @@ if TYPE_CHECKING:  # imported where used: a query needs none of them (issue #7)
     from .walker import FileEntry
 
 TOKENIZER_VERSION = 2  # 2: words first, then CJK n-grams (same multiset)
-POOL_THRESHOLD = 48  # files to prepare before a process pool pays for itself
-CHUNK_BYTES = 256 * 1024  # a worker's unit of work: ~this many bytes of files
-CHUNK_FILES = 32
-IN_FLIGHT = 3  # chunks submitted ahead, per worker (bounds memory, issue #7)
+
+
+StopFn = Callable[[], bool]  # true once the caller wants the scan to stop
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,57 +114,77 @@ def prepare(job: Job, cfg: Config, *, bulk: bool = False) -> Prepared:
     """
     from .extract import kind_for
     from .extract.text import looks_binary
-    from .segment import segment_document
 
     try:
-        data = _read_regular(job.path, cfg.max_file_bytes + 1)
+        data = _read_regular(
+            job.path, cfg.max_file_bytes + 1, cfg.follow_symlinks, job.root
+        )
     except FileNotFoundError:
-        return Prepared(
-            job, skip=SkipReason.ERROR, message="file vanished before it was read"
-        )
+        return Prepared(job, skip="error", message="file vanished before it was read")
     except IsADirectoryError:
-        return Prepared(job, skip=SkipReason.UNSUPPORTED, message="is a directory")
+        return Prepared(job, skip="unsupported", message="is a directory")
+    except _EscapedError:
+        return Prepared(job, skip="symlink", message="became a symlink after the walk")
     except OSError as exc:
-        return Prepared(
-            job, skip=SkipReason.ERROR, message=f"cannot read: {exc.strerror}"
-        )
+        if exc.errno == errno.ELOOP and not cfg.follow_symlinks:
+            return Prepared(
+                job, skip="symlink", message="became a symlink after the walk"
+            )
+        return Prepared(job, skip="error", message=f"cannot read: {exc.strerror}")
     if data is None:
-        return Prepared(job, skip=SkipReason.UNSUPPORTED, message="not a regular file")
+        return Prepared(job, skip="unsupported", message="not a regular file")
     if len(data) > cfg.max_file_bytes:
         return Prepared(
-            job, skip=SkipReason.TOO_LARGE, message=f"over {cfg.max_file_bytes} bytes"
+            job, skip="too-large", message=f"over {cfg.max_file_bytes} bytes"
         )
     digest = hashlib.blake2b(data, digest_size=16).hexdigest()
     if job.known_hash == digest:
         return Prepared(job, hash=digest, same=True)
     if not data.strip():
-        return Prepared(
-            job, hash=digest, skip=SkipReason.EMPTY, message="the file is blank"
-        )
+        return Prepared(job, hash=digest, skip="empty", message="the file is blank")
     extra = frozenset(s if s.startswith(".") else f".{s}" for s in cfg.text_extensions)
     kind = kind_for(job.rel_path) or (
         "txt" if os.path.splitext(job.rel_path)[1].lower() in extra else None
     )
     if kind is None:
         if looks_binary(data[:8192]):
-            return Prepared(job, hash=digest, skip=SkipReason.BINARY)
+            return Prepared(job, hash=digest, skip="binary")
         kind = "txt"  # unknown suffix, content sniffed as text
     try:
         extracted = _extract(kind, data, job.rel_path, cfg)
     except ExtractTimeout as exc:
-        return Prepared(job, hash=digest, skip=SkipReason.TIMEOUT, message=str(exc))
+        return Prepared(job, hash=digest, skip="timeout", message=str(exc))
     except ExtractionError as exc:
         return Prepared(job, hash=digest, skip=exc.reason, message=str(exc))
     except Exception as exc:  # one bad file is a skip reason, never an aborted scan
-        return Prepared(
-            job,
-            hash=digest,
-            skip=SkipReason.ERROR,
-            message=f"{type(exc).__name__}: {exc}",
-        )
+        return _failed(job, digest, exc)
+    try:
+        return _index_parts(job, digest, extracted, cfg, bulk)
+    except Exception as exc:  # the same barrier after extraction (issue #17)
+        return _failed(job, digest, exc)
+
+
+def _failed(job: Job, digest: str, exc: Exception) -> Prepared:
+    """A file that raised: an ``error`` skip with the exception's message."""
+    return Prepared(
+        job, hash=digest, skip="error", message=f"{type(exc).__name__}: {exc}"
+    )
+
+
+def prepare_bulk(job: Job, cfg: Config) -> Prepared:
+    """``prepare`` in a scan's worker process (``bulk``)."""
+    return prepare(job, cfg, bulk=True)
+
+
+def _index_parts(
+    job: Job, digest: str, extracted: Any, cfg: Config, bulk: bool
+) -> Prepared:
+    """Segment, tokenise, embed and compress one extracted file."""
+    from .segment import segment_document
+
     body, segments = segment_document(extracted, job.rel_path, cfg.segment_chars)
     if not segments:
-        return Prepared(job, hash=digest, skip=SkipReason.EMPTY, kind=extracted.kind,
+        return Prepared(job, hash=digest, skip="empty", kind=extracted.kind,
                         message=f"no text found in this {extracted.kind} file")  # fmt: skip
     doc_title = title_text(extracted.title, job.rel_path)
     fts, vectors = analyze_segments(
@@ -177,15 +198,42 @@ def prepare(job: Job, cfg: Config, *, bulk: bool = False) -> Prepared:
     )  # fmt: skip
 
 
-def _read_regular(path: str, limit: int) -> bytes | None:
+@functools.lru_cache(maxsize=64)
+def _real_root(root: str) -> str:
+    """``root`` resolved, with a trailing separator (for a prefix test)."""
+    return os.path.join(os.path.realpath(root), "")
+
+
+class _EscapedError(OSError):
+    """The opened file lies outside its root (a folder became a symlink)."""
+
+
+def _read_regular(
+    path: str, limit: int, follow_symlinks: bool, root: str
+) -> bytes | None:
     """Up to ``limit`` bytes of ``path``, or None when it is not a regular file.
 
     Opened non-blocking and checked with fstat: a file replaced by a FIFO or a
     device between the walk and the read must not block the scan (issue #8).
+    Opened with O_NOFOLLOW unless symlinks are followed, and where the OS names
+    an open file (``/proc/self/fd``) the file actually opened must lie inside
+    ``root``: a file or a folder above it swapped for a symlink after the walk
+    is not read (issue #17).
+
+    Raises:
+        _EscapedError: the opened file is outside ``root``.
     """
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    if not follow_symlinks:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     fd = os.open(path, flags)
     try:
+        try:
+            opened = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:  # no /proc (macOS, Windows): O_NOFOLLOW only
+            opened = None
+        if opened is not None and not opened.startswith(_real_root(root)):
+            raise _EscapedError(errno.EXDEV, "outside the root")
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
         chunks: list[bytes] = []
@@ -214,50 +262,18 @@ def _notes(meta: dict[str, str]) -> tuple[tuple[str, str], ...]:
 
 
 def _extract(kind: str, data: bytes, name: str, cfg: Config) -> Any:
+    """Run the extractor for ``kind``; its output passes ``clean_extracted`` (#17)."""
     from .extract import get_extractor
+    from .extract.hygiene import clean_extracted
 
     extractor = get_extractor(kind)
     limits = _limits(cfg)
     if kind in ("md", "txt", "pdf"):
         # PDF bounds itself per page and keeps the pages read (issue #23).
-        return extractor(data, name, limits)
-    with _deadline(limits.timeout_s):
-        return extractor(data, name, limits)
-
-
-class ExtractTimeout(BaseException):
-    """Raised by the alarm; a BaseException so no library's ``except Exception`` eats it."""
-
-
-class _deadline:
-    """Bound an office extraction in time with SIGALRM (POSIX main thread only)."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self.armed = False
-
-    def __enter__(self) -> None:
-        import signal
-        import threading
-
-        if not hasattr(signal, "setitimer"):
-            return
-        if threading.current_thread() is not threading.main_thread():
-            return
-
-        def _fire(signum: int, frame: object) -> None:
-            raise ExtractTimeout(f"extraction took over {self.seconds:g} s")
-
-        self.previous = signal.signal(signal.SIGALRM, _fire)
-        signal.setitimer(signal.ITIMER_REAL, self.seconds)
-        self.armed = True
-
-    def __exit__(self, *exc: object) -> None:
-        if self.armed:
-            import signal
-
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, self.previous)
+        return clean_extracted(extractor(data, name, limits))
+    with deadline(limits.timeout_s):
+        extracted = extractor(data, name, limits)
+    return clean_extracted(extracted)
 
 
 def embedder_params(cfg: Config) -> dict[str, Any] | None:
@@ -266,117 +282,38 @@ def embedder_params(cfg: Config) -> dict[str, Any] | None:
     return None if emb is None else dict(emb.params())
 
 
-def _prepare_chunk(jobs: list[_Job], cfg: Config) -> list[Prepared]:
-    return [prepare(job, cfg, bulk=True) for job in jobs]
+def _workers(cfg: Config) -> Workers[Config]:
+    """The scan's pool; its forkserver preloads what preparing a file imports."""
+    preload = ["docindex.indexer", "docindex.segment", "docindex.extract.markdown"]
+    if isinstance(_embedder(cfg), NgramEmbedder):
+        preload += ["docindex.embed", "numpy"]  # numpy only when vectors need it
+    # Front matter (libyaml) and the CJK code-point codec, once for all workers.
+    preload += ["yaml", "encodings.utf_32_le", "zlib_ng.zlib_ng"]
+    return Workers(cfg.workers, preload)
 
 
-def _chunked(jobs: Sequence[_Job]) -> Iterator[list[_Job]]:
-    """Consecutive runs of about CHUNK_BYTES (at most CHUNK_FILES files)."""
-    chunk: list[_Job] = []
-    size = 0
-    for job in jobs:
-        chunk.append(job)
-        size += job.size
-        if size >= CHUNK_BYTES or len(chunk) >= CHUNK_FILES:
-            yield chunk
-            chunk, size = [], 0
-    if chunk:
-        yield chunk
+def _job_size(job: Job) -> int:
+    return job.size
 
 
-class _Workers:
-    """The scan's process pool, booted as soon as the walk shows it will pay.
-
-    Booting mid-walk (issue #7) lets the forkserver start and import the
-    worker modules (numpy included) while the main process is still walking,
-    instead of after the walk, on the critical path.
-    """
-
-    def __init__(self, cfg: Config) -> None:
-        self.count = cfg.workers or min(2, os.cpu_count() or 1)
-        self.cfg = cfg
-        self.pool: Any = None
-        self._ctx: Any = None
-
-    def boot(self) -> None:
-        """Start the forkserver (without waiting for its imports); idempotent."""
-        if self._ctx is not None or self.count <= 1:
-            return
-        import multiprocessing
-
-        method = (
-            "forkserver"
-            if "forkserver" in multiprocessing.get_all_start_methods()
-            else "spawn"
-        )
-        self._ctx = multiprocessing.get_context(method)
-        if method == "forkserver":
-            from multiprocessing import forkserver
-
-            # Workers fork from a server that imported these once, instead of
-            # each importing them itself; numpy only when vectors need it.
-            preload = [
-                "docindex.indexer", "docindex.segment", "docindex.extract.markdown"
-            ]  # fmt: skip
-            if isinstance(_embedder(self.cfg), NgramEmbedder):
-                preload += ["docindex.embed", "numpy"]
-            # Front matter (libyaml) and the CJK code-point codec, once for all
-            # workers; the server skips what will not import.
-            preload += ["yaml", "encodings.utf_32_le", "zlib_ng.zlib_ng"]
-            self._ctx.set_forkserver_preload(preload)
-            forkserver.ensure_running()  # spawns the server; does not wait
-
-    def executor(self) -> Any:
-        """The pool (created on first use)."""
-        if self.pool is None:
-            from concurrent.futures import ProcessPoolExecutor
-
-            self.boot()
-            self.pool = ProcessPoolExecutor(
-                max_workers=self.count, mp_context=self._ctx
-            )
-        return self.pool
-
-    def close(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown(wait=True, cancel_futures=True)
-            self.pool = None
+def _died(job: Job, why: str) -> Prepared:
+    """A file whose worker died under it (a crash in a C library, the OOM killer)."""
+    return Prepared(job, skip="error", message=why)
 
 
 def _prepare_all(
-    jobs: Sequence[_Job], cfg: Config, workers: _Workers | None = None
-) -> Iterator[Prepared]:
-    """Prepare ``jobs`` in walk order, in worker processes when it pays.
-
-    At most ``IN_FLIGHT`` chunks per worker are submitted ahead of the one being
-    stored (issue #7): ``Executor.map`` would submit everything at once and
-    let prepared files pile up in memory whenever storing is the slower side.
-    Results come back in submission order, so one core or two build the same
-    index.
-    """
+    jobs: Sequence[Job], cfg: Config, workers: Workers[Config] | None = None,
+    stop: StopFn | None = None,
+) -> Iterator[Prepared]:  # fmt: skip
+    """Prepare ``jobs`` in walk order, in worker processes when it pays."""
     own = workers is None
-    workers = workers or _Workers(cfg)
-    if workers.count <= 1 or len(jobs) < POOL_THRESHOLD:
-        for job in jobs:
-            yield prepare(job, cfg)
-        return
-    from collections import deque
-    from concurrent.futures import Future
-
-    pool = workers.executor()
+    workers = workers or _workers(cfg)
+    # Workers import numpy when they start (``_workers``): ``prepare_bulk``
+    # lets them use it; the pool runs in this process below POOL_THRESHOLD.
+    bulk = workers.count > 1 and len(jobs) >= POOL_THRESHOLD
+    fn = prepare_bulk if bulk else prepare
     try:
-        chunks = _chunked(jobs)
-        pending: deque[Future[list[Prepared]]] = deque()
-        for chunk in chunks:
-            pending.append(pool.submit(_prepare_chunk, chunk, cfg))
-            if len(pending) >= IN_FLIGHT * workers.count:
-                break
-        while pending:
-            done = pending.popleft().result()
-            for chunk in chunks:  # refill one slot
-                pending.append(pool.submit(_prepare_chunk, chunk, cfg))
-                break
-            yield from done
+        yield from workers.map_ordered(fn, jobs, cfg, _job_size, stop, _died)
     finally:
         if own:
             workers.close()
@@ -415,11 +352,22 @@ def check_settings(store: Index, cfg: Config) -> None:
 
 
 def resolve_scope(roots: Sequence[Path], path: Path) -> Path:
-    """Absolute ``path`` if it lies inside a root, else OutsideRootsError."""
-    target = Path(path).resolve()
-    for root in roots:
-        if target == root or root in target.parents:
-            return target
+    """Absolute ``path`` if it lies inside a root, else OutsideRootsError.
+
+    It must resolve inside a root. It is kept as named (not resolved) when it
+    is inside a root as named, so the walk's symlink rule
+    (``walker.escape_reason``) sees its symlinks; a path that reaches a root
+    through a symlink above it (a symlinked home folder) is used resolved.
+    """
+    from .limits import check_path
+
+    check_path("PATH", str(path))
+    lexical = Path(os.path.normpath(Path(path).absolute()))
+    real = Path(path).resolve()
+    if any(real == root or root in real.parents for root in roots):
+        for target in (lexical, real):
+            if any(target == root or root in target.parents for root in roots):
+                return target
     raise OutsideRootsError(
         f"{path} is outside the index's roots ({', '.join(map(str, roots))})"
     )
@@ -433,6 +381,7 @@ def scan(
     force: bool = False,
     on_progress: ProgressFn | None = None,
     bulk: bool = False,
+    stop: StopFn | None = None,
 ) -> ScanResult:
     """Bring the index up to date with the roots (or only with ``scopes`` inside them).
 
@@ -446,6 +395,11 @@ def scan(
         bulk: write the first scan of an empty index with a rollback journal
             (``Store.bulk_journal``); for one-off scans, not for a watcher
             whose readers come and go.
+        stop: checked between files (and while waiting for a worker); once it
+            returns true the scan hands out no more work, stops its workers,
+            commits the files it has finished and returns with
+            ``interrupted`` set (issue #17). Nothing is pruned after a walk
+            that was cut short.
 
     Returns:
         The scan's counts.
@@ -467,9 +421,12 @@ def scan(
                                      "cjk_ngram": cfg.cjk_ngram, "stem": cfg.stem})  # fmt: skip
         store.set_meta("embedder", embedder_params(cfg))
         store.set_meta("settings", cfg.index_settings())
-        _scan(store, cfg, roots, scopes, force, on_progress, result)
+        _scan(store, cfg, roots, scopes, force, on_progress, result, stop)
+    if result.interrupted:
+        result.took_ms = round((time.perf_counter() - started) * 1000, 1)
+        return result  # reclaiming pages can wait for the next scan
     if embedder is not None and embedder.deferred:
-        embed_pending(store, cfg, on_progress=on_progress, result=result)
+        embed_pending(store, cfg, on_progress=on_progress, result=result, stop=stop)
     store.reclaim()
     result.took_ms = round((time.perf_counter() - started) * 1000, 1)
     return result
@@ -480,14 +437,14 @@ EMBED_COMMIT = 512  # segments embedded per committed transaction
 
 def embed_pending(
     store: Index, cfg: Config, *, on_progress: ProgressFn | None = None,
-    result: ScanResult | None = None,
+    result: ScanResult | None = None, stop: StopFn | None = None,
 ) -> int:  # fmt: skip
     """Embed the segments that have no vector yet, committing every EMBED_COMMIT.
 
     Neural embedding is slow (issue #9), so it runs after the lexical scan has
     committed: an interrupted run keeps what it embedded and the next scan
     embeds only the segments whose ``vec`` is still NULL. ``max_embedded``
-    caps the total as it does inline.
+    caps the total as it does inline. ``stop`` is checked between batches.
 
     Returns:
         The number of segments embedded.
@@ -502,6 +459,10 @@ def embed_pending(
     total = min(room, counts.segments - counts.embedded)
     done, after = 0, 0
     while done < total:
+        if stop is not None and stop():
+            if result is not None:
+                result.interrupted = True
+            break
         rows = store.pending_vectors(after, min(EMBED_COMMIT, total - done))
         if not rows:
             break
@@ -526,7 +487,7 @@ def embed_pending(
 
 def _scan(
     store: Index, cfg: Config, roots: list[Path], scopes: Sequence[Path], force: bool,
-    on_progress: ProgressFn | None, result: ScanResult,
+    on_progress: ProgressFn | None, result: ScanResult, stop: StopFn | None,
 ) -> None:  # fmt: skip
     from .walker import SkipEntry, WalkOptions, walk
 
@@ -539,14 +500,23 @@ def _scan(
     known = {rid: store.fingerprints(rid) for rid in root_ids.values()}
     skips = {rid: store.skip_fingerprints(rid) for rid in root_ids.values()}
     seen: dict[int, set[str]] = {rid: set() for rid in root_ids.values()}
+    # Skipped by the walk this time: their skip records stay, but a document
+    # indexed there before (a file since turned into a symlink, #17) goes.
+    skipped: dict[int, set[str]] = {rid: set() for rid in root_ids.values()}
     complete = {rid: True for rid in root_ids.values()}
     jobs: list[Job] = []
     walk_scopes: list[Path | None] = list(scopes) or [None]
-    workers = _Workers(cfg)
+    workers = _workers(cfg)
     try:
         for entry in chain.from_iterable(walk(roots, options, s) for s in walk_scopes):
+            if stop is not None and stop():
+                result.interrupted = True
+                complete = dict.fromkeys(complete, False)
+                break
             if isinstance(entry, SkipEntry):
-                again = _remember_walk_skip(store, entry, roots, root_ids, skips, seen)
+                again = _remember_walk_skip(
+                    store, entry, roots, root_ids, skips, skipped
+                )
                 _walk_skip(entry, result, root_ids, complete, report=not again)
                 continue
             result.scanned += 1
@@ -577,11 +547,17 @@ def _scan(
                 workers.boot()  # imports while the walk goes on
             if on_progress:
                 on_progress(Progress("walk", result.scanned, None, entry.rel_path))
-        _apply(store, cfg, jobs, root_ids, known, result, on_progress, workers, skips)
-    finally:
-        workers.close()
-    # Prune only after a complete walk: a root that vanished or a walk that
-    # hit a limit must not delete what it did not see.
+        if result.interrupted:
+            result.pending = len(jobs)
+        else:
+            _apply(store, cfg, jobs, root_ids, known, result, on_progress, workers,
+                   skips, stop)  # fmt: skip
+    except BaseException:
+        workers.close(kill=True)  # an error or a second Ctrl-C: no waiting
+        raise
+    workers.close(kill=result.interrupted)
+    # Prune only after a complete walk: a root that vanished, a walk that hit
+    # a limit or one cut short must not delete what it did not see.
     for root_str, rid in root_ids.items():
         if not complete[rid]:
             continue
@@ -594,7 +570,8 @@ def _scan(
             remove_document(store, cfg, row.id)
             result.removed += 1
         for rel_path in skips[rid]:
-            if rel_path not in seen[rid] and _under(rel_path, prefixes):
+            gone = rel_path not in seen[rid] and rel_path not in skipped[rid]
+            if gone and _under(rel_path, prefixes):
                 store.clear_skip(rid, rel_path)  # the file is gone
 
 
@@ -605,13 +582,12 @@ def _walk_skip(
     """Count a file the walk left out; a root it could not see whole is not pruned."""
     if report:
         result.skip(entry.reason, str(entry.path), entry.message)
-    if entry.reason == SkipReason.MISSING_ROOT:
+    if entry.reason == "missing-root":
         rid = root_ids.get(str(entry.path))
         if rid is not None:
             complete[rid] = False
-    if entry.reason == SkipReason.WALK_LIMIT or (
-        entry.reason == SkipReason.ERROR
-        and entry.message.startswith("cannot list directory")
+    if entry.reason == "walk-limit" or (
+        entry.reason == "error" and entry.message.startswith("cannot list directory")
     ):
         for rid in root_ids.values():
             complete[rid] = False
@@ -678,8 +654,8 @@ def _job(entry: FileEntry, known_hash: str | None) -> Job:
 def _apply(
     store: Index, cfg: Config, jobs: list[Job], root_ids: dict[str, int],
     known: dict[int, dict[str, Fingerprint]], result: ScanResult,
-    on_progress: ProgressFn | None, workers: _Workers | None = None,
-    skips: dict[int, dict[str, Any]] | None = None,
+    on_progress: ProgressFn | None, workers: Workers[Config] | None = None,
+    skips: dict[int, dict[str, Any]] | None = None, stop: StopFn | None = None,
 ) -> None:  # fmt: skip
     if not jobs:  # a no-op rescan must not count the segments (a table scan)
         return
@@ -698,121 +674,102 @@ def _apply(
 
     if len(jobs) >= POOL_THRESHOLD:
         store.tune_fts_for_bulk()
-    fill = _Fill.of(store)
+    # Counting segments or vectors reads the whole segments table (~50 MB per
+    # corpus copy, issue #7); documents.n_segments sums the same number, and
+    # n_segments bounds the vector count until the max_embedded check needs
+    # the exact figure.
+    n_docs, n_segments = store.fill_counts()
+    n_embedded, embedded_exact = n_segments, False
     total = len(jobs)
-    for done, prep in enumerate(_prepare_all(jobs, cfg, workers), start=1):
+    prepared = _prepare_all(jobs, cfg, workers, stop)
+    done = 0
+    while True:
+        if stop is not None and stop():
+            result.interrupted = True
+        else:
+            try:
+                prep = next(prepared, None)
+            except Stopped:
+                result.interrupted = True
+        if result.interrupted:
+            result.pending = total - done
+            return
+        if prep is None:
+            return
+        done += 1
         job = prep.job
+        rid = root_ids[job.root]
+        old = known[rid].get(job.rel_path)
         if on_progress:
             on_progress(Progress("index", done, total, job.rel_path))
-        rid = root_ids[job.root]
-        _apply_one(store, cfg, prep, rid, known, result, fill, remember, skips)
-
-
-@dataclass(slots=True)
-class _Fill:
-    """How full the index is, against max_docs, max_segments and max_embedded.
-
-    Counting segments or vectors reads the whole segments table (~50 MB per
-    corpus copy, issue #7); documents.n_segments sums the same number, and
-    n_segments bounds the vector count until the max_embedded check needs the
-    exact figure (``embedded_exact``).
-    """
-
-    docs: int
-    segments: int
-    embedded: int
-    embedded_exact: bool = False
-
-    @classmethod
-    def of(cls, store: Index) -> _Fill:
-        n_docs, n_segments = store.fill_counts()
-        return cls(n_docs, n_segments, n_segments)
-
-
-Remember = Callable[[Job, str, str, str | None], None]
-
-
-def _apply_one(
-    store: Index, cfg: Config, prep: Prepared, rid: int,
-    known: dict[int, dict[str, Fingerprint]], result: ScanResult, fill: _Fill,
-    remember: Remember, skips: dict[int, dict[str, Any]],
-) -> None:  # fmt: skip
-    """Store one prepared file (or its skip), within the index's caps."""
-    job = prep.job
-    old = known[rid].get(job.rel_path)
-    if prep.same and old is not None:
-        store.touch_document(old.id, job.size, job.mtime_ns)
-        result.unchanged += 1
-        return
-    if prep.skip:
-        result.skip(prep.skip, job.path, prep.message)
-        remember(job, prep.skip, prep.message, prep.hash)
-        if old is not None:  # a file that turned bad loses its stale rows
-            fill.segments -= store.segment_count(old.id)
-            remove_document(store, cfg, old.id)
-            known[rid].pop(job.rel_path, None)
-            fill.docs -= 1
-            result.removed += 1
-        return
-    if old is not None:
-        fill.segments -= store.segment_count(old.id)
-        remove_document(store, cfg, old.id)
-        fill.docs -= 1
-    elif fill.docs >= cfg.max_docs:
-        message = f"index holds max_docs={cfg.max_docs}"
-        result.skip(SkipReason.MAX_DOCS, job.path, message)
-        remember(job, SkipReason.MAX_DOCS, message, None)
-        return
-    if fill.segments + len(prep.segments) > cfg.max_segments:
-        message = f"index holds max_segments={cfg.max_segments}"
-        result.skip(SkipReason.MAX_SEGMENTS, job.path, message)
-        remember(job, SkipReason.MAX_SEGMENTS, message, None)
+        if prep.same and old is not None:
+            store.touch_document(old.id, job.size, job.mtime_ns)
+            result.unchanged += 1
+            continue
+        if prep.skip:
+            result.skip(prep.skip, job.path, prep.message)
+            remember(job, prep.skip, prep.message, prep.hash)
+            if old is not None:  # a file that turned bad loses its stale rows
+                n_segments -= store.segment_count(old.id)
+                remove_document(store, cfg, old.id)
+                known[rid].pop(job.rel_path, None)
+                n_docs -= 1
+                result.removed += 1
+            continue
         if old is not None:
-            known[rid].pop(job.rel_path, None)
-            result.removed += 1
-        return
-    vectors = _within_max_embedded(store, cfg, prep, result, fill)
-    _store_prepared(store, rid, prep, vectors)
-    if job.rel_path in skips.get(rid, ()):
-        store.clear_skip(rid, job.rel_path)
-    for key, value in prep.notes:
-        # Indexed, but not whole: a capped sheet or PDF is never silent (#4).
-        reason = SkipReason.TRUNCATED if key == "truncated" else SkipReason.PARTIAL
-        result.skip(reason, job.path, f"{key}: {value}")
-    if prep.notes:
-        keys = [k for k, _ in prep.notes]
-        reason = SkipReason.TRUNCATED if "truncated" in keys else SkipReason.PARTIAL
-        message = "; ".join(f"{k}: {v}" for k, v in prep.notes)
-        remember(job, reason, message, prep.hash)
-    if len(vectors or ()) < len(prep.vectors or ()):
-        message = f"max_embedded={cfg.max_embedded} reached"
-        remember(job, SkipReason.MAX_EMBEDDED, message, None)
-    fill.docs += 1
-    fill.segments += len(prep.segments)
-    fill.embedded += len(vectors or ())
-    result.segments += len(prep.segments)
-    result.embedded += len(vectors or ())
-    if old is not None:
-        result.updated += 1
-    else:
-        result.indexed += 1
-
-
-def _within_max_embedded(
-    store: Index, cfg: Config, prep: Prepared, result: ScanResult, fill: _Fill
-) -> tuple[bytes, ...] | None:
-    """The file's vectors, cut to what ``max_embedded`` leaves room for."""
-    vectors = prep.vectors
-    if vectors is None or fill.embedded + len(vectors) <= cfg.max_embedded:
-        return vectors
-    if not fill.embedded_exact:
-        fill.embedded, fill.embedded_exact = store.count_embedded(), True
-    if fill.embedded + len(vectors) > cfg.max_embedded:
-        room = max(0, cfg.max_embedded - fill.embedded)
-        vectors = vectors[:room]
-        result.skip(SkipReason.MAX_EMBEDDED, prep.job.path,
-                    f"max_embedded={cfg.max_embedded} reached")  # fmt: skip
-    return vectors
+            n_segments -= store.segment_count(old.id)
+            remove_document(store, cfg, old.id)
+            n_docs -= 1
+        elif n_docs >= cfg.max_docs:
+            result.skip("max-docs", job.path, f"index holds max_docs={cfg.max_docs}")
+            remember(job, "max-docs", f"index holds max_docs={cfg.max_docs}", None)
+            continue
+        if n_segments + len(prep.segments) > cfg.max_segments:
+            result.skip("max-segments", job.path,
+                        f"index holds max_segments={cfg.max_segments}")  # fmt: skip
+            remember(job, "max-segments",
+                     f"index holds max_segments={cfg.max_segments}", None)  # fmt: skip
+            if old is not None:
+                known[rid].pop(job.rel_path, None)
+                result.removed += 1
+            continue
+        vectors = prep.vectors
+        if (
+            vectors is not None
+            and n_embedded + len(vectors) > cfg.max_embedded
+            and not embedded_exact
+        ):
+            n_embedded, embedded_exact = store.count_embedded(), True
+        if vectors is not None and n_embedded + len(vectors) > cfg.max_embedded:
+            room = max(0, cfg.max_embedded - n_embedded)
+            vectors = vectors[:room]
+            result.skip("max-embedded", job.path,
+                        f"max_embedded={cfg.max_embedded} reached")  # fmt: skip
+        _store_prepared(store, rid, prep, vectors)
+        if job.rel_path in skips.get(rid, ()):
+            store.clear_skip(rid, job.rel_path)
+        for key, value in prep.notes:
+            # Indexed, but not whole: a capped sheet or PDF is never silent (#4).
+            reason = "truncated" if key == "truncated" else "partial"
+            result.skip(reason, job.path, f"{key}: {value}")
+        if prep.notes:
+            keys = [k for k, _ in prep.notes]
+            reason = "truncated" if "truncated" in keys else "partial"
+            message = "; ".join(f"{k}: {v}" for k, v in prep.notes)
+            remember(job, reason, message, prep.hash)
+        if len(vectors or ()) < len(prep.vectors or ()):
+            remember(
+                job, "max-embedded", f"max_embedded={cfg.max_embedded} reached", None
+            )
+        n_docs += 1
+        n_segments += len(prep.segments)
+        n_embedded += len(vectors or ())
+        result.segments += len(prep.segments)
+        result.embedded += len(vectors or ())
+        if old is not None:
+            result.updated += 1
+        else:
+            result.indexed += 1
 
 
 def _store_prepared(

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import threading
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -341,7 +342,14 @@ def _stopword_terms(cfg: Config, words: frozenset[str]) -> frozenset[str]:
 
 
 def parse(text: str, cfg: Config) -> ParsedQuery:
-    """``text`` parsed for an index built with ``cfg`` (the edge calls this once)."""
+    """``text`` parsed for an index built with ``cfg`` (the edge calls this once).
+
+    Raises:
+        BadInputError: ``text`` is past the query limit (checked before parsing).
+    """
+    from .limits import MAX_QUERY_CHARS, check_length
+
+    check_length("query", text, MAX_QUERY_CHARS)  # issue #17: bounded memory
     return parse_query(_utf8(text), cjk_ngram=cfg.cjk_ngram, use_stem=cfg.stem)
 
 
@@ -362,7 +370,14 @@ def search(
 
     Returns:
         A QueryResult with hits best first.
+
+    Raises:
+        BadInputError: the text or an option breaks a limit (``limits.py``).
     """
+    from .limits import check_query
+
+    typed = query.text if isinstance(query, ParsedQuery) else query
+    check_query(typed, opts)  # before anything scales with the input (issue #17)
     started = time.perf_counter()
     parsed = query if isinstance(query, ParsedQuery) else parse(query, cfg)
     opts = _utf8_options(opts)
@@ -639,7 +654,7 @@ def _dense_weight(cfg: Config) -> float:
     return cfg.semantic_weight
 
 
-_FALLBACK: dict[tuple[int, int, bool], Any] = {}
+_FALLBACK = threading.local()  # NgramEmbedders are not thread-safe
 
 
 def _ngram_fallback(
@@ -657,9 +672,12 @@ def _ngram_fallback(
     from .embed import NgramEmbedder, dequantize, quantize
 
     key = (cfg.embedding_dim, cfg.cjk_ngram, cfg.stem)
-    emb = _FALLBACK.get(key)
-    if emb is None:
-        emb = _FALLBACK[key] = NgramEmbedder(*key)
+    cache: dict[tuple[int, int, bool], Any] | None = getattr(_FALLBACK, "cache", None)
+    if cache is None:
+        cache = _FALLBACK.cache = {}
+    emb = cache.get(key)
+    if emb is None:  # per thread, like embed.embedder_for (issue #17)
+        emb = cache[key] = NgramEmbedder(*key)
     ids = [sid for sid, _ in lexical]
     rows = store.segments_by_id(ids)
     ids = [sid for sid in ids if sid in rows]

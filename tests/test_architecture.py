@@ -13,7 +13,8 @@ LAYERS: dict[int, tuple[str, ...]] = {
     0: ("docindex", "errors", "models", "config"),
     1: (
         "anchors", "stem", "tokenize", "segment", "snippet", "cursor", "_debounce",
-        "mdsyntax", "query", "ignore", "walker", "extract", "embed", "embed_minilm", "embedder", "analyze", "store",
+        "mdsyntax", "query", "limits", "signals", "pool", "_forkserver", "ignore",
+        "walker", "extract", "embed", "embed_minilm", "embedder", "analyze", "store",
     ),
     2: (
         "indexer", "search", "hints", "navigate", "evaluate", "watch", "workspace",

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..errors import translate_sqlite_error as translate
 from .interface import Index
 from .records import (
     DocFilter,
@@ -23,7 +22,7 @@ from .records import (
     SkipRow,
     StoredDocument,
 )
-from .sqlite import Store, compress_body
+from .sqlite import Store, compress_body, repair_hint, translate
 
 if TYPE_CHECKING:
     from .encoding import EncodedSegments, NewDocument, encode_segments
@@ -55,6 +54,7 @@ __all__ = [
     "StoredDocument",
     "compress_body",
     "encode_segments",
+    "repair_hint",
     "translate",
 ]
 

@@ -11,19 +11,22 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shlex
 import sqlite3
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..config import DEFAULT_DB_DIR
 from ..errors import (
+    DocindexError,
     ForeignDatabaseError,
+    IndexBusyError,
     IndexCorruptError,
     IndexNotFoundError,
     SchemaTooNewError,
 )
-from ..errors import translate_sqlite_error as translate
 from ..models import SkipRecord, printable
 from . import migrations
 from .records import (
@@ -47,6 +50,70 @@ _INSERT_SEGMENT = (
 _ALL = DocFilter()
 _MAX_VARS = 900
 FTS_HASHSIZE = 16 * 1024 * 1024
+
+
+def translate(exc: sqlite3.Error, path: Path | str) -> DocindexError:
+    """Turn an sqlite3 error into a one-line DocindexError that says what to do."""
+    msg = str(exc)
+    # Python 3.11+ names the primary/extended result code (SQLITE_CORRUPT_VTAB...).
+    code = getattr(exc, "sqlite_errorname", "") or ""
+    # The CLI passes "" when it does not know which file failed.
+    index = f"index {path}" if str(path) else "the index"
+    if "locked" in msg or "busy" in msg:
+        where = f": {path}" if str(path) else ""
+        return IndexBusyError(f"index is busy (another docindex is writing){where}")
+    if code.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or (
+        isinstance(exc, sqlite3.DatabaseError)
+        and ("malformed" in msg or "not a database" in msg or "corrupt" in msg)
+    ):
+        return IndexCorruptError(f"{index} is damaged ({msg}); {repair_hint(path)}")
+    if "readonly" in msg or "read-only" in msg:
+        return DocindexError(
+            f"{index} is read-only ({msg}); the file and its folder must be writable"
+        )
+    if "disk is full" in msg or "database or disk is full" in msg:
+        return DocindexError(f"disk full while writing {index}; the index is unchanged")
+    if "unable to open" in msg:
+        return DocindexError(
+            f"cannot open {index}: {msg} (a WAL index needs a writable folder "
+            "for its -wal and -shm files)"
+        )
+    return DocindexError(f"error in {index}: {msg}")
+
+
+def repair_hint(path: Path | str) -> str:
+    """The one command that fixes a damaged index at ``path`` (issue #17).
+
+    ``reindex --full`` rebuilds from the roots the index remembers, or from
+    the folder that holds ``.docindex/index.db``; when neither is known it
+    needs ``--root``, so the hint names that command, not one that would only
+    answer with another hint.
+    """
+    if not str(path):
+        return "run `docindex reindex --full` or point --db elsewhere"
+    path = Path(path)
+    if path.parent.name == DEFAULT_DB_DIR or _remembers_roots(path):
+        return "run `docindex reindex --full` to rebuild it"
+    quoted = shlex.quote(str(path))
+    return (
+        f"rebuild it with `docindex reindex --full --root DIR --db {quoted}` "
+        "(DIR: the folder it indexed), or point --db elsewhere"
+    )
+
+
+def _remembers_roots(path: Path) -> bool:
+    """True when the settings, with roots, read back from ``path`` (read-only)."""
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except (sqlite3.Error, OSError, ValueError):
+        return False
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()
+        return bool(row and json.loads(row[0]).get("roots"))
+    except (sqlite3.Error, ValueError, AttributeError):
+        return False
+    finally:
+        conn.close()
 
 
 class Store:
@@ -970,7 +1037,13 @@ def compress_body(text: str) -> bytes:
             _COMPRESS.append(zlib_ng.compress)
         except ImportError:  # a platform without its wheel: same format, slower
             _COMPRESS.append(zlib.compress)
-    compressed: bytes = _COMPRESS[0](text.encode("utf-8"), 6)
+    try:
+        raw = text.encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate (issue #17): extractor output is cleaned before it
+        # gets here, but storing must not be what fails. "?" keeps offsets.
+        raw = text.encode("utf-8", "replace")
+    compressed: bytes = _COMPRESS[0](raw, 6)
     return compressed
 
 
