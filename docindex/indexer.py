@@ -37,7 +37,7 @@ from .errors import (
     OutsideRootsError,
 )
 from .models import Progress as Progress  # re-exported: the old home
-from .models import ProgressFn, ScanResult, printable
+from .models import ProgressFn, ScanResult, SkipReason, printable
 from .pool import POOL_THRESHOLD, ExtractTimeout, Stopped, Workers, deadline
 from .store import (
     EncodedSegments,
@@ -674,12 +674,7 @@ def _apply(
 
     if len(jobs) >= POOL_THRESHOLD:
         store.tune_fts_for_bulk()
-    # Counting segments or vectors reads the whole segments table (~50 MB per
-    # corpus copy, issue #7); documents.n_segments sums the same number, and
-    # n_segments bounds the vector count until the max_embedded check needs
-    # the exact figure.
-    n_docs, n_segments = store.fill_counts()
-    n_embedded, embedded_exact = n_segments, False
+    fill = _Fill.of(store)
     total = len(jobs)
     prepared = _prepare_all(jobs, cfg, workers, stop)
     done = 0
@@ -698,78 +693,117 @@ def _apply(
             return
         done += 1
         job = prep.job
-        rid = root_ids[job.root]
-        old = known[rid].get(job.rel_path)
         if on_progress:
             on_progress(Progress("index", done, total, job.rel_path))
-        if prep.same and old is not None:
-            store.touch_document(old.id, job.size, job.mtime_ns)
-            result.unchanged += 1
-            continue
-        if prep.skip:
-            result.skip(prep.skip, job.path, prep.message)
-            remember(job, prep.skip, prep.message, prep.hash)
-            if old is not None:  # a file that turned bad loses its stale rows
-                n_segments -= store.segment_count(old.id)
-                remove_document(store, cfg, old.id)
-                known[rid].pop(job.rel_path, None)
-                n_docs -= 1
-                result.removed += 1
-            continue
-        if old is not None:
-            n_segments -= store.segment_count(old.id)
+        rid = root_ids[job.root]
+        _apply_one(store, cfg, prep, rid, known, result, fill, remember, skips)
+
+
+@dataclass(slots=True)
+class _Fill:
+    """How full the index is, against max_docs, max_segments and max_embedded.
+
+    Counting segments or vectors reads the whole segments table (~50 MB per
+    corpus copy, issue #7); documents.n_segments sums the same number, and
+    n_segments bounds the vector count until the max_embedded check needs the
+    exact figure (``embedded_exact``).
+    """
+
+    docs: int
+    segments: int
+    embedded: int
+    embedded_exact: bool = False
+
+    @classmethod
+    def of(cls, store: Index) -> _Fill:
+        n_docs, n_segments = store.fill_counts()
+        return cls(n_docs, n_segments, n_segments)
+
+
+Remember = Callable[[Job, str, str, str | None], None]
+
+
+def _apply_one(
+    store: Index, cfg: Config, prep: Prepared, rid: int,
+    known: dict[int, dict[str, Fingerprint]], result: ScanResult, fill: _Fill,
+    remember: Remember, skips: dict[int, dict[str, Any]],
+) -> None:  # fmt: skip
+    """Store one prepared file (or its skip), within the index's caps."""
+    job = prep.job
+    old = known[rid].get(job.rel_path)
+    if prep.same and old is not None:
+        store.touch_document(old.id, job.size, job.mtime_ns)
+        result.unchanged += 1
+        return
+    if prep.skip:
+        result.skip(prep.skip, job.path, prep.message)
+        remember(job, prep.skip, prep.message, prep.hash)
+        if old is not None:  # a file that turned bad loses its stale rows
+            fill.segments -= store.segment_count(old.id)
             remove_document(store, cfg, old.id)
-            n_docs -= 1
-        elif n_docs >= cfg.max_docs:
-            result.skip("max-docs", job.path, f"index holds max_docs={cfg.max_docs}")
-            remember(job, "max-docs", f"index holds max_docs={cfg.max_docs}", None)
-            continue
-        if n_segments + len(prep.segments) > cfg.max_segments:
-            result.skip("max-segments", job.path,
-                        f"index holds max_segments={cfg.max_segments}")  # fmt: skip
-            remember(job, "max-segments",
-                     f"index holds max_segments={cfg.max_segments}", None)  # fmt: skip
-            if old is not None:
-                known[rid].pop(job.rel_path, None)
-                result.removed += 1
-            continue
-        vectors = prep.vectors
-        if (
-            vectors is not None
-            and n_embedded + len(vectors) > cfg.max_embedded
-            and not embedded_exact
-        ):
-            n_embedded, embedded_exact = store.count_embedded(), True
-        if vectors is not None and n_embedded + len(vectors) > cfg.max_embedded:
-            room = max(0, cfg.max_embedded - n_embedded)
-            vectors = vectors[:room]
-            result.skip("max-embedded", job.path,
-                        f"max_embedded={cfg.max_embedded} reached")  # fmt: skip
-        _store_prepared(store, rid, prep, vectors)
-        if job.rel_path in skips.get(rid, ()):
-            store.clear_skip(rid, job.rel_path)
-        for key, value in prep.notes:
-            # Indexed, but not whole: a capped sheet or PDF is never silent (#4).
-            reason = "truncated" if key == "truncated" else "partial"
-            result.skip(reason, job.path, f"{key}: {value}")
-        if prep.notes:
-            keys = [k for k, _ in prep.notes]
-            reason = "truncated" if "truncated" in keys else "partial"
-            message = "; ".join(f"{k}: {v}" for k, v in prep.notes)
-            remember(job, reason, message, prep.hash)
-        if len(vectors or ()) < len(prep.vectors or ()):
-            remember(
-                job, "max-embedded", f"max_embedded={cfg.max_embedded} reached", None
-            )
-        n_docs += 1
-        n_segments += len(prep.segments)
-        n_embedded += len(vectors or ())
-        result.segments += len(prep.segments)
-        result.embedded += len(vectors or ())
+            known[rid].pop(job.rel_path, None)
+            fill.docs -= 1
+            result.removed += 1
+        return
+    if old is not None:
+        fill.segments -= store.segment_count(old.id)
+        remove_document(store, cfg, old.id)
+        fill.docs -= 1
+    elif fill.docs >= cfg.max_docs:
+        message = f"index holds max_docs={cfg.max_docs}"
+        result.skip(SkipReason.MAX_DOCS, job.path, message)
+        remember(job, SkipReason.MAX_DOCS, message, None)
+        return
+    if fill.segments + len(prep.segments) > cfg.max_segments:
+        message = f"index holds max_segments={cfg.max_segments}"
+        result.skip(SkipReason.MAX_SEGMENTS, job.path, message)
+        remember(job, SkipReason.MAX_SEGMENTS, message, None)
         if old is not None:
-            result.updated += 1
-        else:
-            result.indexed += 1
+            known[rid].pop(job.rel_path, None)
+            result.removed += 1
+        return
+    vectors = _within_max_embedded(store, cfg, prep, result, fill)
+    _store_prepared(store, rid, prep, vectors)
+    if job.rel_path in skips.get(rid, ()):
+        store.clear_skip(rid, job.rel_path)
+    for key, value in prep.notes:
+        # Indexed, but not whole: a capped sheet or PDF is never silent (#4).
+        reason = SkipReason.TRUNCATED if key == "truncated" else SkipReason.PARTIAL
+        result.skip(reason, job.path, f"{key}: {value}")
+    if prep.notes:
+        keys = [k for k, _ in prep.notes]
+        reason = SkipReason.TRUNCATED if "truncated" in keys else SkipReason.PARTIAL
+        message = "; ".join(f"{k}: {v}" for k, v in prep.notes)
+        remember(job, reason, message, prep.hash)
+    if len(vectors or ()) < len(prep.vectors or ()):
+        message = f"max_embedded={cfg.max_embedded} reached"
+        remember(job, SkipReason.MAX_EMBEDDED, message, None)
+    fill.docs += 1
+    fill.segments += len(prep.segments)
+    fill.embedded += len(vectors or ())
+    result.segments += len(prep.segments)
+    result.embedded += len(vectors or ())
+    if old is not None:
+        result.updated += 1
+    else:
+        result.indexed += 1
+
+
+def _within_max_embedded(
+    store: Index, cfg: Config, prep: Prepared, result: ScanResult, fill: _Fill
+) -> tuple[bytes, ...] | None:
+    """The file's vectors, cut to what ``max_embedded`` leaves room for."""
+    vectors = prep.vectors
+    if vectors is None or fill.embedded + len(vectors) <= cfg.max_embedded:
+        return vectors
+    if not fill.embedded_exact:
+        fill.embedded, fill.embedded_exact = store.count_embedded(), True
+    if fill.embedded + len(vectors) > cfg.max_embedded:
+        room = max(0, cfg.max_embedded - fill.embedded)
+        vectors = vectors[:room]
+        result.skip(SkipReason.MAX_EMBEDDED, prep.job.path,
+                    f"max_embedded={cfg.max_embedded} reached")  # fmt: skip
+    return vectors
 
 
 def _store_prepared(
