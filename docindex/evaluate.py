@@ -240,7 +240,8 @@ def _evaluate_in(
     report: EvalReport, on_progress: EvalProgress | None,
 ) -> EvalReport:  # fmt: skip
     from .indexer import scan
-    from .search import QueryOptions, search
+    from .models import QueryOptions
+    from .search import search
     from .store import Store
 
     docs = work / "docs"

@@ -19,7 +19,7 @@ import pytest
 from conftest import run
 
 from docindex.config import Config
-from docindex.embed import embedder_for
+from docindex.embedder import embedder_for
 from docindex.limits import MAX_QUERY_CHARS
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"

@@ -93,7 +93,9 @@ def _tree(base: Path, n_files: int) -> Tree:
 
 @pytest.fixture(scope="module")
 def small_tree(tmp_path_factory: pytest.TempPathFactory) -> Tree:
-    return _tree(tmp_path_factory.mktemp("small"), 300)
+    # 1,000 files: with numpy in the workers (#18's explicit bulk path) 300
+    # files were all stored before the signal came.
+    return _tree(tmp_path_factory.mktemp("small"), 1000)
 
 
 @pytest.fixture(scope="module")
