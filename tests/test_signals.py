@@ -165,7 +165,10 @@ def check_after(tree: Tree, tmp_path: Path) -> None:
 
 def _catchable(tree: Tree, tmp_path: Path, sig: int, twice: bool = False) -> None:
     code, err, took = signal_scan(tree, tmp_path, sig, twice=twice)
-    assert code == 128 + sig, (code, err)
+    # A second signal that lands while the interpreter shuts down (its
+    # handlers are back to the default) ends the process by that signal,
+    # which a shell reports as 128+N as well.
+    assert code == 128 + sig or (twice and code == -sig), (code, err)
     lines = [ln for ln in err.splitlines() if ln.strip()]
     if twice:
         assert lines and lines[-1].startswith("interrupted"), err
