@@ -50,7 +50,7 @@ from .models import FoldedHit, Hit
 from .models import QueryOptions as QueryOptions  # re-exported: the old home
 from .models import QueryResult as QueryResult
 from .query import NO_WORDS, ParsedQuery, normalized_words, parse_query, phrase_pattern
-from .snippet import best_line, make_snippet, match_spans
+from .snippet import best_line, make_snippet, match_spans, open_fence
 from .store import DocFilter, Index, SegmentRow
 from .tokenize import STOPWORDS, terms
 
@@ -814,7 +814,14 @@ def _hit(
     text = body[row.char_start : row.char_end]
     qset = set(qterms)
     spans = match_spans(text, qset, cfg)
-    snippet = make_snippet(text, qset, opts.snippet_chars, opts.highlight, cfg, spans)
+    fence = ""
+    if row.char_start and ("```" in text or "~~~" in text):
+        # A chunk cut from a long fenced block starts inside it: its first
+        # closing fence must not read as an opening one (issue #19).
+        fence = open_fence(body[: row.char_start])
+    snippet = make_snippet(
+        text, qset, opts.snippet_chars, opts.highlight, cfg, spans, fence
+    )
     offset_line = best_line(text, qset, cfg, spans)
     line = row.start_line + offset_line
     cell = None
