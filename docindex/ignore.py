@@ -30,7 +30,7 @@ import os
 import re
 import stat
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -312,6 +312,21 @@ class DirRules:
     rel: str
     layers: tuple[_Layer, ...]
     excluded: bool = False
+    quick: _Quick | None = None  # see PathRules._quick; None: the full check
+
+
+@dataclass(frozen=True, slots=True)
+class _Quick:
+    """What could match an entry of one directory by its name alone (issue #24).
+
+    A name not in ``names`` and without a suffix in ``suffixes`` matches no
+    pattern in force there, so it is kept without asking each layer.
+    """
+
+    names: frozenset[str]
+    suffixes: frozenset[str]
+    lengths: tuple[int, ...]
+    shared: bool  # no anchored pattern: subfolders with the same layers reuse it
 
 
 class PathRules:
@@ -345,7 +360,8 @@ class PathRules:
             for depth in range(len(parts)):
                 base = "/".join(parts[:depth])
                 layers += self._gitignore(base)
-        self._top = DirRules(prefix, (*layers, *self._gitignore(prefix)))
+        here = (*layers, *self._gitignore(prefix))
+        self._top = DirRules(prefix, here, quick=self._quick(prefix, here))
         self._cache: dict[str, DirRules] = {}
 
     @property
@@ -359,6 +375,13 @@ class PathRules:
 
     def excluded(self, parent: DirRules, name: str, is_dir: bool) -> bool:
         """True when the entry ``name`` of the directory ``parent`` is left out."""
+        quick = parent.quick
+        if quick is not None and name not in quick.names:
+            for n in quick.lengths:
+                if name[-n:] in quick.suffixes:
+                    break
+            else:
+                return False
         rel = f"{parent.rel}/{name}" if parent.rel else name
         user = self._user.check(rel, name, is_dir)
         if user is not None or parent.excluded:
@@ -369,8 +392,20 @@ class PathRules:
                 return verdict
         return False
 
-    def enter(self, parent: DirRules, name: str, excluded: bool) -> DirRules:
-        """The rules inside the subdirectory ``name`` (its ``.gitignore`` added)."""
+    def enter(
+        self, parent: DirRules, name: str, excluded: bool,
+        names: Container[str] | None = None,
+    ) -> DirRules:  # fmt: skip
+        """The rules inside the subdirectory ``name`` (its ``.gitignore`` added).
+
+        Args:
+            parent: the rules of the directory that holds ``name``.
+            name: the subdirectory's name.
+            excluded: ``excluded(parent, name, True)``, already asked.
+            names: the subdirectory's entry names (those starting with "."
+                suffice), when the caller has listed it: a folder without a
+                ``.gitignore`` or a ``.git`` then costs no probe for them.
+        """
         rel = f"{parent.rel}/{name}" if parent.rel else name
         if excluded or parent.excluded:
             return DirRules(rel, parent.layers, True)
@@ -379,11 +414,44 @@ class PathRules:
             path = os.path.join(self._origin, rel)
             # A repository inside the tree brings its own info/exclude; in it
             # git reads no rules from above, so they rank above the outer ones.
-            nested = _git_dir(Path(path))
+            nested = _git_dir(Path(path)) if names is None or ".git" in names else None
             if nested is not None:
                 layers = (*layers, *_repo_layers(Path(path), nested, rel))
-            layers = (*layers, *self._gitignore(rel))
-        return DirRules(rel, layers)
+            if names is None or RULES_FILE in names:
+                layers = (*layers, *self._gitignore(rel))
+        if layers is parent.layers and parent.quick is not None and parent.quick.shared:
+            return DirRules(rel, layers, quick=parent.quick)
+        return DirRules(rel, layers, quick=self._quick(rel, layers))
+
+    def _quick(self, rel: str, layers: tuple[_Layer, ...]) -> _Quick | None:
+        """The name-only filter for entries of the directory ``rel``, or None.
+
+        Built once per directory level: literal names, ``*.ext`` suffixes and
+        the last part of an anchored literal path whose folder is this one. A
+        glob that needs its regex (``a*b``, ``*/x``, or ``docs/**/x.md`` in
+        ``docs``) turns it off for the directory (None).
+        """
+        names: set[str] = set()
+        suffixes: set[str] = set()
+        shared = True
+        for layer in (*layers, self._user):
+            if layer.basename_globs or layer.path_globs:
+                return None
+            names.update(layer.names)
+            suffixes.update(layer.suffixes)
+            sub = rel[layer.cut :] if len(rel) >= layer.cut else ""
+            shared = shared and not (layer.heads or layer.paths)
+            if layer.heads:
+                if sub and sub.split("/", 1)[0] in layer.heads:
+                    return None
+                if not sub:
+                    names.update(layer.heads)  # the head is the entry's name
+            for path in layer.paths:
+                folder, _, last = path.rpartition("/")
+                if folder == sub:
+                    names.add(last)
+        lengths = tuple(sorted({len(x) for x in suffixes}, reverse=True))
+        return _Quick(frozenset(names), frozenset(suffixes), lengths, shared)
 
     def matched(self, path: str, is_dir: bool) -> bool:
         """True when ``path`` is left out, by a rule on it or on a directory above it.

@@ -31,13 +31,23 @@ UNSUPPORTED_SUFFIXES = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class FileEntry:
-    """A file the walk accepted: where it is and its stat fingerprint."""
+    """A file the walk accepted: where it is and its stat fingerprint.
 
-    path: Path
+    ``location`` is the absolute path as the walk found it; ``path`` builds a
+    ``Path`` only when asked: a rescan compares most files' fingerprints and
+    needs no more (a ``Path`` per file was a tenth of a no-op rescan, #24).
+    """
+
+    location: str
     root: Path
     rel_path: str
     size: int
     mtime_ns: int
+
+    @property
+    def path(self) -> Path:
+        """``location`` as a Path."""
+        return Path(self.location)
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +170,8 @@ def _walk_root(
             yield SkipEntry(scope, "error", "does not exist")
             return
         if scope.is_file():
-            yield from _entry_for(scope, root, rel, depth, options, rules, frame)
+            yield from _entry_for(scope, root, rel, rules, frame,
+                                  options.max_file_bytes)  # fmt: skip
             return
         frame = rules.enter(frame, scope.name, rules.excluded(frame, scope.name, True))
         if frame.excluded and not rules.may_reinclude:
@@ -176,82 +187,153 @@ def _walk_dir(
     options: WalkOptions, rules: PathRules, budget: list[int],
     visited: set[tuple[int, int]],
 ) -> Iterator[FileEntry | SkipEntry]:  # fmt: skip
-    """Depth-first in name order, so output is sorted by root-relative path."""
+    """Depth-first in name order, so output is sorted by root-relative path.
+
+    One loop over an explicit stack (issue #24): a no-op rescan of 21,660
+    files walks every one of them, so each costs one ``DirEntry.stat`` (the
+    only system call it needs), a few dict probes against the folder's rules
+    and no ``Path`` object unless it is skipped; nested generators would pass
+    every entry up through each level of the tree.
+    """
+    listing = _listing(str(folder))
+    if isinstance(listing, str):
+        yield SkipEntry(folder, "error", listing)
+        return
+    hidden, follow = options.hidden, options.follow_symlinks
+    max_depth, max_bytes = options.max_depth, options.max_file_bytes
+    excluded_by, may_reinclude = rules.excluded, rules.may_reinclude
+    # One frame per open directory: the rest of its sorted entries, its
+    # rules, its root-relative path ("" for the start) and its depth.
+    stack: list[tuple[Iterator[os.DirEntry[str]], DirRules, str, int]] = [
+        (iter(listing), frame, f"{rel_dir}/" if rel_dir else "", depth)
+    ]
+    while stack:
+        entries, frame, prefix, depth = stack[-1]
+        for entry in entries:
+            name = entry.name
+            if name in (".gitignore", ".docindex"):  # .docindex: our own index (#20)
+                continue
+            if name[0] == "." and not hidden:
+                yield SkipEntry(Path(entry.path), "hidden")
+                continue
+            if not (name.isascii() or _utf8_name(name)):
+                # The index stores paths as UTF-8 text (issue #8).
+                yield SkipEntry(
+                    Path(entry.path), "bad-name", "file name is not valid UTF-8"
+                )
+                continue
+            try:
+                is_link = entry.is_symlink()
+                is_dir = entry.is_dir(follow_symlinks=follow)
+            except OSError as exc:
+                yield SkipEntry(Path(entry.path), "error", str(exc.strerror))
+                continue
+            if is_link:
+                if not follow:
+                    yield SkipEntry(Path(entry.path), "symlink")
+                    continue
+                path = Path(entry.path)
+                if why := escape_reason(path, root, follow_symlinks=True):
+                    yield SkipEntry(path, "symlink", why)
+                    continue
+            if not is_dir:
+                if excluded_by(frame, name, False):
+                    yield SkipEntry(Path(entry.path), "ignored")
+                    continue
+                if budget[0] <= 0:
+                    yield SkipEntry(
+                        Path(entry.path), "walk-limit", "max walked files reached"
+                    )
+                    continue
+                budget[0] -= 1
+                try:
+                    st = entry.stat()  # follows a symlink, as the walk only keeps those
+                except FileNotFoundError:
+                    yield SkipEntry(
+                        Path(entry.path), "error", "file vanished during the walk"
+                    )
+                    continue
+                except OSError as exc:
+                    yield SkipEntry(Path(entry.path), "error", str(exc.strerror))
+                    continue
+                skip = _file_skip(name, st, max_bytes)
+                if skip is not None:
+                    yield SkipEntry(Path(entry.path), *skip)
+                    continue
+                yield FileEntry(entry.path, root, prefix + name, st.st_size,
+                                st.st_mtime_ns)  # fmt: skip
+                continue
+            excluded = excluded_by(frame, name, True)
+            if excluded and not may_reinclude:
+                yield SkipEntry(Path(entry.path), "ignored")
+                continue
+            if depth + 1 > max_depth:
+                yield SkipEntry(Path(entry.path), "walk-limit", "max depth reached")
+                continue
+            try:
+                st = entry.stat()
+            except OSError as exc:
+                yield SkipEntry(Path(entry.path), "error", str(exc.strerror))
+                continue
+            key = (st.st_dev, st.st_ino)
+            if key in visited:
+                yield SkipEntry(
+                    Path(entry.path), "symlink", "directory already walked (cycle)"
+                )
+                continue
+            visited.add(key)
+            listing = _listing(entry.path)
+            if isinstance(listing, str):
+                yield SkipEntry(Path(entry.path), "error", listing)
+                continue
+            # The listing says whether the folder has a .gitignore or is a
+            # repository's top: no probe for either in the many that are neither.
+            sub = rules.enter(frame, name, excluded, names={e.name for e in listing
+                                                            if e.name[0] == "."})  # fmt: skip
+            stack.append((iter(listing), sub, f"{prefix}{name}/", depth + 1))
+            break  # into the subfolder; this one's loop resumes after it
+        else:
+            stack.pop()
+
+
+def _listing(folder: str) -> list[os.DirEntry[str]] | str:
+    """The entries of ``folder`` sorted by name, or why it cannot be listed."""
     try:
         with os.scandir(folder) as it:
-            names = sorted((e.name, e) for e in it)
+            entries = list(it)
     except OSError as exc:
-        yield SkipEntry(folder, "error", f"cannot list directory: {exc.strerror}")
-        return
-    for name, entry in names:
-        rel = f"{rel_dir}/{name}" if rel_dir else name
-        path = Path(entry.path)
-        if name in (".gitignore", ".docindex"):  # .docindex: our own index (#20)
-            continue
-        if name.startswith(".") and not options.hidden:
-            yield SkipEntry(path, "hidden")
-            continue
-        if not _utf8_name(name):
-            # The index stores paths as UTF-8 text (issue #8).
-            yield SkipEntry(path, "bad-name", "file name is not valid UTF-8")
-            continue
-        try:
-            is_link = entry.is_symlink()
-            is_dir = entry.is_dir(follow_symlinks=options.follow_symlinks)
-        except OSError as exc:
-            yield SkipEntry(path, "error", str(exc.strerror))
-            continue
-        if is_link and not options.follow_symlinks:
-            yield SkipEntry(path, "symlink")
-            continue
-        if is_link and (why := escape_reason(path, root, follow_symlinks=True)):
-            yield SkipEntry(path, "symlink", why)
-            continue
-        if not is_dir:
-            yield from _entry_for(
-                path, root, rel, depth, options, rules, frame, budget
-            )  # fmt: skip
-            continue
-        excluded = rules.excluded(frame, name, True)
-        if excluded and not rules.may_reinclude:
-            yield SkipEntry(path, "ignored")
-            continue
-        if depth + 1 > options.max_depth:
-            yield SkipEntry(path, "walk-limit", "max depth reached")
-            continue
-        try:
-            st = os.stat(path)
-        except OSError as exc:
-            yield SkipEntry(path, "error", str(exc.strerror))
-            continue
-        key = (st.st_dev, st.st_ino)
-        if key in visited:
-            yield SkipEntry(path, "symlink", "directory already walked (cycle)")
-            continue
-        visited.add(key)
-        sub = rules.enter(frame, name, excluded)
-        yield from _walk_dir(path, rel, depth + 1, sub, root, options, rules,
-                             budget, visited)  # fmt: skip
+        return f"cannot list directory: {exc.strerror}"
+    entries.sort(key=_name)
+    return entries
+
+
+def _name(entry: os.DirEntry[str]) -> str:
+    return entry.name
+
+
+def _file_skip(name: str, st: os.stat_result, max_bytes: int) -> tuple[str, str] | None:
+    """(reason, message) for a stat-ed file the walk leaves out, else None."""
+    if not stat.S_ISREG(st.st_mode):
+        return "unsupported", "not a regular file"
+    # os.path.splitext's suffix, without its cost on every file: leading
+    # dots start no suffix (".bashrc", "..png" have none).
+    stem = name.lstrip(".")
+    dot = stem.rfind(".")
+    if dot > 0 and (suffix := stem[dot:].lower()) in UNSUPPORTED_SUFFIXES:
+        return "unsupported", f"{suffix} files are not indexed"
+    if st.st_size > max_bytes:
+        return "too-large", f"{st.st_size} bytes"
+    return None
 
 
 def _entry_for(
-    path: Path,
-    root: Path,
-    rel: str,
-    depth: int,
-    options: WalkOptions,
-    rules: PathRules,
-    frame: DirRules,
-    budget: list[int] | None = None,
-) -> Iterator[FileEntry | SkipEntry]:
+    path: Path, root: Path, rel: str, rules: PathRules, frame: DirRules,
+    max_bytes: int,
+) -> Iterator[FileEntry | SkipEntry]:  # fmt: skip
+    """The walk's verdict on one file named by a scope (``scan FILE``)."""
     if rules.excluded(frame, path.name, False):
         yield SkipEntry(path, "ignored")
         return
-    if budget is not None:
-        if budget[0] <= 0:
-            yield SkipEntry(path, "walk-limit", "max walked files reached")
-            return
-        budget[0] -= 1
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -260,17 +342,11 @@ def _entry_for(
     except OSError as exc:
         yield SkipEntry(path, "error", str(exc.strerror))
         return
-    if not stat.S_ISREG(st.st_mode):
-        yield SkipEntry(path, "unsupported", "not a regular file")
+    skip = _file_skip(path.name, st, max_bytes)
+    if skip is not None:
+        yield SkipEntry(path, *skip)
         return
-    suffix = os.path.splitext(path.name)[1].lower()
-    if suffix in UNSUPPORTED_SUFFIXES:
-        yield SkipEntry(path, "unsupported", f"{suffix} files are not indexed")
-        return
-    if st.st_size > options.max_file_bytes:
-        yield SkipEntry(path, "too-large", f"{st.st_size} bytes")
-        return
-    yield FileEntry(path, root, rel, st.st_size, st.st_mtime_ns)
+    yield FileEntry(str(path), root, rel, st.st_size, st.st_mtime_ns)
 
 
 def _utf8_name(name: str) -> bool:

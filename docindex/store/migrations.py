@@ -147,6 +147,20 @@ def m003_skipped(conn: sqlite3.Connection) -> None:
     )
 
 
+def m004_fingerprint_index(conn: sqlite3.Connection) -> None:
+    """A covering index for a rescan's one query of every fingerprint (issue #24).
+
+    A rescan reads (rel_path, size, mtime_ns, hash) of every document; from
+    the table that is a lookup per row among the compressed texts (about 60
+    ms for 21,660 documents), from this index half that.
+    """
+    _run(
+        conn,
+        "CREATE INDEX documents_fingerprint "
+        "ON documents (root_id, rel_path, size, mtime_ns, hash)",
+    )
+
+
 def _run(conn: sqlite3.Connection, script: str) -> None:
     """Execute statements one by one: ``executescript`` would COMMIT our transaction."""
     for statement in script.split(";"):
@@ -158,6 +172,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m001_initial,
     m002_compact_segments,
     m003_skipped,
+    m004_fingerprint_index,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
