@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
-import hashlib
 import os
 import stat
 import time
@@ -137,6 +136,8 @@ def prepare(job: Job, cfg: Config, *, bulk: bool = False) -> Prepared:
         return Prepared(
             job, skip="too-large", message=f"over {cfg.max_file_bytes} bytes"
         )
+    import hashlib  # loads OpenSSL: not for a rescan that reads no file (#24)
+
     digest = hashlib.blake2b(data, digest_size=16).hexdigest()
     if job.known_hash == digest:
         return Prepared(job, hash=digest, same=True)
