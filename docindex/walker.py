@@ -14,6 +14,7 @@ import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from .ignore import DEFAULT_EXCLUDES, DirRules, PathRules
 
@@ -29,13 +30,19 @@ UNSUPPORTED_SUFFIXES = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class FileEntry:
+class FileEntry(NamedTuple):
     """A file the walk accepted: where it is and its stat fingerprint.
 
-    ``location`` is the absolute path as the walk found it; ``path`` builds a
-    ``Path`` only when asked: a rescan compares most files' fingerprints and
-    needs no more (a ``Path`` per file was a tenth of a no-op rescan, #24).
+    A NamedTuple, and ``path`` a ``Path`` only when asked: a rescan walks
+    every file to compare its fingerprint and needs no more, and a frozen
+    dataclass and a ``Path`` per file were a fifth of a no-op rescan (#24).
+
+    Attributes:
+        location: the absolute path, as the walk found it.
+        root: the root it was found under.
+        rel_path: the path below the root, "/"-separated.
+        size: bytes, from its stat.
+        mtime_ns: modification time, from its stat.
     """
 
     location: str
