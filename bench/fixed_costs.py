@@ -11,8 +11,9 @@ busy machine disturbs less) of:
 - ``docindex --help``.
 
 The trees are ``bench/speed.py``'s ``make_tree`` copies of
-``../shared/corpus/docs`` (hard links under /tmp/docindex-bench/scale); 10x is
-21,660 files, so the DOCINDEX_MAX_* caps are raised as ``speed.py`` does. Each
+``../shared/corpus/docs`` (hard links, under /tmp/docindex-bench/fixed/trees so
+that a run of ``speed.py`` at the same time edits none of them); 10x is 21,660
+files, so the DOCINDEX_MAX_* caps are raised as ``speed.py`` does. Each
 installation (this interpreter's ``docindex``, plus every ``--exe``) gets its
 own index under /tmp/docindex-bench/fixed, built on first use (a few
 minutes at 10x) and kept; a warm-up scan, query and ``--help`` before the
@@ -45,10 +46,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import speed  # noqa: E402
 from _common import docindex_cmd  # noqa: E402
 from speed import CORPUS, make_tree  # noqa: E402
 
 WORK = Path(tempfile.gettempdir()) / "docindex-bench" / "fixed"
+# speed.py's trees under a folder of our own: its one-edit figure replaces a
+# file in its trees, which a run of both benchmarks at once would see here.
+speed.WORK = WORK / "trees"
 CAPS = ("MAX_DOCS", "MAX_SEGMENTS", "MAX_EMBEDDED")
 QUERIES = [
     "useEffect cleanup function",

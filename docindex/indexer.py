@@ -418,10 +418,10 @@ def scan(
     journal = store.bulk_journal() if bulk else contextlib.nullcontext()
     with journal, store.atomic():
         check_settings(store, cfg)
-        store.set_meta("tokenizer", {"version": TOKENIZER_VERSION,
-                                     "cjk_ngram": cfg.cjk_ngram, "stem": cfg.stem})  # fmt: skip
-        store.set_meta("embedder", embedder_params(cfg))
-        store.set_meta("settings", cfg.index_settings())
+        _remember(store, "tokenizer", {"version": TOKENIZER_VERSION,
+                                       "cjk_ngram": cfg.cjk_ngram, "stem": cfg.stem})  # fmt: skip
+        _remember(store, "embedder", embedder_params(cfg))
+        _remember(store, "settings", cfg.index_settings())
         _scan(store, cfg, roots, scopes, force, on_progress, result, stop)
     if result.interrupted:
         result.took_ms = round((time.perf_counter() - started) * 1000, 1)
@@ -431,6 +431,12 @@ def scan(
     store.reclaim()
     result.took_ms = round((time.perf_counter() - started) * 1000, 1)
     return result
+
+
+def _remember(store: Index, key: str, value: Any) -> None:
+    """Record a meta value unless it is already there: a no-op rescan writes nothing."""
+    if store.get_meta(key) != value:
+        store.set_meta(key, value)
 
 
 EMBED_COMMIT = 512  # segments embedded per committed transaction

@@ -9,6 +9,7 @@ unless an ``--exclude`` negation could re-include something below it.
 
 from __future__ import annotations
 
+import operator
 import os
 import stat
 from collections.abc import Iterator, Sequence
@@ -310,12 +311,11 @@ def _listing(folder: str) -> list[os.DirEntry[str]] | str:
             entries = list(it)
     except OSError as exc:
         return f"cannot list directory: {exc.strerror}"
-    entries.sort(key=_name)
+    entries.sort(key=_BY_NAME)
     return entries
 
 
-def _name(entry: os.DirEntry[str]) -> str:
-    return entry.name
+_BY_NAME = operator.attrgetter("name")
 
 
 def _file_skip(name: str, st: os.stat_result, max_bytes: int) -> tuple[str, str] | None:

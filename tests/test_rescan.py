@@ -46,7 +46,7 @@ def _rows(db: Path) -> dict[str, list[tuple[Any, ...]]]:
     try:
         return {
             table: conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall()
-            for table in ("documents", "segments", "facets", "skipped", "roots")
+            for table in ("documents", "segments", "facets", "skipped", "roots", "meta")
         } | {"vocab": conn.execute("SELECT * FROM fts_vocab ORDER BY 1").fetchall()}
     finally:
         conn.close()
