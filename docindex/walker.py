@@ -198,121 +198,175 @@ def _walk_dir(
     """Depth-first in name order, so output is sorted by root-relative path.
 
     One loop over an explicit stack (issue #24): a no-op rescan of 21,660
-    files walks every one of them, so each costs one ``DirEntry.stat`` (the
-    only system call it needs), a few dict probes against the folder's rules
-    and no ``Path`` object unless it is skipped; nested generators would pass
-    every entry up through each level of the tree.
+    files walks every one of them, so each costs one stat (the only system
+    call it needs: relative to its open folder, where the OS allows it), a
+    few dict probes against the folder's rules and no ``Path`` object unless
+    it is skipped; nested generators would pass every entry up through each
+    level of the tree.
     """
-    listing = _listing(str(folder))
+    fd, listing = _listing(str(folder), None, True)
     if isinstance(listing, str):
         yield SkipEntry(folder, "error", listing)
         return
     hidden, follow = options.hidden, options.follow_symlinks
     max_depth, max_bytes = options.max_depth, options.max_file_bytes
     excluded_by, may_reinclude = rules.excluded, rules.may_reinclude
-    # One frame per open directory: the rest of its sorted entries, its
-    # rules, its root-relative path ("" for the start) and its depth.
-    stack: list[tuple[Iterator[os.DirEntry[str]], DirRules, str, int]] = [
-        (iter(listing), frame, f"{rel_dir}/" if rel_dir else "", depth)
+    # One frame per open directory: the rest of its sorted entries, its rules,
+    # its path with a trailing separator, its root-relative path ("" for the
+    # start) likewise, its depth and its open descriptor (or None).
+    stack: list[_Frame] = [
+        _Frame(
+            iter(listing),
+            frame,
+            os.path.join(str(folder), ""),
+            f"{rel_dir}/" if rel_dir else "",
+            depth,
+            fd,
+        )  # fmt: skip
     ]
-    while stack:
-        entries, frame, prefix, depth = stack[-1]
-        for entry in entries:
-            name = entry.name
-            if name in (".gitignore", ".docindex"):  # .docindex: our own index (#20)
-                continue
-            if name[0] == "." and not hidden:
-                yield SkipEntry(Path(entry.path), "hidden")
-                continue
-            if not (name.isascii() or _utf8_name(name)):
-                # The index stores paths as UTF-8 text (issue #8).
-                yield SkipEntry(
-                    Path(entry.path), "bad-name", "file name is not valid UTF-8"
-                )
-                continue
-            try:
-                is_link = entry.is_symlink()
-                is_dir = entry.is_dir(follow_symlinks=follow)
-            except OSError as exc:
-                yield SkipEntry(Path(entry.path), "error", str(exc.strerror))
-                continue
-            if is_link:
-                if not follow:
-                    yield SkipEntry(Path(entry.path), "symlink")
-                    continue
-                path = Path(entry.path)
-                if why := escape_reason(path, root, follow_symlinks=True):
-                    yield SkipEntry(path, "symlink", why)
-                    continue
-            if not is_dir:
-                if excluded_by(frame, name, False):
-                    yield SkipEntry(Path(entry.path), "ignored")
-                    continue
-                if budget[0] <= 0:
-                    yield SkipEntry(
-                        Path(entry.path), "walk-limit", "max walked files reached"
-                    )
-                    continue
-                budget[0] -= 1
-                try:
-                    st = entry.stat()  # follows a symlink, as the walk only keeps those
-                except FileNotFoundError:
-                    yield SkipEntry(
-                        Path(entry.path), "error", "file vanished during the walk"
-                    )
-                    continue
-                except OSError as exc:
-                    yield SkipEntry(Path(entry.path), "error", str(exc.strerror))
-                    continue
-                skip = _file_skip(name, st, max_bytes)
-                if skip is not None:
-                    yield SkipEntry(Path(entry.path), *skip)
-                    continue
-                yield FileEntry(entry.path, root, prefix + name, st.st_size,
-                                st.st_mtime_ns)  # fmt: skip
-                continue
-            excluded = excluded_by(frame, name, True)
-            if excluded and not may_reinclude:
-                yield SkipEntry(Path(entry.path), "ignored")
-                continue
-            if depth + 1 > max_depth:
-                yield SkipEntry(Path(entry.path), "walk-limit", "max depth reached")
-                continue
-            try:
-                st = entry.stat()
-            except OSError as exc:
-                yield SkipEntry(Path(entry.path), "error", str(exc.strerror))
-                continue
-            key = (st.st_dev, st.st_ino)
-            if key in visited:
-                yield SkipEntry(
-                    Path(entry.path), "symlink", "directory already walked (cycle)"
-                )
-                continue
-            visited.add(key)
-            listing = _listing(entry.path)
-            if isinstance(listing, str):
-                yield SkipEntry(Path(entry.path), "error", listing)
-                continue
-            # The listing says whether the folder has a .gitignore or is a
-            # repository's top: no probe for either in the many that are neither.
-            sub = rules.enter(frame, name, excluded, names={e.name for e in listing
-                                                            if e.name[0] == "."})  # fmt: skip
-            stack.append((iter(listing), sub, f"{prefix}{name}/", depth + 1))
-            break  # into the subfolder; this one's loop resumes after it
-        else:
-            stack.pop()
-
-
-def _listing(folder: str) -> list[os.DirEntry[str]] | str:
-    """The entries of ``folder`` sorted by name, or why it cannot be listed."""
     try:
-        with os.scandir(folder) as it:
-            entries = list(it)
+        while stack:
+            entries, frame, base, prefix, depth, fd = stack[-1]
+            for entry in entries:
+                name = entry.name
+                if name in (".gitignore", ".docindex"):  # .docindex: ours (#20)
+                    continue
+                if name[0] == "." and not hidden:
+                    yield SkipEntry(Path(base + name), "hidden")
+                    continue
+                if not (name.isascii() or _utf8_name(name)):
+                    # The index stores paths as UTF-8 text (issue #8).
+                    yield SkipEntry(
+                        Path(base + name), "bad-name", "file name is not valid UTF-8"
+                    )
+                    continue
+                try:
+                    is_link = entry.is_symlink()
+                    is_dir = entry.is_dir(follow_symlinks=follow)
+                except OSError as exc:
+                    yield SkipEntry(Path(base + name), "error", str(exc.strerror))
+                    continue
+                if is_link:
+                    if not follow:
+                        yield SkipEntry(Path(base + name), "symlink")
+                        continue
+                    path = Path(base + name)
+                    if why := escape_reason(path, root, follow_symlinks=True):
+                        yield SkipEntry(path, "symlink", why)
+                        continue
+                if not is_dir:
+                    if excluded_by(frame, name, False):
+                        yield SkipEntry(Path(base + name), "ignored")
+                        continue
+                    if budget[0] <= 0:
+                        yield SkipEntry(
+                            Path(base + name), "walk-limit", "max walked files reached"
+                        )
+                        continue
+                    budget[0] -= 1
+                    try:
+                        st = entry.stat()  # follows a symlink: the walk kept it
+                    except FileNotFoundError:
+                        yield SkipEntry(
+                            Path(base + name), "error", "file vanished during the walk"
+                        )
+                        continue
+                    except OSError as exc:
+                        yield SkipEntry(Path(base + name), "error", str(exc.strerror))
+                        continue
+                    skip = _file_skip(name, st, max_bytes)
+                    if skip is not None:
+                        yield SkipEntry(Path(base + name), *skip)
+                        continue
+                    yield FileEntry(base + name, root, prefix + name, st.st_size,
+                                    st.st_mtime_ns)  # fmt: skip
+                    continue
+                excluded = excluded_by(frame, name, True)
+                if excluded and not may_reinclude:
+                    yield SkipEntry(Path(base + name), "ignored")
+                    continue
+                if depth + 1 > max_depth:
+                    yield SkipEntry(
+                        Path(base + name), "walk-limit", "max depth reached"
+                    )
+                    continue
+                try:
+                    st = entry.stat()
+                except OSError as exc:
+                    yield SkipEntry(Path(base + name), "error", str(exc.strerror))
+                    continue
+                key = (st.st_dev, st.st_ino)
+                if key in visited:
+                    yield SkipEntry(
+                        Path(base + name), "symlink", "directory already walked (cycle)"
+                    )
+                    continue
+                visited.add(key)
+                sub_fd, listing = _listing(base + name, (fd, name), follow)
+                if isinstance(listing, str):
+                    yield SkipEntry(Path(base + name), "error", listing)
+                    continue
+                # The listing says whether the folder has a .gitignore or is a
+                # repository's top: no probe for either in most folders.
+                dots = {e.name for e in listing if e.name[0] == "."}
+                sub = rules.enter(frame, name, excluded, names=dots)
+                stack.append(_Frame(iter(listing), sub, f"{base}{name}{os.sep}",
+                                    f"{prefix}{name}/", depth + 1, sub_fd))  # fmt: skip
+                break  # into the subfolder; this one's loop resumes after it
+            else:
+                stack.pop()
+                if fd is not None:
+                    os.close(fd)
+    finally:  # a walk left early (an interrupted scan) closes its folders
+        for left in stack:
+            if left.fd is not None:
+                os.close(left.fd)
+
+
+class _Frame(NamedTuple):
+    entries: Iterator[os.DirEntry[str]]
+    rules: DirRules
+    base: str
+    prefix: str
+    depth: int
+    fd: int | None
+
+
+# Listing an open folder by its descriptor makes each entry's stat relative to
+# it (fstatat): a shorter path walk in the kernel, about 15% of a walk's system
+# time; and a folder swapped for a symlink after it was listed is not entered.
+_BY_FD = os.scandir in os.supports_fd and os.open in os.supports_dir_fd
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
+
+
+def _listing(
+    path: str, parent: tuple[int | None, str] | None, follow: bool
+) -> tuple[int | None, list[os.DirEntry[str]] | str]:
+    """(open descriptor or None, the entries sorted by name) or why it cannot be listed.
+
+    Args:
+        path: the folder.
+        parent: (descriptor of the folder holding it, its name), or None.
+        follow: follow the folder if it is a symlink (``--follow-symlinks``).
+    """
+    fd: int | None = None
+    try:
+        if _BY_FD:
+            flags = _DIR_FLAGS | (0 if follow else getattr(os, "O_NOFOLLOW", 0))
+            if parent is not None and parent[0] is not None:
+                fd = os.open(parent[1], flags, dir_fd=parent[0])
+            else:
+                fd = os.open(path, _DIR_FLAGS)
+            entries = list(os.scandir(fd))
+        else:
+            with os.scandir(path) as it:
+                entries = list(it)
     except OSError as exc:
-        return f"cannot list directory: {exc.strerror}"
+        if fd is not None:
+            os.close(fd)
+        return None, f"cannot list directory: {exc.strerror}"
     entries.sort(key=_BY_NAME)
-    return entries
+    return fd, entries
 
 
 _BY_NAME = operator.attrgetter("name")
