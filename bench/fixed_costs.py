@@ -227,7 +227,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{i.label} = {' '.join(i.cmd)}" for i in installs))  # fmt: skip
     print(
         "wall: whole process, min / **median** / max; CPU: the process's "
-        "user + system, median"
+        "user + system, median. The targets (issue #24) are wall times on a quiet "
+        "machine; on a busy one, compare the CPU and the ratios."
     )
     out = []
     for scale in scales:
