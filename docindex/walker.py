@@ -309,7 +309,12 @@ def _walk_dir(
                 # The listing says whether the folder has a .gitignore or is a
                 # repository's top: no probe for either in most folders.
                 dots = {e.name for e in listing if e.name[0] == "."}
-                sub = rules.enter(frame, name, excluded, names=dots)
+                try:
+                    sub = rules.enter(frame, name, excluded, names=dots)
+                except BaseException:
+                    if sub_fd is not None:
+                        os.close(sub_fd)
+                    raise
                 stack.append(_Frame(iter(listing), sub, f"{base}{name}{os.sep}",
                                     f"{prefix}{name}/", depth + 1, sub_fd))  # fmt: skip
                 break  # into the subfolder; this one's loop resumes after it
