@@ -27,8 +27,12 @@ starts from cached bytecode as a ``pip install``-ed copy does, even when its
 source folder is read-only or the caller's environment disables ``.pyc`` files
 (that alone costs 30-60 ms a process). Run under ``nice`` on a shared machine.
 
+``--phases`` adds where the CPU goes: the walk, the stored fingerprints, FTS5's
+bm25 and the in-process scan and queries, each timed in one warm process, and
+the start-up as the whole process's CPU minus that work.
+
 Usage: python bench/fixed_costs.py [--quick] [--runs N] [--scales 1,10]
-       [--exe OTHER/bin/docindex ...] [--json FILE]
+       [--exe OTHER/bin/docindex ...] [--phases] [--json FILE]
 """
 
 from __future__ import annotations
@@ -139,7 +143,10 @@ def bench_scale(scale: int, installs: list[Install], runs: int) -> Path:
         # up to date, and caches every module's bytecode the figures load.
         for cmd in (["scan", str(tree), "--db", db, "-q"],
                     ["query", QUERIES[0], "--db", db, "--json"], ["--help"]):  # fmt: skip
-            subprocess.run([*inst.cmd, *cmd], env=env, check=True, capture_output=True)
+            done = subprocess.run([*inst.cmd, *cmd], env=env, capture_output=True)
+            if done.returncode:
+                raise SystemExit(f"{inst.label}: `{' '.join(cmd[:1])}` failed: "
+                                 f"{done.stderr.decode(errors='replace')[-600:]}")  # fmt: skip
         print(f"  {inst.label}: index {db} up to date "
               f"({time.perf_counter() - started:.1f} s)", file=sys.stderr)  # fmt: skip
 
@@ -200,6 +207,86 @@ def print_table(scale: int, files: int, installs: list[Install], runs: int) -> N
         print("| " + " | ".join(row) + " |")
 
 
+PHASES = r"""
+import json, sqlite3, statistics, sys, time
+from pathlib import Path
+from docindex import api
+from docindex.config import Config
+from docindex.search import fts_match, parse
+from docindex.walker import WalkOptions, walk
+db, tree, q = sys.argv[1:4]
+def med(f, n=5):
+    f()
+    xs = []
+    for _ in range(n):
+        t = time.process_time()
+        f()
+        xs.append((time.process_time() - t) * 1000)
+    return statistics.median(xs)
+def fingerprints():
+    c = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    c.execute("SELECT rel_path, id, size, mtime_ns, hash FROM documents").fetchall()
+    c.close()
+match = fts_match(parse(q, Config()))
+def fts():
+    c = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    c.execute("SELECT rowid, -bm25(fts, 1.0, 1.0) FROM fts WHERE fts MATCH ? "
+              "ORDER BY bm25(fts, 1.0, 1.0), rowid LIMIT 200", (match,)).fetchall()
+    c.close()
+print(json.dumps({
+    "walk": med(lambda: sum(1 for _ in walk([Path(tree)], WalkOptions()))),
+    "fingerprints": med(fingerprints),
+    "scan": med(lambda: api.scan(db)),
+    "lexical": med(lambda: api.query(db, q, {"mode": "lexical"})),
+    "auto": med(lambda: api.query(db, q, {"mode": "auto"})),
+    "fts": med(fts),
+}))
+"""
+
+
+def phases(scale: int, tree: Path, installs: list[Install]) -> None:
+    """Where the CPU goes (``--phases``): each phase timed in one warm process.
+
+    The whole-process CPU minus the in-process work is the start-up: the
+    interpreter, ``site``, the imports and first (cold) reads of the index.
+    """
+    env = _env(scale)
+    rows: dict[str, list[str]] = {}
+    for inst in installs:
+        beside = Path(inst.cmd[0]).with_name("python")
+        python = str(beside) if beside.is_file() else sys.executable
+        db = str(WORK / f"{_key(inst.cmd)}-x{scale}.db")
+        # Run in WORK: "python -c" puts the current folder first on sys.path,
+        # and from a checkout that would import its docindex, not the exe's.
+        out = subprocess.run([python, "-c", PHASES, db, str(tree), QUERIES[0]],
+                             env=env, check=True, capture_output=True, text=True,
+                             cwd=WORK)  # fmt: skip
+        ms = json.loads(out.stdout)
+        bare = statistics.median(
+            timed([python, "-c", "pass"], env)[1] for _ in range(5)
+        )
+        noop = statistics.median(inst.cpu["noop"]) * 1000
+        lexical = statistics.median(inst.cpu["lexical"]) * 1000
+        for name, value in (
+            ("interpreter + site (`python -c pass`)", bare * 1000),
+            ("walk (`walker.walk`)", ms["walk"]),
+            ("stored fingerprints (one SELECT)", ms["fingerprints"]),
+            ("no-op scan in-process (walk, fingerprints included)", ms["scan"]),
+            ("no-op process minus in-process scan", noop - ms["scan"]),
+            (f"FTS5 bm25 alone, {QUERIES[0]!r}", ms["fts"]),
+            ("lexical query in-process (same query)", ms["lexical"]),
+            ("auto query in-process (same query)", ms["auto"]),
+            ("lexical process (all queries) minus in-process", lexical - ms["lexical"]),
+        ):
+            rows.setdefault(name, []).append(f"{value:.0f}")
+    print(f"\n#### {scale}x: where the CPU goes (ms; in-process phases: median of 5 "
+          "in one warm process)\n")  # fmt: skip
+    print("| phase | " + " | ".join(i.label for i in installs) + " |")
+    print("|---|" + "---|" * len(installs))
+    for name, values in rows.items():
+        print(f"| {name} | " + " | ".join(values) + " |")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print Markdown tables; 0 on success or when skipped."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -212,6 +299,10 @@ def main(argv: list[str] | None = None) -> int:
         "/tmp/venv-base/bin/docindex (repeatable)",
     )  # fmt: skip
     parser.add_argument("--json", type=Path, help="also write the raw figures here")
+    parser.add_argument(
+        "--phases", action="store_true",
+        help="also time the phases (walk, fingerprints, FTS5, ...) in one process",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     if not CORPUS.is_dir():
         print(f"skipped: no corpus at {CORPUS} (see ../shared/README.md)")
@@ -236,6 +327,8 @@ def main(argv: list[str] | None = None) -> int:
         tree = bench_scale(scale, installs, runs)
         files = sum(1 for p in tree.rglob("*") if p.is_file()) - 1  # .complete
         print_table(scale, files, installs, runs)
+        if args.phases:
+            phases(scale, tree, installs)
         sys.stdout.flush()
         out.append({"scale": scale, "files": files,
                     "installs": [{"label": i.label, "cmd": i.cmd, "wall": i.wall,
