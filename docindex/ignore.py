@@ -317,11 +317,8 @@ class DirRules:
 
 @dataclass(frozen=True, slots=True)
 class _Quick:
-    """What could match an entry of one directory by its name alone (issue #24).
-
-    A name not in ``names`` and without a suffix in ``suffixes`` matches no
-    pattern in force there, so it is kept without asking each layer.
-    """
+    """Names and suffixes any pattern in force in a directory could match (#24):
+    another name matches none, and is kept without asking each layer."""
 
     names: frozenset[str]
     suffixes: frozenset[str]
@@ -398,13 +395,9 @@ class PathRules:
     ) -> DirRules:  # fmt: skip
         """The rules inside the subdirectory ``name`` (its ``.gitignore`` added).
 
-        Args:
-            parent: the rules of the directory that holds ``name``.
-            name: the subdirectory's name.
-            excluded: ``excluded(parent, name, True)``, already asked.
-            names: the subdirectory's entry names (those starting with "."
-                suffice), when the caller has listed it: a folder without a
-                ``.gitignore`` or a ``.git`` then costs no probe for them.
+        ``excluded`` is ``excluded(parent, name, True)``; ``names``, the folder's
+        entry names (those starting with "." suffice) when the caller has listed
+        it, spares a folder without ``.gitignore`` or ``.git`` a probe for each.
         """
         rel = f"{parent.rel}/{name}" if parent.rel else name
         if excluded or parent.excluded:
@@ -424,12 +417,9 @@ class PathRules:
         return DirRules(rel, layers, quick=self._quick(rel, layers))
 
     def _quick(self, rel: str, layers: tuple[_Layer, ...]) -> _Quick | None:
-        """The name-only filter for entries of the directory ``rel``, or None.
-
-        Built once per directory level: literal names, ``*.ext`` suffixes and
-        the last part of an anchored literal path whose folder is this one. A
-        glob that needs its regex (``a*b``, ``*/x``, or ``docs/**/x.md`` in
-        ``docs``) turns it off for the directory (None).
+        """The name-only filter for the directory ``rel`` (once per level): literal
+        names, ``*.ext`` suffixes and anchored literal paths ending here. None
+        when a glob needs its regex (``a*b``, ``*/x``, ``docs/**/x.md`` in ``docs``).
         """
         names: set[str] = set()
         suffixes: set[str] = set()
