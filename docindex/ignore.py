@@ -404,12 +404,13 @@ class PathRules:
             return DirRules(rel, parent.layers, True)
         layers = parent.layers
         if self.use_gitignore:
-            path = os.path.join(self._origin, rel)
             # A repository inside the tree brings its own info/exclude; in it
             # git reads no rules from above, so they rank above the outer ones.
-            nested = _git_dir(Path(path)) if names is None or ".git" in names else None
-            if nested is not None:
-                layers = (*layers, *_repo_layers(Path(path), nested, rel))
+            if names is None or ".git" in names:
+                path = Path(self._origin, rel)
+                nested = _git_dir(path)
+                if nested is not None:
+                    layers = (*layers, *_repo_layers(path, nested, rel))
             if names is None or RULES_FILE in names:
                 layers = (*layers, *self._gitignore(rel))
         if layers is parent.layers and parent.quick is not None and parent.quick.shared:
