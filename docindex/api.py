@@ -16,7 +16,6 @@ from . import workspace
 from .config import Config
 from .errors import MisuseError, OutsideRootsError, RelocatedIndexError
 from .models import QueryOptions, QueryResult, ScanResult
-from .search import parse, search
 
 
 def scan(
@@ -250,6 +249,8 @@ def _options(options: dict[str, Any], text: str | None = None) -> QueryOptions:
 
 def query(db: str | None, text: str, options: dict[str, Any]) -> QueryResult:
     """Run one query; see ``docindex query --help``."""
+    from .search import parse, search  # not for a scan, which never searches (#24)
+
     ws = workspace.load(db)
     opts = _options(options, text)
     with ws.open(readonly=_readonly_ok(ws.db)) as store:
@@ -265,6 +266,8 @@ def batch_query(
     db: str | None, lines: Iterable[str], options: dict[str, Any]
 ) -> Iterator[QueryResult]:
     """Run many queries over one open index (``--queries``), in order."""
+    from .search import parse, search
+
     ws = workspace.load(db)
     opts = _options(options)
     from .errors import BadInputError

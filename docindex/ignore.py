@@ -30,7 +30,7 @@ import os
 import re
 import stat
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -312,6 +312,18 @@ class DirRules:
     rel: str
     layers: tuple[_Layer, ...]
     excluded: bool = False
+    quick: _Quick | None = None  # see PathRules._quick; None: the full check
+
+
+@dataclass(frozen=True, slots=True)
+class _Quick:
+    """Names and suffixes any pattern in force in a directory could match (#24):
+    another name matches none, and is kept without asking each layer."""
+
+    names: frozenset[str]
+    suffixes: frozenset[str]
+    lengths: tuple[int, ...]
+    shared: bool  # no anchored pattern: subfolders with the same layers reuse it
 
 
 class PathRules:
@@ -345,7 +357,8 @@ class PathRules:
             for depth in range(len(parts)):
                 base = "/".join(parts[:depth])
                 layers += self._gitignore(base)
-        self._top = DirRules(prefix, (*layers, *self._gitignore(prefix)))
+        here = (*layers, *self._gitignore(prefix))
+        self._top = DirRules(prefix, here, quick=self._quick(prefix, here))
         self._cache: dict[str, DirRules] = {}
 
     @property
@@ -359,6 +372,13 @@ class PathRules:
 
     def excluded(self, parent: DirRules, name: str, is_dir: bool) -> bool:
         """True when the entry ``name`` of the directory ``parent`` is left out."""
+        quick = parent.quick
+        if quick is not None and name not in quick.names:
+            for n in quick.lengths:
+                if name[-n:] in quick.suffixes:
+                    break
+            else:
+                return False
         rel = f"{parent.rel}/{name}" if parent.rel else name
         user = self._user.check(rel, name, is_dir)
         if user is not None or parent.excluded:
@@ -369,21 +389,60 @@ class PathRules:
                 return verdict
         return False
 
-    def enter(self, parent: DirRules, name: str, excluded: bool) -> DirRules:
-        """The rules inside the subdirectory ``name`` (its ``.gitignore`` added)."""
+    def enter(
+        self, parent: DirRules, name: str, excluded: bool,
+        names: Container[str] | None = None,
+    ) -> DirRules:  # fmt: skip
+        """The rules inside the subdirectory ``name`` (its ``.gitignore`` added).
+
+        ``excluded`` is ``excluded(parent, name, True)``; ``names``, the folder's
+        entry names (those starting with "." suffice) when the caller has listed
+        it, spares a folder without ``.gitignore`` or ``.git`` a probe for each.
+        """
         rel = f"{parent.rel}/{name}" if parent.rel else name
         if excluded or parent.excluded:
             return DirRules(rel, parent.layers, True)
         layers = parent.layers
         if self.use_gitignore:
-            path = os.path.join(self._origin, rel)
             # A repository inside the tree brings its own info/exclude; in it
             # git reads no rules from above, so they rank above the outer ones.
-            nested = _git_dir(Path(path))
-            if nested is not None:
-                layers = (*layers, *_repo_layers(Path(path), nested, rel))
-            layers = (*layers, *self._gitignore(rel))
-        return DirRules(rel, layers)
+            if names is None or ".git" in names:
+                path = Path(self._origin, rel)
+                nested = _git_dir(path)
+                if nested is not None:
+                    layers = (*layers, *_repo_layers(path, nested, rel))
+            if names is None or RULES_FILE in names:
+                layers = (*layers, *self._gitignore(rel))
+        if layers is parent.layers and parent.quick is not None and parent.quick.shared:
+            return DirRules(rel, layers, quick=parent.quick)
+        return DirRules(rel, layers, quick=self._quick(rel, layers))
+
+    def _quick(self, rel: str, layers: tuple[_Layer, ...]) -> _Quick | None:
+        """The name-only filter for the directory ``rel`` (once per level): literal
+        names, ``*.ext`` suffixes and anchored literal paths ending here. None
+        when a glob needs its regex (``a*b``, ``*/x``, ``docs/**/x.md`` in ``docs``).
+        """
+        names: set[str] = set()
+        suffixes: set[str] = set()
+        shared = True
+        for layer in (*layers, self._user):
+            if layer.basename_globs or layer.path_globs:
+                return None
+            names.update(layer.names)
+            suffixes.update(layer.suffixes)
+            sub = rel[layer.cut :] if len(rel) >= layer.cut else ""
+            shared = shared and not (layer.heads or layer.paths)
+            if layer.heads:
+                if sub and sub.split("/", 1)[0] in layer.heads:
+                    return None
+                if not sub:
+                    names.update(layer.heads)  # the head is the entry's name
+            for path in layer.paths:
+                folder, _, last = path.rpartition("/")
+                if folder == sub:
+                    names.add(last)
+        lengths = tuple(sorted({len(x) for x in suffixes}, reverse=True))
+        return _Quick(frozenset(names), frozenset(suffixes), lengths, shared)
 
     def matched(self, path: str, is_dir: bool) -> bool:
         """True when ``path`` is left out, by a rule on it or on a directory above it.

@@ -40,10 +40,9 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config import Config
-from .embed import NgramEmbedder
 from .embedder import Embedder, choose
 from .embedder import embedder_for as _embedder
 from .models import FoldedHit, Hit
@@ -53,6 +52,9 @@ from .query import NO_WORDS, ParsedQuery, normalized_words, parse_query, phrase_
 from .snippet import best_line, make_snippet, match_spans, open_fence
 from .store import DocFilter, Index, SegmentRow
 from .tokenize import STOPWORDS, terms
+
+if TYPE_CHECKING:  # imported where used: a lexical query needs no embedder (#24)
+    from .embed import NgramEmbedder
 
 MODES = ("auto", "lexical", "semantic")
 ALL_VECTORS_MAX = 50_000  # --mode semantic scores every vector up to this many
@@ -648,6 +650,8 @@ def _dense_gate(cfg: Config, text: str) -> str | None:
 def _dense_weight(cfg: Config) -> float:
     """``neural_weight`` for the minilm list (SciFact: 2.0 > 1.5 > 1.0), else
     ``semantic_weight`` (issue #9)."""
+    if cfg.embedding_provider != "minilm":
+        return cfg.semantic_weight  # no embedder built for a lexical query (#24)
     embedder = _embedder(cfg)
     if embedder is not None and embedder.name == "minilm":
         return cfg.neural_weight
@@ -698,7 +702,9 @@ def _ngram_fallback(
 
 
 def _provider_degraded(cfg: Config) -> bool:
-    return not choose(cfg).available
+    # Only the neural provider can be missing; asking ``choose`` for another
+    # would build (and import) an embedder a lexical query never uses (#24).
+    return cfg.embedding_provider == "minilm" and not choose(cfg).available
 
 
 def _semantic(
@@ -733,6 +739,8 @@ def _semantic(
     n_total = max(1, store.max_segment_id())  # ~count(*), without a table scan
     dfs = store.doc_freqs(qt)
     idf = {t: math.log(1 + n_total / (1 + dfs.get(t, 0))) for t in qt}
+    from .embed import NgramEmbedder
+
     ngram = embedder if isinstance(embedder, NgramEmbedder) else None
     if ngram is not None:
         ngram.queries_ranked += 1

@@ -19,7 +19,8 @@ def test_migrate_blank_gives_final_schema(tmp_path: Path) -> None:
     with Store.open(tmp_path / "i.db", create=True) as store:
         names = {r[0] for r in store.conn.execute("SELECT name FROM sqlite_master")}
         assert {"meta", "roots", "documents", "segments", "facets", "fts",
-                "fts_vocab", "_docindex_migrations"} <= names  # fmt: skip
+                "fts_vocab", "_docindex_migrations",
+                "documents_fingerprint"} <= names  # fmt: skip
         assert store.conn.execute("PRAGMA application_id").fetchone()[0] == (
             migrations.APPLICATION_ID
         )

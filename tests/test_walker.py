@@ -97,3 +97,21 @@ def test_scope_walks_only_inside(tree) -> None:
     root = tree({"a/x.md": "x", "b/y.md": "y"}).resolve()
     entries = list(walk([root], WalkOptions(), scope=root / "a"))
     assert [e.rel_path for e in entries if isinstance(e, FileEntry)] == ["a/x.md"]
+
+
+def test_a_walk_left_early_closes_its_folders(tree) -> None:
+    # The walk holds the folders on its path open (stat relative to them, #24);
+    # an interrupted scan stops iterating and must not leak them.
+    if not os.path.isdir("/proc/self/fd"):
+        pytest.skip("needs /proc/self/fd")
+    root = tree({"a/b/c/d.md": "d", "a/b/e.md": "e", "f.md": "f"}).resolve()
+    before = len(os.listdir("/proc/self/fd"))
+    entries = walk([root], WalkOptions())
+    first = next(entries)
+    assert isinstance(first, FileEntry) and first.rel_path == "a/b/c/d.md"
+    entries.close()
+    assert len(os.listdir("/proc/self/fd")) == before
+    assert [e.rel_path for e in walk([root], WalkOptions())] == [
+        "a/b/c/d.md", "a/b/e.md", "f.md"
+    ]  # fmt: skip
+    assert len(os.listdir("/proc/self/fd")) == before

@@ -147,6 +147,22 @@ def m003_skipped(conn: sqlite3.Connection) -> None:
     )
 
 
+def m004_fingerprint_index(conn: sqlite3.Connection) -> None:
+    """A covering index for what every rescan reads of every document (issue #24).
+
+    A rescan reads (rel_path, size, mtime_ns, hash) of every document, and a
+    scan that changes something sums ``n_segments`` against the caps. From
+    the table, the first is a lookup per row among the compressed texts, and
+    the second reads every text (``n_segments`` comes after ``body``): about
+    60 and 30 ms for 21,660 documents; from this index, 25 and 3 ms.
+    """
+    _run(
+        conn,
+        "CREATE INDEX documents_fingerprint "
+        "ON documents (root_id, rel_path, size, mtime_ns, hash, n_segments)",
+    )
+
+
 def _run(conn: sqlite3.Connection, script: str) -> None:
     """Execute statements one by one: ``executescript`` would COMMIT our transaction."""
     for statement in script.split(";"):
@@ -158,6 +174,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m001_initial,
     m002_compact_segments,
     m003_skipped,
+    m004_fingerprint_index,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
