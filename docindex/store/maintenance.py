@@ -87,14 +87,20 @@ def file_bytes(path: Path) -> int:
 
 
 def space(conn: sqlite3.Connection, path: Path) -> Space:
-    """Where the file's bytes go; reads the FTS data's block sizes (~0.1 s at 1x)."""
+    """Where the file's bytes go.
+
+    With deleted rows pending, the FTS data's block sizes are read to weigh
+    them (~0.15 s a corpus copy, 1.5 s at 10x); with none, nothing is.
+    """
     c = conn.execute
     page_size = int(c("PRAGMA page_size").fetchone()[0])
     free = int(c("PRAGMA freelist_count").fetchone()[0]) * page_size
-    fts = int(c("SELECT coalesce(sum(length(block)), 0) FROM fts_data").fetchone()[0])
     live, stale = live_rows(conn), stale_rows(conn)
-    stale_b = round(fts * stale / (live + stale)) if live + stale else 0
-    return Space(file_bytes(path), free, fts, live, stale, stale_b)
+    stale_b = 0
+    if stale:
+        sql = "SELECT coalesce(sum(length(block)), 0) FROM fts_data"
+        stale_b = round(int(c(sql).fetchone()[0]) * stale / (live + stale))
+    return Space(file_bytes(path), free, live, stale, stale_b)
 
 
 def vacuum(conn: sqlite3.Connection, path: Path) -> Vacuumed:

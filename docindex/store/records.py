@@ -140,7 +140,6 @@ class Space(NamedTuple):
 
     file_bytes: int  # the database file plus its -wal
     free_bytes: int  # free pages inside the file
-    fts_bytes: int  # the FTS5 data (postings and markers)
     live_rows: int
     stale_rows: int
     stale_bytes: int
