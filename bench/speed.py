@@ -1,7 +1,8 @@
-"""Speed and scale of docindex beside the SQLite floor, in one command (issue #7).
+"""Speed and scale of docindex beside the SQLite floor, in one command (#7, #22).
 
-On ``../shared/corpus/docs`` (skipped with a message when absent) and on 2x, 4x
-... copies of it (hard links under /tmp/docindex-bench/scale, distinct paths),
+On ``../shared/corpus/docs`` (skipped with a message when absent) and on 4x,
+10x ... copies of it (hard links under /tmp/docindex-bench/scale, distinct
+paths; the 10x is ~300 MB in 21,660 files),
 this measures, runs interleaved with a FLOOR measured in the same run (a fresh
 Python process that walks, reads and inserts each file's raw text into an FTS5
 table in a fresh SQLite file, timed around its loop):
@@ -12,13 +13,22 @@ table in a fresh SQLite file, timed around its loop):
 - index size against the corpus bytes, and that every segment has a vector;
 - no-op rescan and rescan after replacing one file, whole process;
 - ``docindex query`` whole process, ``docindex --help``, and in-process
-  ``api.query`` in auto mode (a fresh process, one warm-up per query).
+  ``api.query`` in auto mode (a fresh process, one warm-up per query);
+- at the first scale only (issue #22): ``reindex`` against ``reindex --full``
+  (interleaved), and the index size after two ``scan --force`` with no change.
 
 Each figure is min / median / max over repeated runs; ratios divide by the
-floor's median of the same scale. The machine's cores are shared, so runs are
-noisy: read the medians.
+floor's median of the same scale. The last table checks every target of
+issue #22 (linear scan time and size: the per-MB cost of each scale within
+15% of the first; peak RSS; no-op rescan; query; scan/floor). The machine's
+cores may be shared, so runs are noisy: read the medians, and compare A/B
+figures only when they were measured in one run.
 
-Usage: python bench/speed.py [--quick] [--scales 1,2,4] [--runs N] [--query-runs N]
+Usage: python bench/speed.py [--quick] [--scales 1,4,10] [--runs N]
+       [--scale-runs N] [--query-runs N] [--json FILE] [--exe PATH]
+
+A full ``--scales 1,4,10`` run takes about 10 minutes on 2 idle cores
+(each 10x scan ~1 minute); ``--quick`` runs each scan once.
 """
 
 from __future__ import annotations
@@ -142,11 +152,43 @@ def floor(tree: Path) -> tuple[float, float]:
     return float(wall_s), float(cpu_s)
 
 
+def _bytes(db: Path) -> int:
+    """The index file with its -wal."""
+    return sum(
+        Path(f"{db}{s}").stat().st_size
+        for s in ("", "-wal")
+        if Path(f"{db}{s}").exists()
+    )
+
+
+def rewrites(tree: Path, db: Path, runs: int, env: dict[str, str]) -> dict[str, object]:
+    """``reindex`` vs ``reindex --full`` (interleaved) and size after ``scan --force``.
+
+    Issue #22: two ``scan --force`` with no change grew the index 59 -> 87 MB,
+    and ``reindex`` took 10.0 s where ``reindex --full`` took 6.0 s.
+    """
+    di = _docindex()
+    before = _bytes(db)
+    sizes = []
+    for _ in range(2):
+        subprocess.run([*di, "scan", str(tree), "--db", str(db), "-q", "--force"],
+                       env=env, check=True)  # fmt: skip
+        sizes.append(_bytes(db))
+    plain, full = [], []
+    for _ in range(runs):
+        plain.append(wall([*di, "reindex", "--db", str(db), "-q"], env))
+        full.append(wall([*di, "reindex", "--full", "--db", str(db), "-q"], env))
+    return {"size_before": before, "force_sizes": sizes, "after_reindex": _bytes(db),
+            "reindex_s": plain, "reindex_full_s": full}  # fmt: skip
+
+
 def _edit_target(tree: Path) -> Path:
     return next(p for p in sorted(tree.rglob("*.md")) if "/en/" in str(p))
 
 
-def bench_scale(scale: int, runs: int, query_runs: int) -> dict[str, object]:
+def bench_scale(
+    scale: int, runs: int, query_runs: int, rewrite_runs: int = 0
+) -> dict[str, object]:
     """Every figure for one scale; see the module docstring."""
     env = _env()
     if scale > 1:
@@ -211,7 +253,9 @@ def bench_scale(scale: int, runs: int, query_runs: int) -> dict[str, object]:
         capture_output=True, text=True, env=env, check=True,
     )  # fmt: skip
     inproc = json.loads(inproc_out.stdout)
+    extra = rewrites(tree, db, rewrite_runs, env) if rewrite_runs else {}
     return {
+        **extra,
         "scale": scale,
         "files": int(stats["documents"]),
         "corpus_bytes": _size(tree),
@@ -274,6 +318,17 @@ def print_table(r: dict[str, object]) -> None:
     caps = " (caps raised: DOCINDEX_MAX_*=10000000)" if int(r["scale"]) > 1 else ""  # type: ignore[call-overload]
     print(f"\n### {r['scale']}x corpus: {r['files']} files, "
           f"{r['corpus_bytes'] / 1e6:.1f} MB, {r['segments']} segments{caps}\n")  # fmt: skip
+    if "reindex_s" in r:
+        mb = [n / 1e6 for n in (r["size_before"], *r["force_sizes"])]  # type: ignore[misc]
+        rows += [
+            ("index after 2x `scan --force`, no change",
+             " -> ".join(f"{m:.1f}" for m in mb) + " MB",
+             f"{mb[-1] / mb[0]:.3f}x", "within 1%"),
+            ("`reindex` (WAL, readers keep answering)", _fmt(r["reindex_s"], "s"),
+             _ratio(r["reindex_s"], floor_med), "<= reindex --full"),  # type: ignore[arg-type]
+            ("`reindex --full` (new file, swapped in)", _fmt(r["reindex_full_s"], "s"),
+             _ratio(r["reindex_full_s"], floor_med), ""),  # type: ignore[arg-type]
+        ]  # fmt: skip
     print("| figure | min / **median** / max | vs floor median | target |")
     print("|---|---|---|---|")
     for row in rows:
@@ -304,15 +359,68 @@ def print_scale(results: list[dict[str, object]]) -> None:
               f"{g('rss_mb')} | {g('noop_s')} | {g('query_s')} | {g('inproc_ms')} |")  # fmt: skip
 
 
+def print_targets(results: list[dict[str, object]]) -> None:
+    """Each target of issue #22, met or missed, from the medians above."""
+    base, top = results[0], results[-1]
+
+    def med(r: dict[str, object], key: str) -> float:
+        return mmm(r[key])[1]  # type: ignore[arg-type]
+
+    def per_mb(r: dict[str, object], key: str) -> float:
+        value = med(r, key) if isinstance(r[key], list) else float(r[key])  # type: ignore[arg-type]
+        return value / (int(r["corpus_bytes"]) / 1e6)  # type: ignore[call-overload]
+
+    checks: list[tuple[str, str, bool]] = []
+    for r in results:
+        ratio = med(r, "scan_s") / med(r, "floor_s")
+        checks.append(
+            (f"{r['scale']}x full scan <= 5x floor", f"{ratio:.2f}x", ratio <= 5)
+        )
+    for r in results[1:]:
+        for key, what in (("scan_s", "scan s/MB"), ("index_bytes", "index bytes/MB")):
+            g = per_mb(r, key) / per_mb(base, key)
+            checks.append((f"{r['scale']}x {what} within 15% of {base['scale']}x",
+                           f"{g:.2f}x", g <= 1.15))  # fmt: skip
+    rss = med(top, "rss_mb")
+    checks.append((f"{top['scale']}x peak RSS <= 150 MB", f"{rss:.0f} MB", rss <= 150))
+    noop = med(base, "noop_s")
+    checks.append(
+        (f"{base['scale']}x no-op rescan <= 0.25 s", f"{noop:.3f} s", noop <= 0.25)
+    )
+    for r in results[1:]:
+        grow = med(r, "noop_s") / noop
+        files = int(r["files"]) / int(base["files"])  # type: ignore[call-overload]
+        checks.append((f"{r['scale']}x no-op grows no faster than files",
+                       f"{grow:.2f}x vs {files:.2f}x", grow <= files))  # fmt: skip
+    q = med(top, "query_s")
+    checks.append(
+        (f"{top['scale']}x query whole process <= 0.10 s", f"{q:.3f} s", q <= 0.10)
+    )
+    if "reindex_s" in base:
+        sizes = [base["size_before"], *base["force_sizes"]]  # type: ignore[list-item]
+        g = int(sizes[-1]) / int(sizes[0])  # type: ignore[call-overload]
+        checks.append(("2x scan --force: size within 1%", f"{g:.3f}x", g <= 1.01))
+        a, b = med(base, "reindex_s"), med(base, "reindex_full_s")
+        checks.append(("reindex <= reindex --full", f"{a:.2f} vs {b:.2f} s", a <= b))
+    print("\n### Targets (issue #22; medians)\n")
+    print("| target | measured | |")
+    print("|---|---|---|")
+    for what, value, ok in checks:
+        print(f"| {what} | {value} | {'met' if ok else '**missed**'} |")  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print Markdown tables; 0 on success, 0 when skipped."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="1 scan run, 6 queries")
-    parser.add_argument("--scales", default="1,2,4", help="corpus copies, e.g. 1,2,4")
+    parser.add_argument("--scales", default="1,4,10", help="corpus copies, e.g. 1,4,10")
     parser.add_argument("--runs", type=int, help="scan runs at 1x (default 3)")
     parser.add_argument("--scale-runs", type=int, default=1,
                         help="scan runs at the larger scales (default 1)")  # fmt: skip
     parser.add_argument("--query-runs", type=int, help="query runs (default 12)")
+    parser.add_argument("--rewrite-runs", type=int,
+                        help="reindex / reindex --full pairs at the first scale "
+                        "(default 3, 1 with --quick, 0 to skip)")  # fmt: skip
     parser.add_argument("--json", type=Path, help="also write raw figures here")
     parser.add_argument(
         "--exe", type=Path,
@@ -334,13 +442,18 @@ def main(argv: list[str] | None = None) -> int:
           f"load {os.getloadavg()[0]:.1f}, docindex {' '.join(_docindex())}; "
           "min / median / max over runs")  # fmt: skip
     results = []
+    rewrite_runs = (
+        (1 if args.quick else 3) if args.rewrite_runs is None else args.rewrite_runs
+    )
     for i, scale in enumerate(scales):
-        r = bench_scale(scale, runs if i == 0 else args.scale_runs, query_runs)
+        r = bench_scale(scale, runs if i == 0 else args.scale_runs, query_runs,
+                        rewrite_runs if i == 0 else 0)  # fmt: skip
         results.append(r)
         print_table(r)
         sys.stdout.flush()
     if len(results) > 1:
         print_scale(results)
+    print_targets(results)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
     return 0

@@ -435,6 +435,26 @@ def stats(db: str | None, as_json: bool) -> None:
 
 
 @cli.command()
+@db_option
+@json_option
+def vacuum(db: str | None, as_json: bool) -> None:
+    """Shrink the index file: merge the search index and free unused pages.
+
+    Prints the size before and after. `docindex stats` shows how much is
+    reclaimable. Fails (and changes nothing) while a scan or a watcher is
+    writing the index; run it again when that ends.
+    """
+    from . import api
+    from .render import vacuum_text
+
+    result = api.vacuum(_find_db(db))
+    if as_json:
+        _echo_json(result)
+    else:
+        click.echo(vacuum_text(result))
+
+
+@cli.command()
 @click.option(
     "--root",
     "roots",

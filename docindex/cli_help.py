@@ -20,6 +20,7 @@ EXAMPLES: dict[str, list[str]] = {
         "docindex reindex --full --provider minilm",
     ],
     "stats": ["docindex stats", "docindex stats --json | jq .facets"],
+    "vacuum": ["docindex vacuum", "docindex vacuum --json | jq .reclaimed_bytes"],
     "skipped": [
         "docindex skipped",
         "docindex skipped --reason timeout",

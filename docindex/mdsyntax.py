@@ -25,12 +25,16 @@ import re
 
 # A fence opener after at most 3 spaces; group 2 is the rest of the line.
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$", re.M)
+# Searched in "\n" + text: each line-start form begins with the newline
+# before it, so every alternative starts with "\n" or "{" and the regex engine
+# skips ahead to those two characters in C, where "^" alternatives were tried
+# at every position: 3x faster over the shared corpus (issue #22, full scan).
 _HIDDEN = re.compile(
-    r"^ {0,3}<!--"  # an HTML comment block
-    r"|\{/\*"  # an MDX comment
-    r"|^(?:import|export)[ \t{*]"  # MDX ESM
-    r"|^[ \t]*<[/A-Za-z][^\n]*>[ \t]*$"  # a line that may be one tag
-    r"|^[ \t]*(?::::+|!!!|\?\?\?\+?)",  # an admonition marker
+    r"\n(?: {0,3}<!--"  # an HTML comment block
+    r"|(?:import|export)[ \t{*]"  # MDX ESM
+    r"|[ \t]*<[/A-Za-z][^\n]*>[ \t]*$"  # a line that may be one tag
+    r"|[ \t]*(?::::+|!!!|\?\?\?\+?))"  # an admonition marker
+    r"|\{/\*",  # an MDX comment
     re.M,
 )
 _ESM = re.compile(
@@ -80,14 +84,22 @@ def _fences(text: str) -> list[tuple[int, int]]:
 
 def hide_unrendered(text: str) -> str:
     """Blank what a Markdown/MDX renderer does not show as text (see module doc)."""
-    if not _HIDDEN.search(text):
+    nl_text = "\n" + text
+    if not _HIDDEN.search(nl_text):
         return text
     fences = _fences(text)
     pieces: list[str] = []
     done = 0
     k = 0
-    for match in _HIDDEN.finditer(text):
+    for match in _HIDDEN.finditer(nl_text):
+        # A line-start form's match starts at the newline before the line,
+        # which is the line's own offset in ``text``; "{/*" is one further.
+        found = match[0]
         at = match.start()
+        if found[0] == "\n":
+            found = found[1:]
+        else:
+            at -= 1
         if at < done:
             continue
         while k < len(fences) and fences[k][1] <= at:
@@ -96,7 +108,7 @@ def hide_unrendered(text: str) -> str:
             continue  # inside fenced code: shown as written
         line_end = text.find("\n", at)
         line_end = len(text) if line_end < 0 else line_end
-        token = match[0].lstrip(" \t")
+        token = found.lstrip(" \t")
         if token.startswith("<!--"):
             close = text.find("-->", at)
             if close < 0:

@@ -170,6 +170,16 @@ def human_size(n: float) -> str:
     return f"{n:.1f} TB"  # pragma: no cover
 
 
+def vacuum_text(result: dict[str, Any]) -> str:
+    """The line ``docindex vacuum`` prints."""
+    return (
+        f"{result['db']}: {human_size(result['before_bytes'])} -> "
+        f"{human_size(result['after_bytes'])} "
+        f"({human_size(result['reclaimed_bytes'])} reclaimed, "
+        f"{result['took_ms'] / 1000:.1f} s)"
+    )
+
+
 TOP = 10  # types and facets shown by ``docindex stats``
 
 
@@ -193,6 +203,11 @@ def print_stats(console: Any, stats: dict[str, Any]) -> None:
     table = Table(show_header=False, box=None)
     table.add_row("index", stats["db"])
     table.add_row("size", human_size(stats["db_bytes"]))
+    reclaimable = stats.get("reclaimable_bytes", 0)
+    table.add_row(
+        "reclaimable",
+        f"{human_size(reclaimable)} (`docindex vacuum`)" if reclaimable else "0 B",
+    )
     table.add_row("documents", f"{stats['documents']:,}")
     table.add_row("segments", f"{stats['segments']:,}")
     table.add_row("vectors", f"{stats['embedded']:,}")

@@ -92,7 +92,8 @@ def remove(store: Index, cfg: Config, path: str | Path) -> tuple[Config, RootCha
             store.delete_root(root)
         new = cfg.replace(roots=tuple(r for r in cfg.roots if r != root))
         _remember(store, new)
-    store.reclaim()  # give the freed pages back, as a scan does
+    store.tidy_fts()  # as a scan does: merge deleted rows away,
+    store.reclaim()  # and give the freed pages back
     return new, RootChange("remove", root, removed)
 
 

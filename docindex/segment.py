@@ -20,7 +20,7 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from itertools import accumulate
+from itertools import accumulate, islice
 
 from .anchors import chunk_id, slugify
 from .mdsyntax import heading_text
@@ -514,9 +514,23 @@ def _few_words(seg: Segment) -> bool:
     text = seg.text
     if _WORD.search(text) is None:
         return True
-    if seg.part > 1 and len(_WORDS.findall(text, 0, 200)) < MIN_PIECE_WORDS:
+    if seg.part > 1 and (
+        sum(1 for _ in islice(_WORDS.finditer(text, 0, 200), MIN_PIECE_WORDS))
+        < MIN_PIECE_WORDS
+    ):
         return True
-    return _WORD.search(_ATX_OR_FENCE_LINE.sub("", text)) is None
+    # Every word on a heading or fence line? Line by line from each word found:
+    # the first prose line answers (an ``_ATX_OR_FENCE_LINE.sub`` over every
+    # chunk's text cost ~1 CPU-s of a corpus scan, issue #22).
+    at = 0
+    while (word := _WORD.search(text, at)) is not None:
+        start = text.rfind("\n", 0, word.start()) + 1
+        end = text.find("\n", word.start())
+        end = len(text) if end < 0 else end
+        if _ATX_OR_FENCE_LINE.match(text, start) is None:
+            return False
+        at = end
+    return True
 
 
 def _merge_wordless(segments: list[Segment], text: str, offset: int) -> list[Segment]:

@@ -21,7 +21,7 @@ from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from typing import Any, AnyStr
 
-from .stem import stem
+from .stem import stem, stem_new
 
 # Han (CJK Unified + Extension A + compatibility + astral B..H), kana, Hangul.
 _CJK = (
@@ -309,7 +309,9 @@ def _stem_words(words: list[AnyStr], memo: dict[AnyStr, str]) -> list[str]:
     if len(memo) + len(new) > _STEMS_MAX:
         memo.clear()
         new = set(words)
-    memo.update({w: stem(w.decode() if isinstance(w, bytes) else w) for w in new})
+    if new:
+        strs = {w.decode() if isinstance(w, bytes) else w: w for w in new}
+        memo.update({strs[w]: t for w, t in stem_new(set(strs)).items()})
     return list(map(memo.__getitem__, words))
 
 

@@ -372,6 +372,7 @@ def test_every_json_output_has_a_documented_schema(home: Path) -> None:
         "roots": run_json("roots"),
         "config": run_json("config"),
         "reindex": run_json("reindex"),
+        "vacuum": run_json("vacuum"),
     }
     outputs["roots"].update(run_json("roots", "add", "."))  # add/remove/move keys
     for name, data in outputs.items():

@@ -1,7 +1,7 @@
-"""Tests for docindex.stem, the pure-Python Snowball English stemmer.
+"""Tests for docindex.stem, the Snowball English stemmer (PyStemmer).
 
-The reference comparisons need ``snowballstemmer`` or ``PyStemmer`` (3.1 or
-newer) and skip without them; the SciFact comparison also needs ``../shared``.
+The reference comparisons need ``snowballstemmer`` (3.1 or newer) and skip
+without it; the SciFact comparison also needs ``../shared``.
 The hand-written cases run everywhere.
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from docindex import stem as stem_module
-from docindex.stem import clear_cache, stem
+from docindex.stem import clear_cache, stem, stem_new
 
 SCIFACT = Path(__file__).resolve().parents[2] / "shared/eval/scifact/corpus.jsonl"
 
@@ -33,19 +33,16 @@ def _version(distribution: str) -> tuple[int, ...]:
 
 
 def _reference() -> Callable[[str], str] | None:
-    """Return a reference stemmer's ``stemWord``, or None when none is usable."""
+    """Return snowballstemmer's ``stemWord``, or None when it is unusable.
+
+    ``stem`` is PyStemmer (Snowball's C code) now, so the reference is the
+    independent pure-Python ``snowballstemmer`` generated from the same rules.
+    """
     try:
         import snowballstemmer
 
         if _version("snowballstemmer") >= MIN_REFERENCE_VERSION:
             return snowballstemmer.stemmer("english").stemWord
-    except (ImportError, importlib.metadata.PackageNotFoundError):
-        pass
-    try:
-        import Stemmer
-
-        if _version("PyStemmer") >= MIN_REFERENCE_VERSION:
-            return Stemmer.Stemmer("english").stemWord
     except (ImportError, importlib.metadata.PackageNotFoundError):
         pass
     return None
@@ -58,7 +55,7 @@ def reference() -> Callable[[str], str]:
     if ref is None:
         pytest.skip(
             "reference stemmer unavailable: pip install 'snowballstemmer>=3.1' "
-            "(or 'PyStemmer>=3.1') to compare against Snowball"
+            "to compare against Snowball"
         )
     return ref
 
@@ -235,3 +232,9 @@ def test_agrees_with_snowball_on_scifact_vocabulary(
             words.update(re.findall(r"[a-z']+", text))
     assert len(words) > 20_000
     assert _mismatches(sorted(words), reference) == []
+
+
+def test_batch_stems_equal_single_stems() -> None:
+    words = {"indexing", "university", "useState", "utf8", "go", "dog's", "色"}
+    assert stem_new(words) == {w: stem(w) for w in words}
+    assert stem_new(set()) == {}

@@ -20,7 +20,9 @@ from .records import (
     SegmentColumns,
     SegmentRow,
     SkipRow,
+    Space,
     StoredDocument,
+    Vacuumed,
 )
 from .sqlite import Store, compress_body, repair_hint, translate
 
@@ -50,8 +52,10 @@ __all__ = [
     "SegmentColumns",
     "SegmentRow",
     "SkipRow",
+    "Space",
     "Store",
     "StoredDocument",
+    "Vacuumed",
     "compress_body",
     "encode_segments",
     "repair_hint",

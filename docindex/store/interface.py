@@ -22,7 +22,9 @@ from .records import (
     IndexCounts,
     SegmentRow,
     SkipRow,
+    Space,
     StoredDocument,
+    Vacuumed,
 )
 
 if TYPE_CHECKING:
@@ -193,6 +195,21 @@ class Index(Protocol):
     # -- maintenance
     def reclaim(self, min_free: float = 0.01) -> int:
         """Give free space back to the file system; pages freed."""
+
+    def clear_fts(self) -> None:
+        """Empty the FTS table at once, before every document is rewritten."""
+
+    def restore_fts(self, rows: Sequence[tuple[int, str, str]]) -> None:
+        """Give a kept document its FTS rows back after ``clear_fts``."""
+
+    def tidy_fts(self) -> bool:
+        """Merge the FTS index when deleted rows piled up; whether it merged."""
+
+    def space(self) -> Space:
+        """Where the file's bytes go and what ``vacuum`` would give back."""
+
+    def vacuum(self) -> Vacuumed:
+        """Merge the FTS index and shrink the file."""
 
     def checkpoint(self) -> None:
         """Make the committed state durable in the main file."""

@@ -127,3 +127,32 @@ class IndexCounts(NamedTuple):
     segments: int
     embedded: int
     roots: int
+
+
+class Space(NamedTuple):
+    """Where the index file's bytes go, and what ``vacuum`` would give back.
+
+    ``stale_rows`` counts the FTS rows deleted since the FTS index was last
+    merged whole: FTS5 keeps a deleted row's postings, plus a delete marker,
+    until a merge reaches its oldest segment (issue #22). ``stale_bytes``
+    estimates their share of the FTS data from that count.
+    """
+
+    file_bytes: int  # the database file plus its -wal
+    free_bytes: int  # free pages inside the file
+    live_rows: int
+    stale_rows: int
+    stale_bytes: int
+
+    @property
+    def reclaimable_bytes(self) -> int:
+        """Free pages plus the estimated stale FTS data."""
+        return self.free_bytes + self.stale_bytes
+
+
+class Vacuumed(NamedTuple):
+    """What ``vacuum`` did: sizes of the file (with its -wal) before and after."""
+
+    before_bytes: int
+    after_bytes: int
+    took_ms: float

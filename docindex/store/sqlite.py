@@ -29,7 +29,7 @@ from ..errors import (
     SchemaTooNewError,
 )
 from ..models import SkipRecord, printable
-from . import migrations
+from . import maintenance, migrations
 from .records import (
     SEGMENT_COLUMNS,
     DocFilter,
@@ -37,7 +37,9 @@ from .records import (
     IndexCounts,
     SegmentRow,
     SkipRow,
+    Space,
     StoredDocument,
+    Vacuumed,
 )
 
 if TYPE_CHECKING:
@@ -572,11 +574,13 @@ class Store:
         (segment id, title tokens, body tokens) they were indexed with, which
         the caller recomputes from the stored text (``fts``).
         """
+        rows = list(fts)
         with self.atomic(savepoint=False):
             self.conn.executemany(
                 "INSERT INTO fts (fts, rowid, title, body) VALUES ('delete', ?, ?, ?)",
-                fts,
+                rows,
             )
+            maintenance.note_deleted(self.conn, len(rows))
             self._bodies.pop(doc_id, None)
             span = self._span(doc_id)
             if span is not None:
@@ -940,6 +944,50 @@ class Store:
         except sqlite3.OperationalError:  # busy or full: the pages stay for reuse
             return 0
         return free
+
+    def clear_fts(self) -> None:
+        """Empty the FTS table at once: every row is about to be written again.
+
+        A caller that keeps a document must give its rows back
+        (``restore_fts``); ``delete_document`` then takes no rows to replay.
+        """
+        maintenance.clear_fts(self.conn)
+
+    def restore_fts(self, rows: Sequence[tuple[int, str, str]]) -> None:
+        """Insert (segment id, title tokens, body tokens) FTS rows after ``clear_fts``."""
+        self.conn.executemany(
+            "INSERT INTO fts (rowid, title, body) VALUES (?, ?, ?)", rows
+        )
+
+    def tidy_fts(self) -> bool:
+        """Merge the FTS index whole when enough deleted rows piled up (issue #22).
+
+        Runs in its own transaction (no-op inside one); returns whether it merged.
+        """
+        if self._depth or self.conn.in_transaction:
+            return False
+        if not maintenance.merge_due(self.conn):
+            return False
+        with self.atomic():
+            maintenance.merge_fts(self.conn)
+        return True
+
+    def space(self) -> Space:
+        """Where the file's bytes go and how many ``vacuum`` would give back."""
+        return maintenance.space(self.conn, self.path)
+
+    def vacuum(self) -> Vacuumed:
+        """Merge the FTS index and shrink the file (``docindex vacuum``).
+
+        Raises:
+            IndexBusyError: a scan or a watcher is writing the index.
+        """
+        if self._depth or self.conn.in_transaction:
+            raise DocindexError("vacuum cannot run inside a transaction")
+        try:
+            return maintenance.vacuum(self.conn, self.path)
+        except sqlite3.Error as exc:
+            raise translate(exc, self.path) from exc
 
     def checkpoint(self) -> None:
         """Fold the WAL back into the database file."""
