@@ -38,7 +38,7 @@ if TYPE_CHECKING:  # imported where used: a query needs none of them (issue #7)
     from .extract import ExtractLimits
     from .walker import FileEntry
 
-TOKENIZER_VERSION = 3  # 2: words first, then CJK n-grams; 3: Hangul words (#21)
+TOKENIZER_VERSION = 2  # 2: words first, then CJK n-grams (same multiset)
 POOL_THRESHOLD = 48  # files to prepare before a process pool pays for itself
 EMBED_BATCH = 512  # segments embedded at once: bounds a big file's memory (#8)
 CHUNK_BYTES = 256 * 1024  # a worker's unit of work: ~this many bytes of files

@@ -230,6 +230,7 @@ FEEDBACK_ORIGINAL = 0.7  # share of the query weight kept by the user's terms
 FIELD_WEIGHT = 1.0  # the title/file name/heading field's bm25, added to the body's
 FIELD_K1 = 1.2
 FIELD_B = 0.5
+PASSAGE_WEIGHT = 0.0  # the best segment's fused score, added to the document's
 CHUNK_GAMMA = 1.0  # how fast a document's weaker chunks fall behind its best
 _RawLists = dict[str, dict[int, tuple[int, float]]]  # list -> id -> (rank, raw)
 
@@ -294,6 +295,9 @@ def _document_scores(
                 best[doc] = cos
         doc_lists["semantic"] = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
     doc_scores = _fuse(doc_lists, cfg)
+    if PASSAGE_WEIGHT > 0:
+        for doc, sid in shown.items():
+            doc_scores[doc] = doc_scores.get(doc, 0.0) + PASSAGE_WEIGHT * fused[sid]
     top = max(doc_scores.values(), default=0.0) or 1.0
     return shown, {doc: s / top for doc, s in doc_scores.items()}, doc_lists
 

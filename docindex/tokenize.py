@@ -85,12 +85,6 @@ def token_matches(text: str) -> Iterator[Any]:
 
 
 _CJK_RE: Any = _LazyRe(rf"[{_CJK}]")
-# Hangul (syllables and jamo). Korean writes words with attached particles and
-# endings (서울에서, 서울의): a Hangul word of HANGUL_WORD_MIN+ characters is
-# also a term of its own, next to its character n-grams (issue #21).
-_HANGUL = "\u1100-\u11ff\u3130-\u318f\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff"
-HANGUL_WORD_MIN = 3
-_HANGUL_WORD_RE: Any = _LazyRe(rf"[{_HANGUL}]{{{HANGUL_WORD_MIN},}}")
 _CJK_SPLIT_RE: Any = _LazyRe(rf"([{_CJK}]+)")
 _LATIN_RE: Any = _LazyRe(rf"[^\W_{_CJK}]+")
 _concat = operator.add
@@ -173,7 +167,6 @@ def iter_terms(
         size = min(cjk_ngram, n)
         for i in range(n - size + 1):
             yield cjk[i : i + size]
-        yield from hangul_words([cjk])
 
 
 def terms(text: str, *, cjk_ngram: int = 2, use_stem: bool = True) -> list[str]:
@@ -194,11 +187,7 @@ def terms(text: str, *, cjk_ngram: int = 2, use_stem: bool = True) -> list[str]:
 
 
 def term_parts(text: str, *, use_stem: bool = True) -> tuple[list[str], list[str]]:
-    """The word terms of ``text`` and its CJK runs.
-
-    Word terms are the latin words (stemmed, in order), then the Hangul words
-    of the runs (``hangul_words``).
-    """
+    """The latin terms of ``text`` (stemmed, in order) and its CJK runs."""
     if text.isascii():
         # NFKC leaves ASCII alone and casefold is lower(); the tokens are the
         # runs of [a-z0-9], which translate + split find ~5x faster than re.
@@ -225,22 +214,7 @@ def term_parts(text: str, *, use_stem: bool = True) -> tuple[list[str], list[str
             words = rest.translate(_ASCII_SEPARATORS).split()
         else:
             words = _LATIN_RE.findall(rest)
-    words = _stem_words(words, _STEMS) if use_stem else words
-    if runs:
-        words.extend(hangul_words(runs))
-    return words, runs
-
-
-def hangul_words(runs: Sequence[str]) -> list[str]:
-    """The Hangul words (HANGUL_WORD_MIN+ characters) of some CJK runs, in order.
-
-    Korean separates words by spaces, so a Hangul run is a word with its
-    particles and endings: an exact word matches as this whole term, a
-    stem-like prefix (서울 of 서울에서) by the character n-grams. Shorter
-    words are their own n-gram already.
-    """
-    found: list[str] = _HANGUL_WORD_RE.findall("\n".join(runs))
-    return found
+    return (_stem_words(words, _STEMS) if use_stem else words), runs
 
 
 def cjk_ngrams(runs: list[str], cjk_ngram: int = 2) -> list[str]:
