@@ -14,22 +14,29 @@ Weighted Reciprocal Rank Fusion (``rrf``, ``k = cfg.rrf_k``) is the other
 fusion (``fusion = "rrf"``); on the evaluation sets it ranked worse than the
 score fusion because the n-gram list is weaker than bm25 (see bench/eval.py).
 
-``--files`` ranks documents (``_rank_documents``): the documents of the best
-fused segments (``max(DOC_POOL, 2 x (top + offset))`` of them) are re-scored by
-bm25 over the whole document text, ``k1 = DOC_K1``, ``b = DOC_B``::
+Documents (``_document_scores``): the documents of the best fused segments
+(``max(DOC_POOL, 2 x (top + offset))`` of them) are re-scored by BM25F over
+the whole document text and its fields (title, file name, best section's
+heading path; an occurrence there counts FIELD_WEIGHT times), ``k1 = DOC_K1``,
+``b = DOC_B``::
 
     bm25(D) = sum_t w_t * idf(t) * f(t,D) * (k1 + 1) / (f(t,D) + K(D))
     K(D)    = k1 * (1 - b + b * |D| / avgdl)
     idf(t)  = log(1 + (N - n(t) + 0.5) / (n(t) + 0.5))
 
 with N documents in the index, n(t) of them holding t, |D| the document's
-terms and avgdl the index mean; each document's semantic score is its best
+terms (fields included) and avgdl the index mean; each document's semantic score is its best
 segment cosine, and the two are fused as above, then divided by the best
 document's fused score, so the top document scores 1.0. ``w_t`` is 1 for the user's terms; in
 ``auto`` mode a second, RM3-style pass adds FEEDBACK_TERMS terms from the
 FEEDBACK_DOCS best documents, the user's terms keeping FEEDBACK_ORIGINAL of
 the weight (``_feedback_terms``). On SciFact whole-document bm25 beat the best
 segment's bm25 by ~3 points nDCG@10 and the feedback added ~1.4.
+
+``--files`` ranks these documents (``_rank_documents``). The default chunk
+list (``_rank_chunks``, issue #21) gives each chunk CHUNK_DOC_WEIGHT of its
+document's score, the rest its own fused score, so it ranks documents nearly
+as well without collapsing to one chunk per document.
 """
 
 from __future__ import annotations
@@ -226,12 +233,12 @@ DOC_B = 0.75
 DOC_POOL = 30  # documents re-ranked: at least this many, and twice the page
 FEEDBACK_DOCS = 5
 FEEDBACK_TERMS = 20
-FEEDBACK_ORIGINAL = 0.7  # share of the query weight kept by the user's terms
-FIELD_WEIGHT = 1.0  # the title/file name/heading field's bm25, added to the body's
-FIELD_K1 = 1.2
-FIELD_B = 0.5
-PASSAGE_WEIGHT = 0.0  # the best segment's fused score, added to the document's
-CHUNK_GAMMA = 1.0  # how fast a document's weaker chunks fall behind its best
+FEEDBACK_ORIGINAL = 0.5  # share of the query weight kept by the user's terms
+# BM25F (issue #21): an occurrence in the title, file name or heading path counts
+# FIELD_WEIGHT times. A separately saturated field score (1.0) cost SciFact 3
+# points; 0.2 inside the body's saturation keeps it and lifts the chunk list.
+FIELD_WEIGHT = 0.2
+CHUNK_DOC_WEIGHT = 0.7  # share of a chunk's score that is its document's
 _RawLists = dict[str, dict[int, tuple[int, float]]]  # list -> id -> (rank, raw)
 
 
@@ -242,7 +249,7 @@ def _document_scores(
     """Score the documents of the best fused segments as whole documents.
 
     The documents of the best fused segments (at most ``size``) are re-scored:
-    lexically by fielded bm25 (``_doc_bm25``) over the whole document text
+    lexically by BM25F (``_doc_bm25``) over the whole document text
     plus its title, file name and best section's heading path, with RM3-style
     feedback in ``auto`` mode; semantically by the best cosine of their
     segments. The two are fused like segment lists, then divided by the best
@@ -295,9 +302,6 @@ def _document_scores(
                 best[doc] = cos
         doc_lists["semantic"] = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
     doc_scores = _fuse(doc_lists, cfg)
-    if PASSAGE_WEIGHT > 0:
-        for doc, sid in shown.items():
-            doc_scores[doc] = doc_scores.get(doc, 0.0) + PASSAGE_WEIGHT * fused[sid]
     top = max(doc_scores.values(), default=0.0) or 1.0
     return shown, {doc: s / top for doc, s in doc_scores.items()}, doc_lists
 
@@ -334,48 +338,37 @@ def _rank_chunks(
     """The chunk list, each chunk's score knowing its document (issue #21).
 
     The candidate documents are scored as ``--files`` scores them
-    (``_document_scores``); a chunk of a scored document then scores::
+    (``_document_scores``); a chunk then scores::
 
-        score(c) = doc(D) * (fused(c) / best fused(D)) ** CHUNK_GAMMA
+        score(c) = (1 - CHUNK_DOC_WEIGHT) * fused(c) + CHUNK_DOC_WEIGHT * doc(D)
 
-    so each document's best chunk carries its document's score (the
-    documents come in ``--files`` order) and its other chunks follow by their
-    own strength, interleaved with other documents' chunks. Chunks of
-    documents past the pool keep their fused score scaled below the pool's
-    lowest. Segment bm25 alone ranked SciFact 4 points below whole documents.
+    divided by the best chunk's, with ``doc(D)`` 0 for a document past the
+    pool. A document's chunks keep their own order, and chunks of different
+    documents interleave: the list does not collapse to one chunk per
+    document. Segment scores alone ranked SciFact 4 points below whole
+    documents; the document alone buried the right section of a long page.
 
     Returns:
         (segment id, score) best first, scores >= ``min_score``; and segment
         id -> (document rank, document score) for ``--explain``.
     """
     size = max(DOC_POOL, 2 * (opts.top + opts.offset))
-    shown, doc_scores, _ = _document_scores(
+    _, doc_scores, _ = _document_scores(
         store, fused, lists, qterms, cfg, opts.mode, size
     )
-    if not doc_scores:
-        ranked = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
-        return [(sid, s) for sid, s in ranked if s >= opts.min_score], {}
     doc_of: dict[int, int] = {}
     ids = list(fused)
     for start in range(0, len(ids), 500):
         doc_of.update(store.doc_ids_of(ids[start : start + 500]))
-    best: dict[int, float] = {}
-    for sid, s in fused.items():
-        doc = doc_of.get(sid)
-        if doc is not None and s > best.get(doc, 0.0):
-            best[doc] = s
-    floor = min(doc_scores.values())
-    scores: dict[int, float] = {}
-    for sid, s in fused.items():
-        doc = doc_of.get(sid)
-        if doc is None:
-            continue
-        d = doc_scores.get(doc)
-        if d is None:
-            scores[sid] = floor * s * 0.5
-        else:
-            scores[sid] = d * (s / best[doc]) ** CHUNK_GAMMA
-    ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+    w = CHUNK_DOC_WEIGHT
+    scores = {
+        sid: (1 - w) * s + w * doc_scores.get(doc_of.get(sid, -1), 0.0)
+        for sid, s in fused.items()
+    }
+    top = max(scores.values(), default=0.0) or 1.0
+    ranked = sorted(
+        ((sid, s / top) for sid, s in scores.items()), key=lambda kv: (-kv[1], kv[0])
+    )
     order = {
         doc: i
         for i, (doc, _) in enumerate(
@@ -383,27 +376,28 @@ def _rank_chunks(
         )
     }
     doc_raw = {
-        sid: (order[doc_of[sid]], round(doc_scores[doc_of[sid]], 6))
+        sid: (order[doc], round(doc_scores[doc], 6))
         for sid, _ in ranked[opts.offset : opts.offset + opts.top]
-        if doc_of.get(sid) in doc_scores
+        if (doc := doc_of.get(sid, -1)) in doc_scores
     }
     return [(sid, s) for sid, s in ranked if s >= opts.min_score], doc_raw
+
+
+_NO_FIELD: Counter[str] = Counter()
 
 
 def _doc_bm25(
     store: Store, weights: Mapping[str, float], counts: Mapping[int, Counter[str]],
     fields: Mapping[int, Counter[str]] | None = None,
 ) -> dict[int, float]:  # fmt: skip
-    """Weighted, fielded bm25 of whole documents.
+    """Weighted BM25F of whole documents (k1 = DOC_K1, b = DOC_B).
 
-    The body's bm25 (k1 = DOC_K1, b = DOC_B) plus FIELD_WEIGHT times the
-    bm25 of the document's field (title, file name and heading path; k1 =
-    FIELD_K1, b = FIELD_B), each saturating on its own, so a document whose
-    title *is* the query's term beats one that merely repeats it (issue #21).
-    Term frequencies and lengths come from ``counts`` and ``fields``; idf
-    from the number of documents holding the term in the whole index
-    (``Store.doc_doc_freqs``); the body's length pivot is the index's mean
-    document length in terms, the field's the mean over these documents.
+    A term's frequency is its count in the body (``counts``) plus FIELD_WEIGHT
+    times its count in the document's fields (``fields``: title, file name,
+    heading path), saturated together; the fields lengthen the document as
+    much. idf comes from the number of documents holding the term in the
+    whole index (``Store.doc_doc_freqs``); the length pivot is the index's
+    mean document length in terms.
     """
     n_docs, mean_len = store.doc_stats()
     dfs = store.doc_doc_freqs(list(weights))
@@ -413,23 +407,18 @@ def _doc_bm25(
         if dfs.get(t)
     }
     fields = fields or {}
-    mean_field = sum(sum(f.values()) for f in fields.values()) / max(1, len(fields))
     scores: dict[int, float] = {}
     for doc, tf in counts.items():
-        norm = DOC_K1 * (1 - DOC_B + DOC_B * sum(tf.values()) / max(mean_len, 1.0))
-        ff = fields.get(doc)
-        fnorm = 0.0
-        if ff and FIELD_WEIGHT > 0:
-            fnorm = FIELD_K1 * (
-                1 - FIELD_B + FIELD_B * sum(ff.values()) / max(mean_field, 1.0)
-            )
+        # BM25F: a field occurrence counts FIELD_WEIGHT times, before
+        # saturation, and lengthens the document as much.
+        ff = fields.get(doc) or _NO_FIELD if FIELD_WEIGHT > 0 else _NO_FIELD
+        length = sum(tf.values()) + FIELD_WEIGHT * sum(ff.values())
+        norm = DOC_K1 * (1 - DOC_B + DOC_B * length / max(mean_len, 1.0))
         score = 0.0
         for t, weight in idf.items():
-            f = tf.get(t)
+            f = tf.get(t, 0) + FIELD_WEIGHT * ff.get(t, 0)
             if f:
                 score += weight * f * (DOC_K1 + 1) / (f + norm)
-            if fnorm and (g := ff.get(t)):  # type: ignore[union-attr]
-                score += FIELD_WEIGHT * weight * g * (FIELD_K1 + 1) / (g + fnorm)
         if score > 0:
             scores[doc] = score
     return scores
