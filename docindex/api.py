@@ -7,11 +7,14 @@ closes the index: one call per command, no printing.
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from . import workspace
+from .config import Config
+from .errors import MisuseError, OutsideRootsError, RelocatedIndexError
 from .models import ScanResult
 from .search import QueryOptions, QueryResult, search
 
@@ -38,19 +41,64 @@ def scan(
     ws = workspace.load(
         db, overrides, extra_roots=roots, scan_path=path, must_exist=False
     )
+    _refuse_relocated(ws)
     if exclude:
         ws = workspace.Workspace(
             ws.db, ws.config.replace(exclude=(*ws.config.exclude, *exclude))
         )
     roots_p = [Path(r) for r in ws.config.roots]
     scopes = []
+    missing = path is not None and not os.path.lexists(path)
     if path is not None and not (
         len(roots_p) == 1 and Path(path).resolve() == roots_p[0]
     ):
-        scopes.append(resolve_scope(roots_p, path))
+        if missing and not any(_inside(Path(path), r) for r in roots_p):
+            raise MisuseError(f"{path} does not exist")
+        try:
+            scopes.append(resolve_scope(roots_p, path))
+        except OutsideRootsError:
+            folder = path if Path(path).is_dir() else Path(path).parent
+            raise OutsideRootsError(
+                f"{path} is outside the index's roots "
+                f"({', '.join(map(str, roots_p))}); to add its folder as a root "
+                f"and scan it, run `docindex scan --root {shlex.quote(str(folder))}`"
+            ) from None
     with ws.open(create=True) as store, _progress_ctx(progress) as on_progress:
-        return core_scan(store, ws.config, scopes=scopes, force=force,
-                         on_progress=on_progress, bulk=True)  # fmt: skip
+        result = core_scan(store, ws.config, scopes=scopes, force=force,
+                           on_progress=on_progress, bulk=True)  # fmt: skip
+        if store.get_meta("location") != str(ws.db):
+            # Where the index was written: a copy or move of its folder shows
+            # as a different place later (workspace.relocation, issue #20).
+            with store.atomic():
+                store.set_meta("location", str(ws.db))
+    for err in result.errors:
+        if err["reason"] == "missing-root":
+            root = shlex.quote(err["path"])
+            result.warnings.append(
+                f"root {err['path']} no longer exists; its documents are kept. If "
+                f"it moved, run `docindex roots move {root} NEW`; to forget it, "
+                f"`docindex roots remove {root}`"
+            )
+    if missing and not result.removed:
+        raise MisuseError(f"{path} does not exist, and nothing under it was indexed")
+    return result
+
+
+def _refuse_relocated(ws: workspace.Workspace) -> None:
+    """A write to an index whose folder was copied or moved would index the old place."""
+    moved = workspace.relocation(ws.db)
+    if moved is not None and moved.old in ws.config.roots:
+        gone = "" if Path(moved.old).is_dir() else ", which no longer exists"
+        raise RelocatedIndexError(
+            f"the index in {moved.new} was made for {moved.old}{gone}: the folder "
+            f"was copied or moved. Run `{moved.fix()}` to make the index follow it "
+            "(nothing is re-indexed)"
+        )
+
+
+def _inside(path: Path, root: Path) -> bool:
+    target = path.resolve()
+    return target == root or root in target.parents
 
 
 class _null_ctx:
@@ -68,6 +116,7 @@ def _progress_ctx(progress: Any) -> Any:
 def reindex(
     db: str | None, *, path: Path | None = None, full: bool = False,
     provider: str | None = None, progress: Any = None,
+    roots: list[str] | None = None,
 ) -> ScanResult:  # fmt: skip
     """Force re-reading files; with ``full`` rebuild the index file from scratch.
 
@@ -78,23 +127,21 @@ def reindex(
     if provider:
         overrides["embedding_provider"] = provider
     if not full:
-        return scan(db, path=path, force=True, provider=provider, progress=progress)
-    from .errors import IndexCorruptError
+        return scan(db, path=path, force=True, provider=provider, progress=progress,
+                    roots=roots)  # fmt: skip
+    from .errors import IndexCorruptError, IndexNotFoundError
 
     try:
-        ws = workspace.load(db, overrides, must_exist=True)
-    except IndexCorruptError as exc:
-        # Its roots and settings live in the damaged file (issue #8).
-        raise IndexCorruptError(
-            f"index {workspace.resolve_db(db)} is damaged beyond a rebuild: its "
-            "roots and settings cannot be read; delete it and run "
-            "`docindex scan DIR` again, or point --db elsewhere"
-        ) from exc
+        ws = workspace.load(db, overrides, extra_roots=roots, must_exist=True)
+    except IndexCorruptError:
+        # Its roots and settings live in the damaged file (issue #8); a rebuild
+        # needs them from elsewhere: --root, or the folder that holds the
+        # index's default place (issue #20: the suggested command must work).
+        ws = _rebuild_workspace(db, overrides, roots)
     if not ws.config.roots:  # e.g. a 0-byte file: nothing says what to rebuild
-        from .errors import IndexNotFoundError
-
         raise IndexNotFoundError(
-            f"index {ws.db} records no roots to rebuild; run `docindex scan DIR`"
+            f"index {ws.db} records no roots to rebuild; run "
+            f"`docindex reindex --full --root DIR --db {shlex.quote(str(ws.db))}`"
         )
     tmp = ws.db.with_name(ws.db.name + ".rebuild")
     from .indexer import scan as core_scan
@@ -120,6 +167,31 @@ def reindex(
     for side in (Path(f"{ws.db}-wal"), Path(f"{ws.db}-shm")):
         side.unlink(missing_ok=True)
     return result
+
+
+def _rebuild_workspace(
+    db: str | None, overrides: dict[str, Any], roots: list[str] | None
+) -> workspace.Workspace:
+    """Settings for rebuilding a damaged index: defaults, file, env, flags, roots."""
+    from . import config as cfgmod
+    from .errors import IndexCorruptError
+
+    path = workspace.resolve_db(db, near=[Path(r) for r in roots or []])
+    assert path is not None  # load() found a file to be damaged
+    if not roots and path.parent.name == cfgmod.DEFAULT_DB_DIR:
+        roots = [str(path.parent.parent)]
+    if not roots:
+        raise IndexCorruptError(
+            f"index {path} is damaged and its roots cannot be read; rebuild it "
+            f"with `docindex reindex --full --root DIR --db {shlex.quote(str(path))}`"
+        )
+    cfg = cfgmod.from_env(Config())
+    file = cfgmod.config_file_for(path)
+    if file is not None:
+        cfg = cfgmod.from_env(cfgmod.load_file(file, Config()))
+    changes = dict(overrides)
+    changes["roots"] = tuple(workspace.canonical_roots(roots))
+    return workspace.Workspace(path, cfg.replace(**changes))
 
 
 def _resumable(tmp: Path, cfg: Any) -> bool:
@@ -218,6 +290,10 @@ def stats(db: str | None) -> dict[str, Any]:
             "embedder": store.get_meta("embedder"),
             "tokenizer": store.get_meta("tokenizer"),
             "facets": store.facet_values(),
+            "facet_counts": [
+                {"key": k, "documents": d, "values": v}
+                for k, d, v in store.facet_counts()
+            ],
         }
 
 
@@ -225,6 +301,7 @@ def watch(
     db: str | None, *, roots: list[str] | None = None, debounce_ms: int = 300,
     on_batch: Callable[..., None], stop_event: Any,
     on_notice: Callable[[str], None] | None = None,
+    on_start: Callable[[Path, list[str]], None] | None = None,
 ) -> None:  # fmt: skip
     """Keep the index current until ``stop_event`` is set; see ``docindex watch --help``.
 
@@ -235,6 +312,9 @@ def watch(
     from .watch import watch as core_watch
 
     ws = workspace.load(db, extra_roots=roots, must_exist=False)
+    _refuse_relocated(ws)
+    if on_start is not None:
+        on_start(ws.db, list(ws.config.roots))
     busy = min(ws.config.busy_timeout_s, 2.0)
 
     def open_store() -> Store:
@@ -333,3 +413,126 @@ def index_vocabulary(db: str | None, roots: list[str] | None = None) -> dict[str
             "types": sorted(store.kinds()),
             "facets": store.facet_values(),
         }
+
+
+# -- roots and settings (issue #20) ---------------------------------------------
+
+
+def roots_list(db: str | None) -> dict[str, Any]:
+    """The index's roots with document counts; see ``docindex roots --help``."""
+    from . import roots as rootsmod
+
+    ws = workspace.load(db)
+    with ws.open(readonly=_readonly_ok(ws.db)) as store:
+        listed = rootsmod.list_roots(store, ws.config.roots)
+    moved = workspace.relocation(ws.db)
+    return {"db": str(ws.db), "roots": listed,
+            "relocated": None if moved is None else
+            {"old": moved.old, "new": moved.new, "fix": moved.fix()}}  # fmt: skip
+
+
+def roots_change(db: str | None, action: str, path: str, new: str | None = None) -> Any:
+    """``roots add PATH``, ``roots remove PATH`` or ``roots move PATH NEW``.
+
+    Raises:
+        MisuseError: the roots come from a config file or DOCINDEX_ROOTS
+            (edit those instead), or the path is not a root / not a folder.
+    """
+    from . import roots as rootsmod
+
+    ws = workspace.load(db)
+    _, sources = workspace.layered(ws.db)
+    if sources["roots"] not in ("default", "index"):
+        raise MisuseError(
+            f"the roots come from the {sources['roots']}; change them there"
+        )
+    with ws.open() as store:
+        if action == "add":
+            return rootsmod.add(store, ws.config, path)[1]
+        if action == "remove":
+            return rootsmod.remove(store, ws.config, path)[1]
+        assert new is not None
+        return rootsmod.move(store, ws.config, path, new, db=ws.db)[1]
+
+
+def settings(db: str | None, near: list[str] | None = None) -> dict[str, Any]:
+    """Effective settings and where each comes from; see ``docindex config --help``."""
+    from dataclasses import asdict
+
+    from . import config as cfgmod
+
+    places = [Path(p) for p in near or []]
+    path = workspace.resolve_db(db, near=places)
+    found = path is not None and path.is_file()
+    if path is None:
+        cfg, sources = (
+            cfgmod.from_env(Config()),
+            dict.fromkeys(cfgmod.FIELDS, "default"),
+        )
+        for name in cfgmod.env_fields():
+            sources[name] = f"environment DOCINDEX_{name.upper()}"
+        file = None
+    else:
+        cfg, sources = workspace.layered(path)
+        file = cfgmod.config_file_for(path)
+    values = asdict(cfg)
+    return {
+        "db": {"path": None if path is None else str(path), "exists": found,
+               "source": workspace.db_source(db, places) if path else "none found"},
+        "config_file": None if file is None else str(file),
+        "settings": {
+            name: {"value": list(v) if isinstance(v, tuple) else v,
+                   "source": sources[name]}
+            for name, v in values.items()
+        },
+    }  # fmt: skip
+
+
+def hit_lines(
+    db: str | None, hits: list[Any], context: int, *, whole_chunk: bool = False
+) -> list[list[tuple[int, str]]]:
+    """Each hit's line with ``context`` lines either side, from the indexed text.
+
+    For ``query --context N`` and ``--vimgrep`` (``whole_chunk``: every line of
+    the hit's segment). Lines are (number, text), numbered as the hit's
+    ``line`` is (within its page or slide for PDF and PPTX), and come from
+    the text the index holds.
+    """
+    ws = workspace.load(db)
+    out: list[list[tuple[int, str]]] = []
+    with ws.open(readonly=_readonly_ok(ws.db)) as store:
+        bodies: dict[int, list[str]] = {}
+        for hit in hits:
+            rows = [
+                r
+                for r in store.segments_by_chunk_id(hit.chunk_id)
+                if r.root == hit.root
+            ]
+            if not rows:
+                out.append([])
+                continue
+            seg = rows[0]
+            if seg.doc_id not in bodies:
+                bodies[seg.doc_id] = store.body(seg.doc_id).split("\n")
+            lines = bodies[seg.doc_id]
+            # The segment's first line in the whole text; its start_line may
+            # count from the top of a page instead.
+            first = sum(1 for _ in _newlines(lines, seg.char_start)) + 1
+            shift = first - hit.start_line
+            if whole_chunk:
+                lo, hi = first, first + (hit.end_line - hit.start_line)
+            else:
+                lo, hi = hit.line + shift - context, hit.line + shift + context
+            lo, hi = max(1, lo, 1 + shift), min(len(lines), hi)  # not before the page
+            out.append([(n - shift, lines[n - 1]) for n in range(lo, hi + 1)])
+    return out
+
+
+def _newlines(lines: list[str], offset: int) -> Iterator[None]:
+    """One item per line break before character ``offset`` of the joined text."""
+    seen = 0
+    for line in lines:
+        seen += len(line) + 1
+        if seen > offset:
+            return
+        yield None

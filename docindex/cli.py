@@ -6,72 +6,68 @@ import json
 import os
 import sqlite3
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
 from . import __version__
+from .cli_output import COLOR_OPTION, db_option, json_option
+from .cli_output import NdjsonProgress as _NdjsonProgress
+from .cli_output import color as _color
+from .cli_output import echo_json as _echo_json
+from .cli_output import err_console as _err_console
+from .cli_output import find_db as _find_db
+from .cli_output import out_console as _out_console
+from .cli_output import piped as _piped
+from .cli_output import progress_bar as _progress
 from .errors import DocindexError
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
 class _Group(click.Group):
-    """Turns every expected failure into a one-line message and exit 1 (no traceback)."""
+    """Turns every expected failure into a one-line message (no traceback).
+
+    Exit 1 for a runtime failure, 2 for misuse (``DocindexError.exit_code``),
+    0 when the reader of a pipe stopped early.
+    """
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except DocindexError as exc:
-            raise click.ClickException(str(exc)) from None
+            raise _failure(str(exc), exc.exit_code) from None
         except sqlite3.Error as exc:
             from .store import translate
 
-            raise click.ClickException(str(translate(exc, ""))) from None
+            err = translate(exc, "")
+            raise _failure(str(err), err.exit_code) from None
         except KeyboardInterrupt:
             click.echo(
                 "interrupted; the index keeps its last committed state", err=True
             )
             sys.exit(130)
         except BrokenPipeError:
-            sys.stderr.close()
-            sys.exit(1)
+            # `docindex list | head`: the reader has all it wanted (issue #20).
+            # Point stdout at /dev/null so the interpreter's final flush is quiet.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            sys.exit(0)
 
 
-def _err_console(quiet: bool = False) -> Any:
-    from rich.console import Console
-
-    return Console(stderr=True, quiet=quiet, highlight=False)
+class _Failure(click.ClickException):
+    """A core runtime failure as ``Error: message`` (exit 1)."""
 
 
-def _color() -> bool | None:
-    """click.echo's ``color``: NO_COLOR and FORCE_COLOR as rich reads them, else auto."""
-    if os.environ.get("NO_COLOR"):
-        return False
-    return True if os.environ.get("FORCE_COLOR") else None
+class _Misuse(click.ClickException):
+    """Something the user named does not exist or is malformed (exit 2, no usage)."""
+
+    exit_code = 2
 
 
-def _out_console() -> Any:
-    from rich.console import Console
-
-    return Console(highlight=False)
-
-
-def db_option(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``--db FILE`` with ``DOCINDEX_DB`` as its environment variable."""
-    return click.option(
-        "--db",
-        type=click.Path(dir_okay=False),
-        envvar="DOCINDEX_DB",
-        help="Index file (default: DOCINDEX_DB, else the nearest .docindex/index.db).",
-    )(fn)
-
-
-def json_option(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``--json``: one JSON document on stdout."""
-    return click.option("--json", "as_json", is_flag=True, help="Print JSON.")(fn)
+def _failure(message: str, exit_code: int) -> click.ClickException:
+    return _Misuse(message) if exit_code == 2 else _Failure(message)
 
 
 @click.group(cls=_Group, context_settings=CONTEXT)
@@ -82,14 +78,11 @@ def cli() -> None:
     Scan a folder once, then ask in plain words (English, 中文, 日本語, 한국어):
 
         docindex scan ~/notes && docindex query "how do I rotate the keys"
+
+    The index is found by one rule for every command: --db, else DOCINDEX_DB,
+    else the nearest .docindex/index.db upward from the folder a command names
+    (scan PATH, --root), else upward from the current directory.
     """
-
-
-def _progress(enabled: bool) -> Any:
-    """A rich progress bar on stderr (transient), or a no-op."""
-    from .progress import ScanProgress
-
-    return ScanProgress(enabled and sys.stderr.isatty())
 
 
 @cli.command()
@@ -117,12 +110,18 @@ def _progress(enabled: bool) -> Any:
     help="Embedding provider (changing it needs reindex --full).",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress or summary on stderr.")
+@click.option(
+    "--progress",
+    "ndjson",
+    is_flag=True,
+    help="With --json: stream progress events as JSON lines before the result.",
+)
 @db_option
 @json_option
 def scan(path: Path | None, roots: tuple[str, ...], exclude: tuple[str, ...],
          force: bool, hidden: bool | None, follow_symlinks: bool | None,
-         no_gitignore: bool, provider: str | None, quiet: bool, db: str | None,
-         as_json: bool) -> None:  # fmt: skip
+         no_gitignore: bool, provider: str | None, quiet: bool, ndjson: bool,
+         db: str | None, as_json: bool) -> None:  # fmt: skip
     """Scan the roots incrementally; PATH limits the scan to a file or folder inside them.
 
     Without an index, PATH (a directory) becomes the first root and the index is
@@ -130,19 +129,23 @@ def scan(path: Path | None, roots: tuple[str, ...], exclude: tuple[str, ...],
     """
     from . import api
 
+    if ndjson and not as_json:
+        raise click.UsageError("--progress streams JSON lines: use it with --json")
+    progress = _NdjsonProgress() if ndjson else _progress(not (as_json or quiet))
     result = api.scan(
         db, path=path, roots=list(roots), exclude=list(exclude), force=force,
         hidden=hidden, follow_symlinks=follow_symlinks, no_gitignore=no_gitignore,
-        provider=provider, progress=_progress(not (as_json or quiet)),
+        provider=provider, progress=progress,
     )  # fmt: skip
-    _print_scan(result, as_json, quiet)
+    _print_scan(result, as_json, quiet, event=ndjson)
 
 
-def _print_scan(result: Any, as_json: bool, quiet: bool) -> None:
-    from .render import scan_text, to_json
+def _print_scan(result: Any, as_json: bool, quiet: bool, event: bool = False) -> None:
+    from .render import scan_text, to_dict
 
     if as_json:
-        click.echo(to_json(result))
+        data = to_dict(result)
+        _echo_json({"event": "result", **data} if event else data)
     elif not quiet:
         click.echo(scan_text(result), err=True, color=_color())
 
@@ -182,7 +185,8 @@ def _print_scan(result: Any, as_json: bool, quiet: bool) -> None:
 @click.option(
     "--queries",
     type=click.File("r", encoding="utf-8"),
-    help="Read one query per line (- for stdin); print JSONL.",
+    help='Read one query per line, or {"id": ..., "query": ...} JSON lines '
+    "(- for stdin); print JSONL.",
 )
 @click.option("--files", is_flag=True, help="One best hit per document.")
 @click.option("--explain", is_flag=True, help="Show each list's rank and raw score.")
@@ -207,20 +211,39 @@ def _print_scan(result: Any, as_json: bool, quiet: bool) -> None:
     help="Only documents whose front matter has KEY=VALUE (repeatable).",
 )
 @click.option("--cursor", help="Continue from a previous result's next_cursor.")
+@click.option(
+    "--context",
+    "-C",
+    "context_lines",
+    type=click.IntRange(0, 50),
+    default=0,
+    help="Print N lines of the document around each hit's line.",
+)
+@click.option(
+    "--vimgrep",
+    is_flag=True,
+    help="One line per hit as path:line:col:text (ripgrep style, for editors).",
+)
 @db_option
 @json_option
 def query(text: str | None, top: int, mode: str, snippet_chars: int,
           no_highlight: bool, min_score: float, queries: Any, files: bool,
           explain: bool, types: tuple[str, ...], path_glob: str | None,
-          where: tuple[str, ...], cursor: str | None, db: str | None,
-          as_json: bool) -> None:  # fmt: skip
+          where: tuple[str, ...], cursor: str | None, context_lines: int,
+          vimgrep: bool, db: str | None, as_json: bool) -> None:  # fmt: skip
     """Search the index. TEXT may also come on stdin.
 
     Exit status 0 even with zero hits; 1 on a runtime failure; 2 on misuse.
     """
     from . import api
-    from .render import hits_text, to_json
+    from .render import hits_text, vimgrep_lines
 
+    if (as_json or queries is not None) and (vimgrep or context_lines):
+        raise click.UsageError(
+            "--vimgrep and --context shape the text output; JSON has each hit's "
+            "lines (start_line, end_line): drop --json/--queries, or use `docindex "
+            "show CHUNK_ID` for the text"
+        )
     pairs = []
     for item in where:
         if "=" not in item:
@@ -232,11 +255,11 @@ def query(text: str | None, top: int, mode: str, snippet_chars: int,
         min_score=min_score, files=files, explain=explain, types=types,
         path_glob=path_glob, where=tuple(pairs), cursor=cursor,
     )  # fmt: skip
+    db = _find_db(db)
     if queries is not None:
         if text:
             raise click.UsageError("give TEXT or --queries, not both")
-        for line in api.batch_query(db, (ln.rstrip("\n") for ln in queries), options):
-            click.echo(to_json(line))
+        _batch(db, queries, options)
         return
     if text is None:
         if sys.stdin is None or sys.stdin.isatty():
@@ -244,9 +267,54 @@ def query(text: str | None, top: int, mode: str, snippet_chars: int,
         text = sys.stdin.read().strip()
     result = api.query(db, text, options)
     if as_json:
-        click.echo(to_json(result))
-    else:
-        click.echo(hits_text(result, explain=explain), color=_color())
+        _echo_json(result)
+        return
+    lines = None
+    if (vimgrep or context_lines) and result.hits:
+        lines = api.hit_lines(db, result.hits, 0 if vimgrep else context_lines)
+    if vimgrep:
+        for line in vimgrep_lines(result.hits, lines or []):
+            click.echo(line)
+        return
+    click.echo(
+        hits_text(result, explain=explain, full_paths=_piped(), context=lines),
+        color=_color(),
+    )
+
+
+def _batch(db: str | None, queries: Any, options: dict[str, Any]) -> None:
+    """``--queries``: one JSON line out per line in; a JSON line's ``id`` is echoed."""
+    from . import api
+    from .render import cli_json, to_dict
+
+    ids: list[Any] = []
+
+    def texts() -> Any:
+        for number, raw in enumerate(queries, start=1):
+            line = raw.rstrip("\n")
+            if line.lstrip().startswith("{"):
+                try:
+                    item = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise click.BadParameter(
+                        f"line {number} is not valid JSON ({exc.msg})",
+                        param_hint="--queries",
+                    ) from None
+                if not isinstance(item, dict) or not isinstance(item.get("query"), str):
+                    raise click.BadParameter(
+                        f'line {number}: expected {{"id": ..., "query": "..."}}',
+                        param_hint="--queries",
+                    )
+                ids.append(item.get("id"))
+                yield item["query"]
+            else:
+                ids.append(None)
+                yield line
+
+    for result in api.batch_query(db, texts(), options):
+        data = to_dict(result)
+        qid = ids.pop(0)
+        click.echo(cli_json(data if qid is None else {"id": qid, **data}))
 
 
 @cli.command()
@@ -259,17 +327,26 @@ def query(text: str | None, top: int, mode: str, snippet_chars: int,
     type=click.Choice(["ngram", "none", "minilm"]),
     help="Embedding provider for the rebuilt index (with --full).",
 )
+@click.option(
+    "--root",
+    "roots",
+    multiple=True,
+    type=click.Path(file_okay=False),
+    help="With --full: the roots to rebuild, when a damaged index cannot say.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress or summary on stderr.")
 @db_option
 @json_option
-def reindex(path: Path | None, full: bool, provider: str | None, quiet: bool,
-            db: str | None, as_json: bool) -> None:  # fmt: skip
+def reindex(path: Path | None, full: bool, provider: str | None,
+            roots: tuple[str, ...], quiet: bool, db: str | None,
+            as_json: bool) -> None:  # fmt: skip
     """Re-read every file (or PATH) even if unchanged; --full rebuilds the index file."""
     from . import api
 
     if provider and not full:
         raise click.UsageError("--provider needs --full")
     result = api.reindex(db, path=path, full=full, provider=provider,
+                         roots=list(roots) or None,
                          progress=_progress(not (as_json or quiet)))  # fmt: skip
     _print_scan(result, as_json, quiet)
 
@@ -278,13 +355,16 @@ def reindex(path: Path | None, full: bool, provider: str | None, quiet: bool,
 @db_option
 @json_option
 def stats(db: str | None, as_json: bool) -> None:
-    """Show what the index holds: roots, counts, types, size, settings."""
+    """Summarise the index on one screen: counts, size, roots, top types and facets.
+
+    --json prints everything, every facet value included.
+    """
     from . import api
     from .render import print_stats
 
-    data = api.stats(db)
+    data = api.stats(_find_db(db))
     if as_json:
-        click.echo(json.dumps(data, ensure_ascii=False))
+        _echo_json(data)
     else:
         print_stats(_out_console(), data)
 
@@ -311,14 +391,15 @@ def watch(
 ) -> None:
     """Catch up, then keep the index current as files change, until Ctrl-C or SIGTERM.
 
-    Prints one line per applied batch on stdout (`+added ~updated -removed in N ms`,
-    or one JSON object per line with --json); warnings go to stderr.
+    Says what it watches on stderr, then prints one line per applied batch on
+    stdout (`+added ~updated -removed in N ms`, or one JSON object per line with
+    --json); warnings go to stderr.
     """
     import signal
     import threading
 
     from . import api
-    from .render import to_json
+    from .render import cli_json
 
     stop = threading.Event()
 
@@ -330,9 +411,15 @@ def watch(
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, _on_signal)
 
+    def on_start(index: Path, watched: list[str]) -> None:
+        click.echo(
+            f"watching {', '.join(watched)} (index {index}); Ctrl-C to stop",
+            err=True,
+        )
+
     def on_batch(report: Any) -> None:
         if as_json:
-            click.echo(to_json(report))
+            click.echo(cli_json(report))
         else:
             line = f"+{report.added} ~{report.updated} -{report.removed}"
             line += f" in {report.took_ms:.0f} ms"
@@ -347,12 +434,13 @@ def watch(
         click.echo(f"warning: {message}", err=True)
 
     api.watch(
-        db,
+        _find_db(db, roots),
         roots=list(roots),
         debounce_ms=debounce_ms,
         on_batch=on_batch,
         stop_event=stop,
         on_notice=on_notice,
+        on_start=on_start,
     )
 
 
@@ -382,11 +470,11 @@ def outline(file: str, depth: int, db: str | None, as_json: bool) -> None:
     a root.
     """
     from . import api
-    from .render import print_outline, to_json
+    from .render import print_outline
 
-    result = api.outline(db, file, depth=depth, cwd=Path.cwd())
+    result = api.outline(_find_db(db), file, depth=depth, cwd=Path.cwd())
     if as_json:
-        click.echo(to_json(result))
+        _echo_json(result)
     else:
         print_outline(_out_console(), result)
 
@@ -406,11 +494,11 @@ def outline(file: str, depth: int, db: str | None, as_json: bool) -> None:
 def show(target: str, context: int, db: str | None, as_json: bool) -> None:
     """Show a chunk (by chunk id, or the one holding FILE:LINE) with its neighbours."""
     from . import api
-    from .render import print_shown, to_json
+    from .render import print_shown
 
-    result = api.show(db, target, context=context, cwd=Path.cwd())
+    result = api.show(_find_db(db), target, context=context, cwd=Path.cwd())
     if as_json:
-        click.echo(to_json(result))
+        _echo_json(result)
     else:
         print_shown(_out_console(), result)
 
@@ -427,12 +515,13 @@ def section(file: str, heading: str, no_subsections: bool, db: str | None,
             as_json: bool) -> None:  # fmt: skip
     """Print the section of FILE under HEADING (case-insensitive) with its lines."""
     from . import api
-    from .render import print_section, to_json
+    from .render import print_section
 
-    result = api.section(db, file, heading, include_subsections=not no_subsections,
+    result = api.section(_find_db(db), file, heading,
+                         include_subsections=not no_subsections,
                          cwd=Path.cwd())  # fmt: skip
     if as_json:
-        click.echo(to_json(result))
+        _echo_json(result)
     else:
         print_section(_out_console(), result)
 
@@ -469,14 +558,23 @@ def section(file: str, heading: str, no_subsections: bool, db: str | None,
 @json_option
 def list_(path_glob: str | None, types: tuple[str, ...], limit: int, offset: int,
           db: str | None, as_json: bool) -> None:  # fmt: skip
-    """List indexed documents with title, type, size and segment count."""
-    from . import api
-    from .render import print_documents, to_json
+    """List indexed documents with title, type, size and segment count.
 
-    result = api.list_documents(db, path_glob=path_glob, types=types, limit=limit,
-                                offset=offset)  # fmt: skip
+    On a terminal: a table of root-relative paths. Piped: one tab-separated line
+    per document (absolute path, type, bytes, segments, title), never cut short;
+    the paging footer goes to stderr.
+    """
+    from . import api
+    from .render import document_rows, print_documents
+
+    result = api.list_documents(_find_db(db), path_glob=path_glob, types=types,
+                                limit=limit, offset=offset)  # fmt: skip
     if as_json:
-        click.echo(to_json(result))
+        _echo_json(result)
+    elif _piped():
+        for row in document_rows(result):
+            click.echo(row)
+        print_documents(_err_console(), result, offset, footer_only=True)
     else:
         print_documents(_out_console(), result, offset)
 
@@ -502,11 +600,12 @@ def related(target: str, top: int, same_file: bool, db: str | None,
             as_json: bool) -> None:  # fmt: skip
     """Chunks nearest by vector to a chunk, or to FILE's centroid (other files only)."""
     from . import api
-    from .render import print_related, to_json
+    from .render import print_related
 
-    result = api.related(db, target, top=top, same_file=same_file, cwd=Path.cwd())
+    result = api.related(_find_db(db), target, top=top, same_file=same_file,
+                         cwd=Path.cwd())  # fmt: skip
     if as_json:
-        click.echo(to_json(result))
+        _echo_json(result)
     else:
         print_related(_out_console(), result)
 
@@ -525,11 +624,13 @@ def mcp(roots: tuple[str, ...], db: str | None) -> None:
 
     Tools: doc_scan, doc_query, doc_reindex, doc_stats, get_doc, get_outline,
     get_section, find_related, list_documents, search_batch. No tool reads or
-    indexes anything outside the roots.
+    indexes anything outside the roots. The index is found as for every other
+    command: --db, DOCINDEX_DB, the nearest .docindex/ upward from a --root, then
+    from the current directory.
     """
     from .mcp_server import serve
 
-    serve(db, list(roots))
+    serve(_find_db(db, roots), list(roots))
 
 
 @cli.command(name="eval")
@@ -570,16 +671,16 @@ def eval_(folder: Path, mode: str, n_queries: int | None, seed: int, view: str,
     """Measure ranking quality on a BEIR-layout judged set in FOLDER.
 
     FOLDER holds corpus.jsonl, queries-test.jsonl or queries.jsonl, and
-    qrels/test.tsv. A throwaway index is built in a temporary folder (your
-    index is not touched), the judged queries run with --top 100, and nDCG@10,
-    Recall@100 and MRR@10 are printed per mode and view: "chunks" reads the
-    default chunk list as documents in the order of their best chunk, "files"
-    is query --files. Ranking settings come
-    from DOCINDEX_* variables (e.g. DOCINDEX_SEMANTIC_WEIGHT=0.3).
+    qrels/test.tsv. A throwaway index is built in a temporary folder, the judged
+    queries run with --top 100, and nDCG@10, Recall@100 and MRR@10 are printed
+    per mode and view: "chunks" reads the default chunk list as documents in the
+    order of their best chunk, "files" is query --files. There is no --db: eval
+    never reads or writes your index (DOCINDEX_DB is ignored). Ranking settings
+    come from DOCINDEX_* variables (e.g. DOCINDEX_SEMANTIC_WEIGHT=0.3).
     """
     from .config import Config, from_env
     from .evaluate import MODES, VIEWS, evaluate
-    from .render import print_eval, to_json
+    from .render import print_eval
 
     modes = MODES if mode == "all" else (mode,)
     views = VIEWS if view == "both" else (view,)
@@ -590,7 +691,7 @@ def eval_(folder: Path, mode: str, n_queries: int | None, seed: int, view: str,
             cfg=from_env(Config()), on_progress=_eval_progress(on_progress),
         )  # fmt: skip
     if as_json:
-        click.echo(to_json(report))
+        _echo_json(report)
     else:
         print_eval(_out_console(), report)
 
@@ -606,3 +707,18 @@ def _eval_progress(on_progress: Any) -> Any:
         on_progress(Progress(phase, done, total or None, label))
 
     return report
+
+
+# -- roots, config, and what every command shares (issue #20) -------------------
+
+
+def _register() -> None:
+    from .cli_help import add_examples
+    from .cli_roots import config, roots
+
+    cli.add_command(roots)
+    cli.add_command(config)
+    add_examples(cli, COLOR_OPTION)
+
+
+_register()

@@ -152,6 +152,39 @@ def from_mapping(data: dict[str, Any], base: Config | None = None) -> Config:
     return validate(dataclasses.replace(base or Config(), **changes))
 
 
+def mapping_fields(data: dict[str, Any]) -> set[str]:
+    """The setting names a (possibly grouped) mapping sets (``docindex config``)."""
+    names: set[str] = set()
+    for key, value in data.items():
+        key = key.replace("-", "_")
+        if isinstance(value, dict) and key in _GROUPS:
+            for sub in value:
+                sub = sub.replace("-", "_")
+                name = sub if sub in FIELDS else _GROUPS[key] + sub
+                if name in FIELDS:
+                    names.add(name)
+        elif key in FIELDS:
+            names.add(key)
+    return names
+
+
+def file_fields(path: Path) -> set[str]:
+    """The setting names a TOML file sets (it was read once already: no errors)."""
+    import tomllib
+
+    try:
+        with path.open("rb") as fh:
+            return mapping_fields(tomllib.load(fh))
+    except (OSError, tomllib.TOMLDecodeError):
+        return set()
+
+
+def env_fields(environ: dict[str, str] | None = None) -> set[str]:
+    """The setting names ``DOCINDEX_*`` variables set."""
+    env = os.environ if environ is None else environ
+    return {name for name in FIELDS if f"DOCINDEX_{name.upper()}" in env}
+
+
 def load_file(path: Path, base: Config | None = None) -> Config:
     """Read a TOML configuration file on top of ``base``."""
     import tomllib  # only when a file exists: a query should not pay for it
@@ -212,3 +245,30 @@ def cache_dir(environ: dict[str, str] | None = None) -> Path:
     env = os.environ if environ is None else environ
     base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "docindex"
+
+
+def git_config_files(
+    environ: dict[str, str] | None = None,
+) -> tuple[list[Path], Path | None]:
+    """Git's system and global config files in git's reading order, and its default ignore file.
+
+    Read from the environment the way git does (``GIT_CONFIG_NOSYSTEM``,
+    ``GIT_CONFIG_SYSTEM``, ``GIT_CONFIG_GLOBAL``, ``XDG_CONFIG_HOME``, ``HOME``),
+    so the walker finds ``core.excludesFile`` without running git (issue #25).
+    The default ignore file is ``$XDG_CONFIG_HOME/git/ignore``.
+    """
+    env = os.environ if environ is None else environ
+    files: list[Path] = []
+    if not env.get("GIT_CONFIG_NOSYSTEM"):
+        files.append(Path(env.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig"))
+    home = env.get("HOME")
+    xdg = env.get("XDG_CONFIG_HOME") or (str(Path(home, ".config")) if home else "")
+    if "GIT_CONFIG_GLOBAL" in env:
+        if env["GIT_CONFIG_GLOBAL"]:
+            files.append(Path(env["GIT_CONFIG_GLOBAL"]))
+    else:
+        if xdg:
+            files.append(Path(xdg, "git", "config"))
+        if home:
+            files.append(Path(home, ".gitconfig"))
+    return files, (Path(xdg, "git", "ignore") if xdg else None)

@@ -11,7 +11,10 @@ import base64
 import json
 from typing import Any
 
-from .errors import DocindexError
+from .errors import MisuseError
+
+_FIX = "pass the next_cursor of the same query unchanged, or drop --cursor"
+_INVALID = "invalid cursor; " + _FIX
 
 _KEY = b"docindex-cursor-v2"
 
@@ -59,12 +62,14 @@ def decode_cursor(cursor: str, options: dict[str, Any]) -> int:
         good = _blake2b(payload.encode(), 8, _KEY)
         data = json.loads(payload)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise DocindexError("invalid cursor") from exc
+        raise MisuseError(_INVALID) from exc
     if mac != good:  # the key is public: this detects edits, it is no secret
-        raise DocindexError("invalid cursor (it was modified)")
+        raise MisuseError("invalid cursor (it was modified); " + _FIX)
     if data.get("f") != _fingerprint(options):
-        raise DocindexError("this cursor belongs to a different query or filters")
+        raise MisuseError(
+            "this cursor belongs to a different query or filters; " + _FIX
+        )
     offset = data.get("o")
     if not isinstance(offset, int) or offset < 0:
-        raise DocindexError("invalid cursor")
+        raise MisuseError(_INVALID)
     return offset

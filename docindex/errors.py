@@ -1,10 +1,29 @@
-"""Exceptions raised by the core. The CLI turns every DocindexError into exit 1."""
+"""Exceptions raised by the core.
+
+The CLI turns every DocindexError into its ``exit_code``: 1 for a runtime
+failure, 2 for misuse (something the user named does not exist or is malformed).
+"""
 
 from __future__ import annotations
 
 
 class DocindexError(Exception):
     """Base class: an expected failure with a one-line, user-facing message."""
+
+    exit_code = 1
+
+
+class MisuseError(DocindexError):
+    """The user named something that does not exist or is malformed (exit 2).
+
+    A missing path, an unknown chunk or line, a bad cursor (issue #20).
+    """
+
+    exit_code = 2
+
+
+class RelocatedIndexError(DocindexError):
+    """The index was made for a folder that has been copied or moved (issue #20)."""
 
 
 class IndexNotFoundError(DocindexError):
@@ -31,7 +50,7 @@ class EmbedderMismatchError(DocindexError):
     """The index was built with other embedding settings."""
 
 
-class OutsideRootsError(DocindexError):
+class OutsideRootsError(MisuseError):
     """A path resolves outside every configured root."""
 
 

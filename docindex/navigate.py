@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import DocindexError, OutsideRootsError
+from .errors import DocindexError, MisuseError, OutsideRootsError
 from .segment import markdown_headings
 from .store import SegmentRow, Store
 
@@ -239,7 +240,15 @@ def resolve_file(
             doc_id = store.find_document(ids[root], rel)
             if doc_id is not None:
                 return _doc_of(store, doc_id)
-    raise DocindexError(f"{arg} is not in the index (run `docindex scan` first?)")
+    places = [Path(_join(root, rel)) for root, rel in _candidates(roots, arg, cwd)]
+    if not any(p.exists() for p in places):
+        raise MisuseError(
+            f"{arg} does not exist under the roots ({', '.join(roots)}); "
+            "see what is indexed with `docindex list`"
+        )
+    raise MisuseError(
+        f"{arg} is not in the index; index it with `docindex scan {shlex.quote(arg)}`"
+    )
 
 
 def _chunk_rows(
@@ -346,7 +355,10 @@ def section(
             (i for i, h in enumerate(heads) if wanted in h[1].casefold()), None
         )
     if index is None:
-        raise DocindexError(f"no heading {heading!r} in {doc.rel_path}")
+        raise MisuseError(
+            f"no heading {heading!r} in {doc.rel_path}; see its headings with "
+            f"`docindex outline {shlex.quote(doc.rel_path)}`"
+        )
     level, text, start = heads[index]
     body_lines = store.body(doc.id).split("\n")
     end = len(body_lines)
@@ -396,11 +408,25 @@ def show(
     else:
         match = _LINE_SUFFIX.match(target)
         file, line = (match.group(1), int(match.group(2))) if match else (target, None)
+        if "#" in file or _PART_SUFFIX.search(file):
+            # A chunk id whose file is indexed but which names no chunk of it
+            # (issue #20: not "the file is not indexed").
+            doc = resolve_file(store, roots, _chunk_file(file), cwd=cwd)
+            raise MisuseError(
+                f"{doc.rel_path} has no chunk {target!r}; list its chunk ids "
+                f"with `docindex outline {doc.rel_path}`"
+            )
         doc = resolve_file(store, roots, file, cwd=cwd)
         doc_id = doc.id
         segments = store.segments_of(doc_id)
         if not segments:
             raise DocindexError(f"{doc.rel_path} has no indexed text")
+        last = max(s.end_line for s in segments)
+        if line is not None and not 1 <= line <= last:
+            raise MisuseError(
+                f"{doc.rel_path} has lines 1-{last}, not {line}; try "
+                f"`docindex show {doc.rel_path}:{last}`"
+            )
         index = _segment_at(segments, line)
     doc = _doc_of(store, doc_id)
     lo, hi = max(0, index - max(0, context)), index + max(0, context) + 1
@@ -411,6 +437,11 @@ def show(
         position=index + 1, total=len(segments), chunk=chunks[mid],
         before=chunks[:mid], after=chunks[mid + 1 :],
     )  # fmt: skip
+
+
+def _chunk_file(chunk_id: str) -> str:
+    """The file part of a chunk id (``guide.md#install~2`` -> ``guide.md``)."""
+    return _PART_SUFFIX.sub("", chunk_id.split("#", 1)[0])
 
 
 def _segment_at(segments: list[SegmentRow], line: int | None) -> int:

@@ -29,6 +29,24 @@ def to_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=False)
 
 
+SCHEMA_VERSION = 1  # of every command's --json output (README: JSON output)
+
+
+def to_dict(value: Any) -> Any:
+    """A result as the plain JSON-ready value ``to_json`` would serialise."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _asdict(value)
+    return _asdict(value) if isinstance(value, dict | list) else value
+
+
+def cli_json(value: Any) -> str:
+    """One command's ``--json`` document: ``schema_version`` first, then the result."""
+    data = to_dict(value)
+    if isinstance(data, dict):
+        data = {"schema_version": SCHEMA_VERSION, **data}
+    return json.dumps(data, ensure_ascii=False)
+
+
 def _asdict(value: Any) -> Any:
     if isinstance(value, Hit):
         return hit_dict(value)
@@ -59,7 +77,10 @@ def location(hit: Hit) -> str:
 _CONTROLS = {c: None for c in (*range(0, 9), *range(11, 32), 127)}
 
 
-def hits_text(result: Any, *, explain: bool = False) -> str:
+def hits_text(
+    result: Any, *, explain: bool = False, full_paths: bool = False,
+    context: list[list[tuple[int, str]]] | None = None,
+) -> str:  # fmt: skip
     """A QueryResult for people: score, path:line, location, heading, snippet.
 
     Styled with ``click.style`` (``click.echo`` drops the styles off a terminal)
@@ -75,9 +96,10 @@ def hits_text(result: Any, *, explain: bool = False) -> str:
             lines.append(style(f"hint: {_clean(hint['suggestion'])}", fg="yellow"))
         return "\n".join(lines)
     lines = []
-    for hit in result.hits:
+    for number, hit in enumerate(result.hits):
         head = style(f"{hit.score:.3f} ", fg="green", bold=True)
-        head += style(_clean(hit.rel_path), fg="magenta", bold=True)
+        shown = hit.path if full_paths else hit.rel_path
+        head += style(_clean(shown), fg="magenta", bold=True)
         head += style(f":{hit.line}", fg="cyan")
         loc = location(hit)
         if loc:
@@ -86,6 +108,12 @@ def hits_text(result: Any, *, explain: bool = False) -> str:
         if trail:
             head += style(f"  {_clean(trail)}", dim=True)
         lines.append(head)
+        if context is not None and context[number]:
+            for n, text in context[number]:
+                mark = ">" if n == hit.line else " "
+                gutter = style(f"  {mark}{n:>5} ", fg="cyan", dim=n != hit.line)
+                lines.append(gutter + _clean(text))
+            continue
         snippet, pos, out = _clean(hit.snippet), 0, ["    "]
         for m in _MARK.finditer(snippet):
             out += [snippet[pos : m.start()], style(m.group(1), fg="yellow", bold=True)]
@@ -102,6 +130,33 @@ def hits_text(result: Any, *, explain: bool = False) -> str:
 
 def _clean(text: str) -> str:
     return text.translate(_CONTROLS)
+
+
+def vimgrep_lines(hits: list[Hit], lines: list[list[tuple[int, str]]]) -> list[str]:
+    """``path:line:col:text`` per hit, as ``rg --vimgrep`` prints (vim's ``-q``).
+
+    ``lines`` holds each hit's segment, numbered. The line is the hit's own
+    line when a highlighted word is on it, else the segment's first line that
+    has one (an editor should land on a match); ``col`` is the 1-based column
+    of that word (1 when there is none) and ``text`` the line as indexed.
+    """
+    out = []
+    for hit, segment in zip(hits, lines or [[]] * len(hits), strict=False):
+        words = [m.group(1).lower() for m in _MARK.finditer(hit.snippet)]
+        ordered = sorted(segment, key=lambda nt: nt[0] != hit.line)
+        line, col, text = hit.line, 1, ""
+        for number, candidate in ordered:
+            found = [i for w in words if (i := candidate.lower().find(w)) >= 0]
+            if found:
+                line, col, text = number, min(found) + 1, candidate
+                break
+        else:
+            text = next((t for n, t in segment if n == hit.line), "")
+        if not text:
+            text = _MARK.sub(r"\1", hit.snippet)
+        text = _clean(text).replace("\n", " ")
+        out.append(f"{_clean(hit.path)}:{line}:{col}:{text}")
+    return out
 
 
 def scan_text(result: ScanResult) -> str:
@@ -134,16 +189,55 @@ def scan_text(result: ScanResult) -> str:
     return "\n".join(lines)
 
 
+def human_size(n: float) -> str:
+    """Bytes for people: ``512 B``, ``27.1 MB`` (powers of 1024, like ``ls -h``)."""
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TB"  # pragma: no cover
+
+
+TOP = 10  # types and facets shown by ``docindex stats``
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
 def print_stats(console: Any, stats: dict[str, Any]) -> None:
-    """Index statistics as a small table."""
+    """Index statistics on one screen; ``--json`` has every facet value."""
     from rich.table import Table
 
     table = Table(show_header=False, box=None)
-    for key, value in stats.items():
-        if isinstance(value, dict | list):
-            value = json.dumps(value, ensure_ascii=False)
-        table.add_row(key, str(value))
+    table.add_row("index", stats["db"])
+    table.add_row("size", human_size(stats["db_bytes"]))
+    table.add_row("documents", f"{stats['documents']:,}")
+    table.add_row("segments", f"{stats['segments']:,}")
+    table.add_row("vectors", f"{stats['embedded']:,}")
+    for number, root in enumerate(stats["roots"] or ["(none)"]):
+        table.add_row("roots" if number == 0 else "", root)
+    types = sorted(stats["types"].items(), key=lambda kv: (-kv[1], kv[0]))
+    shown = ", ".join(f"{k} {v:,}" for k, v in types[:TOP])
+    if len(types) > TOP:
+        shown += f", … {len(types) - TOP} more"
+    table.add_row("types", shown or "(none)")
+    emb = stats.get("embedder") or {}
+    if emb:
+        table.add_row("embedder", f"{emb.get('provider')} (dim {emb.get('dim')})")
+    facets = stats.get("facet_counts") or []
+    for number, facet in enumerate(facets[:TOP]):
+        label = f"facets (top {min(TOP, len(facets))} of {len(facets)})"
+        table.add_row(
+            label if number == 0 else "",
+            f"{facet['key']}: {_count(facet['documents'], 'document')}, "
+            f"{_count(facet['values'], 'value')}",
+        )
     console.print(table)
+    if len(facets) > TOP:
+        from rich.text import Text
+
+        console.print(Text("every facet and value: docindex stats --json", style="dim"))
 
 
 # -- navigation (issue #6) ------------------------------------------------------
@@ -204,21 +298,47 @@ def print_section(console: Any, section: Any) -> None:
     console.print(Text(section.text), soft_wrap=True)
 
 
-def print_documents(console: Any, listing: Any, offset: int = 0) -> None:
+def document_rows(listing: Any) -> list[str]:
+    """Piped ``list``: absolute path, type, bytes, segments, title; tab-separated."""
+    return [
+        "\t".join(
+            _clean(str(v)).replace("\t", " ")
+            for v in (doc.path, doc.type, doc.size, doc.segments, doc.title)
+        )
+        for doc in listing.documents
+    ]
+
+
+def print_documents(
+    console: Any, listing: Any, offset: int = 0, footer_only: bool = False
+) -> None:
     """Indexed documents as a table, with a paging footer."""
     from rich.table import Table
     from rich.text import Text
 
+    if footer_only:
+        console.print(Text(_list_footer(listing, offset), style="dim"))
+        return
     table = Table(box=None)
+    # Paths are what people copy: the title gives way first (issue #20).
+    longest = max((len(d.rel_path) for d in listing.documents), default=4)
     for name in ("path", "type", "size", "segments", "title"):
+        wide = min(longest, max(20, console.width - 40)) if name == "path" else None
         table.add_column(
-            name, justify="right" if name in ("size", "segments") else "left"
+            name,
+            justify="right" if name in ("size", "segments") else "left",
+            min_width=wide,
+            overflow="ellipsis" if name == "title" else "fold",
         )
     for doc in listing.documents:
         table.add_row(
-            doc.rel_path, doc.type, str(doc.size), str(doc.segments), doc.title
+            doc.rel_path, doc.type, human_size(doc.size), str(doc.segments), doc.title
         )
     console.print(table)
+    console.print(Text(_list_footer(listing, offset), style="dim"))
+
+
+def _list_footer(listing: Any, offset: int) -> str:
     shown = (
         f"{offset + 1}-{offset + len(listing.documents)}" if listing.documents else "0"
     )
@@ -227,7 +347,7 @@ def print_documents(console: Any, listing: Any, offset: int = 0) -> None:
         if listing.has_more
         else ""
     )
-    console.print(Text(f"{shown} of {listing.total} documents{more}", style="dim"))
+    return f"{shown} of {listing.total} documents{more}"
 
 
 def print_related(console: Any, related: Any) -> None:
@@ -267,4 +387,68 @@ def print_eval(console: Any, report: Any) -> None:
             mode, m.view, f"{m.ndcg_at_10:.4f}", f"{m.recall_at_100:.4f}", f"{m.mrr_at_10:.4f}",
             f"{m.median_query_ms:.1f}",
         )  # fmt: skip
+    console.print(table)
+
+
+# -- roots and settings (issue #20) ---------------------------------------------
+
+
+def print_roots(console: Any, data: dict[str, Any]) -> None:
+    """Roots with their document counts; a missing folder and a moved index are said."""
+    from rich.table import Table
+    from rich.text import Text
+
+    if not data["roots"]:
+        hint = "no roots: add one with `docindex roots add DIR`"
+        console.print(Text(hint, style="dim"))
+        return
+    table = Table(box=None)
+    for name in ("root", "documents", "folder"):
+        table.add_column(name, justify="right" if name == "documents" else "left")
+    for root in data["roots"]:
+        folder = Text("ok") if root.exists else Text("missing", style="bold red")
+        table.add_row(root.path, f"{root.documents:,}", folder)
+    console.print(table)
+    moved = data.get("relocated")
+    if moved:
+        console.print(
+            Text(
+                f"this index lives in {moved['new']} but its root is {moved['old']}: "
+                f"if the folder was copied or moved, run `{moved['fix']}`",
+                style="yellow",
+            )
+        )
+
+
+def root_change_text(change: Any) -> str:
+    """One line saying what ``roots add/remove/move`` did and what comes next."""
+    if change.action == "add":
+        return f"added root {change.root}; index it with `docindex scan`"
+    if change.action == "remove":
+        return (
+            f"removed root {change.root} and its {_count(change.documents, 'document')}"
+        )
+    return (
+        f"moved root {change.old} -> {change.root}; kept "
+        f"{_count(change.documents, 'document')} (run `docindex scan` to pick up "
+        "changed files)"
+    )
+
+
+def print_settings(console: Any, data: dict[str, Any]) -> None:
+    """``docindex config``: each setting, its value and where it comes from."""
+    from rich.table import Table
+
+    db = data["db"]
+    table = Table(box=None)
+    for name in ("setting", "value", "source"):
+        table.add_column(name)
+    where = db["path"] or "(none yet)"
+    if db["path"] and not db["exists"]:
+        where += " (not created yet)"
+    table.add_row("db", where, db["source"])
+    for name, item in data["settings"].items():
+        value = item["value"]
+        shown = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+        table.add_row(name, shown or "-", item["source"])
     console.print(table)

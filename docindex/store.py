@@ -363,6 +363,32 @@ class Store:
         """All roots by id."""
         return {int(i): p for i, p in self.conn.execute("SELECT id, path FROM roots")}
 
+    def root_documents(self) -> dict[str, int]:
+        """Document count per root path (roots without documents included)."""
+        rows = self.conn.execute(
+            "SELECT r.path, count(d.id) FROM roots r "
+            "LEFT JOIN documents d ON d.root_id = r.id GROUP BY r.id"
+        )
+        return {str(path): int(n) for path, n in rows}
+
+    def move_root(self, old: str, new: str) -> bool:
+        """Point a root at another folder; its documents stay (paths are root-relative).
+
+        Returns False when ``old`` is not a root. A stale, document-less row
+        for ``new`` (a root removed earlier) is dropped first.
+        """
+        self.conn.execute(
+            "DELETE FROM roots WHERE path = ? AND NOT EXISTS "
+            "(SELECT 1 FROM documents WHERE root_id = roots.id)",
+            (new,),
+        )
+        cur = self.conn.execute("UPDATE roots SET path = ? WHERE path = ?", (new, old))
+        return cur.rowcount > 0
+
+    def delete_root(self, root: str) -> None:
+        """Forget a root whose documents were removed already."""
+        self.conn.execute("DELETE FROM roots WHERE path = ?", (root,))
+
     def fingerprints(self, root_id: int) -> dict[str, DocRow]:
         """rel_path -> fingerprint for every document of a root."""
         rows = self.conn.execute(
@@ -751,6 +777,14 @@ class Store:
         )
         keys = ("id", "root", "rel_path", "title", "type", "size", "segments")
         return [dict(zip(keys, r, strict=True)) for r in rows], int(total)
+
+    def facet_counts(self) -> list[tuple[str, int, int]]:
+        """(key, documents, distinct values) per facet, most documents first."""
+        rows = self.conn.execute(
+            "SELECT key, count(DISTINCT doc_id), count(DISTINCT value) FROM facets "
+            "GROUP BY key ORDER BY 2 DESC, key"
+        )
+        return [(str(k), int(d), int(v)) for k, d, v in rows]
 
     def facet_values(self) -> dict[str, list[str]]:
         """Distinct values of each front-matter facet."""

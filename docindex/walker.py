@@ -1,31 +1,24 @@
 """Yield candidate files under the roots, sorted, with a skip reason for the rest.
 
-Excludes use real gitignore semantics (pathspec's GitIgnoreSpec). Three layers
-are consulted, lowest priority first: the default exclude table, ``.gitignore``
-files found in the roots (deeper files override shallower ones), and the
-user's ``--exclude`` patterns, so a user's ``!build/`` re-includes what the
-defaults leave out. An excluded directory is pruned whole (one ``ignored``
-count) unless a negation pattern could re-include something below it.
+Which paths are left out is decided by :class:`docindex.ignore.PathRules`
+(git's ignore semantics, our defaults, ``--exclude``); the walk keeps one
+:class:`~docindex.ignore.DirRules` per directory level, so each file costs a
+few lookups. An excluded directory is pruned whole (one ``ignored`` count)
+unless an ``--exclude`` negation could re-include something below it.
 """
 
 from __future__ import annotations
 
-import functools
 import os
 import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    import pathspec
+from .ignore import DEFAULT_EXCLUDES, DirRules, PathRules
 
-DEFAULT_EXCLUDES: tuple[str, ...] = (
-    "node_modules/", ".git/", ".svn/", ".hg/", ".cache/", ".next/", ".nuxt/",
-    ".output/", "dist/", "build/", "coverage/", ".DS_Store", "*.pyc", "*.pyo",
-    "*.exe", "*.dll", "*.so", "*.dylib", "*.o", "*.obj", "Thumbs.db", ".docindex/",
-)  # fmt: skip
+__all__ = ["DEFAULT_EXCLUDES", "UNSUPPORTED_SUFFIXES", "FileEntry", "PathRules",
+           "SkipEntry", "WalkOptions", "walk"]  # fmt: skip
 
 # Suffixes we know carry no extractable text: skipped without reading.
 UNSUPPORTED_SUFFIXES = frozenset(
@@ -70,84 +63,6 @@ class WalkOptions:
     max_file_bytes: int = 5 * 1024 * 1024
 
 
-def _spec(lines: Sequence[str]) -> pathspec.GitIgnoreSpec:
-    import pathspec
-
-    return pathspec.GitIgnoreSpec.from_lines(list(lines))
-
-
-@dataclass(frozen=True, slots=True)
-class _Layer:
-    base: str  # directory of the rules, relative to the root ("" for the root)
-    spec: pathspec.GitIgnoreSpec
-    negates: bool
-
-
-def _layer(base: str, lines: Sequence[str]) -> _Layer:
-    clean = [ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
-    negates = any(ln.lstrip().startswith("!") for ln in clean)
-    return _Layer(base, _spec(clean), negates)
-
-
-class Matcher:
-    """Decide whether a root-relative path is excluded by the layered rules."""
-
-    def __init__(self, user: Sequence[str] = ()) -> None:
-        self.defaults = _layer("", DEFAULT_EXCLUDES)
-        self.user = _layer("", list(user))
-
-    def excluded(self, rel: str, is_dir: bool, gitignores: Sequence[_Layer]) -> bool:
-        """True when the last matching rule across the layers excludes ``rel``."""
-        probe = rel + "/" if is_dir else rel
-        verdict: bool | None = None
-        for layer in (self.defaults, *gitignores, self.user):
-            if layer.base:
-                if not probe.startswith(layer.base + "/"):
-                    continue
-                sub = probe[len(layer.base) + 1 :]
-            else:
-                sub = probe
-            result = layer.spec.check_file(sub)
-            if result.include is not None:
-                verdict = bool(result.include)
-        return bool(verdict)
-
-    def may_reinclude(self, gitignores: Sequence[_Layer]) -> bool:
-        """True when some layer has a negation that might apply below a pruned dir."""
-        return self.user.negates or any(g.negates for g in gitignores)
-
-
-MAX_GITIGNORE_BYTES = 1024 * 1024
-
-
-@functools.lru_cache(maxsize=16)
-def _matcher(exclude: tuple[str, ...]) -> Matcher:
-    """Compiled rules are reused: watch walks one scope per changed path."""
-    return Matcher(exclude)
-
-
-def _read_gitignore(folder: Path) -> list[str] | None:
-    # O_NONBLOCK and the regular-file check: a FIFO named .gitignore must not
-    # block the walk forever, nor a huge one cost its size in memory (issue #8).
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
-    try:
-        fd = os.open(folder / ".gitignore", flags)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        with os.fdopen(fd, "rb") as fh:
-            fd = -1
-            data = fh.read(MAX_GITIGNORE_BYTES)
-    except OSError:
-        return None
-    finally:
-        if fd >= 0:
-            os.close(fd)
-    return data.decode("utf-8", "replace").splitlines()
-
-
 def walk(
     roots: Sequence[Path], options: WalkOptions, scope: Path | None = None
 ) -> Iterator[FileEntry | SkipEntry]:
@@ -163,7 +78,6 @@ def walk(
         (reasons: ignored, hidden, symlink, too-large, unsupported,
         missing-root, walk-limit, error).
     """
-    matcher = _matcher(options.exclude)
     budget = [options.max_walked_files]
     for root in sorted(roots):
         if not root.is_dir():
@@ -171,25 +85,23 @@ def walk(
             continue
         if scope is not None and scope != root and root not in scope.parents:
             continue
-        yield from _walk_root(root, options, matcher, budget, scope)
+        rules = PathRules(root, options.exclude, use_gitignore=options.use_gitignore)
+        yield from _walk_root(root, options, rules, budget, scope)
 
 
 def _walk_root(
     root: Path,
     options: WalkOptions,
-    matcher: Matcher,
+    rules: PathRules,
     budget: list[int],
     scope: Path | None,
 ) -> Iterator[FileEntry | SkipEntry]:
     root_stat = os.stat(root)
     visited = {(root_stat.st_dev, root_stat.st_ino)}
-    layers: tuple[_Layer, ...] = ()
-    if options.use_gitignore:
-        lines = _read_gitignore(root)
-        if lines:
-            layers = (_layer("", lines),)
+    frame = rules.top()
     # Scope inside the root: walk the chain of directories down to it so that
-    # .gitignore files on the way apply, but list only the scope.
+    # the rules on the way apply (an excluded one prunes the scope), but list
+    # only the scope.
     start, start_rel, depth = root, "", 0
     if scope is not None and scope != root:
         rel_parts = scope.relative_to(root).parts
@@ -197,35 +109,27 @@ def _walk_root(
             start = start / part
             start_rel = f"{start_rel}/{part}" if start_rel else part
             depth = i + 1
-            if matcher.excluded(start_rel, True, layers):
+            frame = rules.enter(frame, part, rules.excluded(frame, part, True))
+            if frame.excluded and not rules.may_reinclude:
                 yield SkipEntry(scope, "ignored", f"excluded by rule on {start_rel}/")
                 return
-            if options.use_gitignore:
-                lines = _read_gitignore(start)
-                if lines:
-                    layers = (*layers, _layer(start_rel, lines))
         rel = "/".join(rel_parts)
         if scope.is_file() or not scope.exists():
-            yield from _entry_for(
-                scope, root, rel, depth, options, matcher, layers, False
-            )
+            yield from _entry_for(scope, root, rel, depth, options, rules, frame)
             return
-        if matcher.excluded(rel, True, layers):
+        frame = rules.enter(frame, scope.name, rules.excluded(frame, scope.name, True))
+        if frame.excluded and not rules.may_reinclude:
             yield SkipEntry(scope, "ignored", "excluded directory")
             return
         start, start_rel, depth = scope, rel, depth + 1
-        if options.use_gitignore:
-            lines = _read_gitignore(start)
-            if lines:
-                layers = (*layers, _layer(start_rel, lines))
-    yield from _walk_dir(start, start_rel, depth, layers, False, root, options,
-                         matcher, budget, visited)  # fmt: skip
+    yield from _walk_dir(start, start_rel, depth, frame, root, options, rules,
+                         budget, visited)  # fmt: skip
 
 
 def _walk_dir(
-    folder: Path, rel_dir: str, depth: int, layers: tuple[_Layer, ...],
-    inside_excluded: bool, root: Path, options: WalkOptions, matcher: Matcher,
-    budget: list[int], visited: set[tuple[int, int]],
+    folder: Path, rel_dir: str, depth: int, frame: DirRules, root: Path,
+    options: WalkOptions, rules: PathRules, budget: list[int],
+    visited: set[tuple[int, int]],
 ) -> Iterator[FileEntry | SkipEntry]:  # fmt: skip
     """Depth-first in name order, so output is sorted by root-relative path."""
     try:
@@ -237,7 +141,7 @@ def _walk_dir(
     for name, entry in names:
         rel = f"{rel_dir}/{name}" if rel_dir else name
         path = Path(entry.path)
-        if name == ".gitignore":
+        if name in (".gitignore", ".docindex"):  # .docindex: our own index (#20)
             continue
         if name.startswith(".") and not options.hidden:
             yield SkipEntry(path, "hidden")
@@ -257,12 +161,11 @@ def _walk_dir(
             continue
         if not is_dir:
             yield from _entry_for(
-                path, root, rel, depth, options, matcher, layers, inside_excluded,
-                budget,
+                path, root, rel, depth, options, rules, frame, budget
             )  # fmt: skip
             continue
-        excluded = matcher.excluded(rel, True, layers) or inside_excluded
-        if excluded and not matcher.may_reinclude(layers):
+        excluded = rules.excluded(frame, name, True)
+        if excluded and not rules.may_reinclude:
             yield SkipEntry(path, "ignored")
             continue
         if depth + 1 > options.max_depth:
@@ -278,13 +181,9 @@ def _walk_dir(
             yield SkipEntry(path, "symlink", "directory already walked (cycle)")
             continue
         visited.add(key)
-        sub_layers = layers
-        if options.use_gitignore:
-            lines = _read_gitignore(path)
-            if lines:
-                sub_layers = (*layers, _layer(rel, lines))
-        yield from _walk_dir(path, rel, depth + 1, sub_layers, excluded, root,
-                             options, matcher, budget, visited)  # fmt: skip
+        sub = rules.enter(frame, name, excluded)
+        yield from _walk_dir(path, rel, depth + 1, sub, root, options, rules,
+                             budget, visited)  # fmt: skip
 
 
 def _entry_for(
@@ -293,14 +192,11 @@ def _entry_for(
     rel: str,
     depth: int,
     options: WalkOptions,
-    matcher: Matcher,
-    layers: tuple[_Layer, ...],
-    inside_excluded: bool,
+    rules: PathRules,
+    frame: DirRules,
     budget: list[int] | None = None,
 ) -> Iterator[FileEntry | SkipEntry]:
-    if matcher.excluded(rel, False, layers) or (
-        inside_excluded and not _reincluded(matcher, rel, layers)
-    ):
+    if rules.excluded(frame, path.name, False):
         yield SkipEntry(path, "ignored")
         return
     if budget is not None:
@@ -336,15 +232,3 @@ def _utf8_name(name: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
-
-
-def _reincluded(matcher: Matcher, rel: str, layers: tuple[_Layer, ...]) -> bool:
-    """Inside an excluded directory a file is kept only if a negation names it."""
-    for layer in (*layers, matcher.user):
-        if layer.base and not rel.startswith(layer.base + "/"):
-            continue
-        sub = rel[len(layer.base) + 1 :] if layer.base else rel
-        result = layer.spec.check_file(sub)
-        if result.include is False:
-            return True
-    return False

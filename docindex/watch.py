@@ -30,7 +30,7 @@ from ._debounce import Batch, Coalescer, RawEvent, is_under
 from .config import Config
 from .errors import DocindexError, IndexBusyError
 from .store import Store
-from .walker import UNSUPPORTED_SUFFIXES, Matcher, _Layer, _layer, _read_gitignore
+from .walker import UNSUPPORTED_SUFFIXES, PathRules
 
 __all__ = [
     "Batch",
@@ -75,9 +75,8 @@ class PathFilter:
     ) -> None:
         self.roots = sorted(roots, key=len, reverse=True)
         self.cfg = cfg
-        self.matcher = Matcher(cfg.exclude)
         self.own = frozenset(own)
-        self._layers: dict[str, _Layer | None] = {}
+        self._rules: dict[str, PathRules] = {}
 
     def root_of(self, path: str) -> str | None:
         """The (innermost) root containing ``path``."""
@@ -88,7 +87,7 @@ class PathFilter:
 
     def invalidate(self) -> None:
         """Forget cached .gitignore rules (one changed)."""
-        self._layers.clear()
+        self._rules.clear()
 
     def accept(self, path: str, is_dir: bool) -> bool:
         """True when the walk could index ``path`` (or something under it)."""
@@ -106,27 +105,17 @@ class PathFilter:
             and os.path.splitext(parts[-1])[1].lower() in UNSUPPORTED_SUFFIXES
         ):
             return False
-        layers: list[_Layer] = []
-        self._add_layer(root, "", layers)
-        for i in range(1, len(parts)):
-            sub = "/".join(parts[:i])
-            if self.matcher.excluded(sub, True, layers):
-                return self.matcher.may_reinclude(layers)
-            self._add_layer(root, sub, layers)
-        if self.matcher.excluded(rel, is_dir, layers):
-            return is_dir and self.matcher.may_reinclude(layers)
+        rules = self._rules.get(root)
+        if rules is None:
+            rules = PathRules(
+                Path(root), self.cfg.exclude, use_gitignore=self.cfg.use_gitignore
+            )
+            self._rules[root] = rules
+        if rules.matched(rel, is_dir):
+            # An excluded folder may still hold a file an --exclude negation
+            # re-includes; the walk of its scope decides.
+            return is_dir and rules.may_reinclude
         return True
-
-    def _add_layer(self, root: str, rel_dir: str, layers: list[_Layer]) -> None:
-        if not self.cfg.use_gitignore:
-            return
-        key = f"{root}\0{rel_dir}"
-        if key not in self._layers:
-            lines = _read_gitignore(Path(root, rel_dir))
-            self._layers[key] = _layer(rel_dir, lines) if lines else None
-        found = self._layers[key]
-        if found is not None:
-            layers.append(found)
 
 
 def own_files(db: Path) -> list[str]:

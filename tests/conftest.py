@@ -30,6 +30,11 @@ def _env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, _cache_home: Path) -> 
             monkeypatch.delenv(key)
     monkeypatch.setenv("DOCINDEX_DB", str(tmp_path / "db" / "index.db"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(_cache_home))
+    # The developer's git config must not change what the walk ignores
+    # (core.excludesFile, issue #25): no system or global config in tests.
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "no-gitconfig"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-xdg-config"))
 
 
 @pytest.fixture

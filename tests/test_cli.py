@@ -119,9 +119,9 @@ def test_scope_outside_roots_refused(docs, tmp_path: Path) -> None:
     outside.mkdir()
     (outside / "x.md").write_text("secret")
     result = run("scan", str(outside), ok=False)
-    assert result.exit_code == 1 and "outside" in result.stderr
+    assert result.exit_code == 2 and "outside" in result.stderr
     result = run("scan", str(docs / ".." / "elsewhere"), ok=False)
-    assert result.exit_code == 1
+    assert result.exit_code == 2
 
 
 def test_scope_inside_root_limits_scan(docs) -> None:

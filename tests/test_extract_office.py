@@ -2,7 +2,7 @@
 and cell, and hostile files that end as an ExtractionError with a skip reason.
 
 Office documents are built with the real libraries in ``tmp_path``; PDFs come from
-the shared py-pdf sample files (tests skip when ``/work/shared`` is absent).
+the shared py-pdf sample files (tests skip when ``../shared`` beside the checkout is absent).
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ W_NS = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 def _pdf(rel: str) -> bytes:
     path = PDF_SAMPLES / rel
     if not path.is_file():
-        pytest.skip(f"PDF sample {path} not available (needs /work/shared/samples)")
+        # Name the folder the tests really read (../shared beside the checkout).
+        pytest.skip(f"PDF sample {path} not available (needs {PDF_SAMPLES})")
     return path.read_bytes()
 
 

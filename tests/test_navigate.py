@@ -178,7 +178,7 @@ def test_section_case_insensitive_with_and_without_subsections(docs: Path) -> No
     assert (own["start_line"], own["end_line"]) == (7, 8)
     assert "Windows" not in own["text"]
     missing = run("section", "guide.md", "nope", ok=False)
-    assert missing.exit_code == 1 and "no heading" in missing.stderr
+    assert missing.exit_code == 2 and "no heading" in missing.stderr
 
 
 # -- list and related -----------------------------------------------------------
@@ -234,7 +234,7 @@ def test_paths_outside_the_roots_are_refused(docs: Path, tmp_path: Path) -> None
     for arg in cases:
         for cmd in (["outline", arg], ["show", arg], ["related", arg]):
             result = run(*cmd, ok=False)
-            assert result.exit_code == 1, (cmd, result.stdout)
+            assert result.exit_code == 2, (cmd, result.stdout)
             assert "outside the index's roots" in result.stderr, cmd
 
 
@@ -288,9 +288,9 @@ def test_tampered_or_foreign_cursor_is_refused(many: Path) -> None:
     forged = raw.replace('"o":2', '"o":9')
     bad = base64.urlsafe_b64encode(forged.encode()).decode().rstrip("=")
     result = run("query", "shared alpha", "--top", "2", "--cursor", bad, ok=False)
-    assert result.exit_code == 1 and "modified" in result.stderr
+    assert result.exit_code == 2 and "modified" in result.stderr
     other = run("query", "other words", "--top", "2", "--cursor", cursor, ok=False)
-    assert other.exit_code == 1 and "different query" in other.stderr
+    assert other.exit_code == 2 and "different query" in other.stderr
 
 
 def test_hint_when_a_filter_removed_every_hit(many: Path) -> None:

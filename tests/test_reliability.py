@@ -632,7 +632,7 @@ def test_scan_path_outside_the_roots_is_refused(
     for path in (outside, root / ".." / "outside", root / "link-dir",
                  root / "link.md", Path("/etc"), root / "sub" / ".." / ".."):  # fmt: skip
         result = run("scan", str(path), "--db", str(db), ok=False)
-        assert result.exit_code == 1, (path, result.output)
+        assert result.exit_code == 2, (path, result.output)
         assert "outside" in result.stderr
     docs = {d[0] for d in snapshot(db).documents}
     assert docs == {"in.md"}
@@ -652,7 +652,7 @@ def test_file_arguments_outside_the_roots_are_refused(
     for arg in ("../outside/secret.md", str(outside / "secret.md"), "link.md",
                 "link-dir/secret.md", "sub/../../outside/secret.md"):  # fmt: skip
         result = run(command, arg, *extra, "--db", str(db), ok=False)
-        assert result.exit_code == 1, (command, arg, result.output)
+        assert result.exit_code == 2, (command, arg, result.output)
         assert "outside" in result.stderr, (command, arg, result.stderr)
         assert "secret text" not in result.output
 
