@@ -41,6 +41,7 @@ as well without collapsing to one chunk per document.
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 import time
@@ -279,7 +280,9 @@ def _document_scores(
     def tok(text: str) -> Counter[str]:
         return Counter(terms(text, cjk_ngram=cfg.cjk_ngram, use_stem=cfg.stem))
 
-    counts = {doc: tok(store.body(doc)) for doc in shown}
+    counts = {
+        doc: _body_counts(store.body(doc), cfg.cjk_ngram, cfg.stem) for doc in shown
+    }
     best_rows = store.segments_by_id(list(shown.values()))
     fields = {
         doc: tok(" ".join((title_text(row.title, row.rel_path), *row.heading)))
@@ -384,6 +387,16 @@ def _rank_chunks(
 
 
 _NO_FIELD: Counter[str] = Counter()
+
+
+@functools.lru_cache(maxsize=256)
+def _body_counts(body: str, cjk_ngram: int, use_stem: bool) -> Counter[str]:
+    """A document's term counts, memoised: every query re-scores its candidate
+    documents, and a process that keeps querying (``--queries``, MCP, eval)
+    meets the same ones again. ``Store.body`` returns the same cached string
+    object, whose hash Python keeps, so a hit costs no re-hashing. Read-only.
+    """
+    return Counter(terms(body, cjk_ngram=cjk_ngram, use_stem=use_stem))
 
 
 def _doc_bm25(
