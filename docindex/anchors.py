@@ -14,20 +14,20 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 _SLUG_DROP = re.compile(r"[^\w\s-]")
-_SPACES = re.compile(r"\s+")
-_DASHES = re.compile(r"-{2,}")
+_SPACE = re.compile(r"\s")
 
 
 @lru_cache(maxsize=16384)
 def slugify(text: str) -> str:
-    """Lowercase; keep letters (CJK too), digits, spaces and hyphens; spaces to hyphens.
+    """GitHub's heading slug: lowercase, punctuation dropped, each space a hyphen.
 
-    Memoised: the segmenter and ``segment_columns`` slug every heading of a
-    scan, and headings repeat (issue #7).
+    Letters (CJK too), digits, ``_`` and ``-`` stay, as github-slugger does
+    (``"Rate limiting: 2.0"`` -> ``rate-limiting-20``). An explicit anchor
+    (``{#id}``, ``{/*id*/}``) is passed through here unchanged. Memoised: the
+    segmenter and ``segment_columns`` slug every heading of a scan, and
+    headings repeat (issue #7).
     """
-    slug = _SLUG_DROP.sub("", text.lower()).replace("_", "")
-    slug = _SPACES.sub("-", slug.strip())
-    slug = _DASHES.sub("-", slug)
+    slug = _SPACE.sub("-", _SLUG_DROP.sub("", text.strip().lower()))
     return slug or "section"
 
 

@@ -16,7 +16,7 @@ from . import workspace
 from .config import Config
 from .errors import MisuseError, OutsideRootsError, RelocatedIndexError
 from .models import ScanResult
-from .search import QueryOptions, QueryResult, search
+from .search import QueryOptions, QueryResult, parse, search
 
 
 def scan(
@@ -240,7 +240,7 @@ def query(db: str | None, text: str, options: dict[str, Any]) -> QueryResult:
         # One read transaction: a query that spans a scan's commit would find
         # FTS rowids in the old snapshot and their segments gone in the new (#8).
         with store.atomic(immediate=False):
-            result = search(store, text, ws.config, opts)
+            result = search(store, parse(text, ws.config), ws.config, opts)
     _add_cursor(result, options)
     return result
 
@@ -254,7 +254,7 @@ def batch_query(
     with ws.open(readonly=_readonly_ok(ws.db)) as store:
         for line in lines:
             with store.atomic(immediate=False):  # one snapshot per query
-                result = search(store, line, ws.config, opts)
+                result = search(store, parse(line, ws.config), ws.config, opts)
             _add_cursor(result, options)
             yield result
 
@@ -294,7 +294,20 @@ def stats(db: str | None) -> dict[str, Any]:
                 {"key": k, "documents": d, "values": v}
                 for k, d, v in store.facet_counts()
             ],
+            "skipped": store.skip_counts(),
         }
+
+
+def skipped(db: str | None, *, reason: str | None = None) -> dict[str, Any]:
+    """Files left out of the index with reason and message (issue #23).
+
+    Returns:
+        ``{"counts": {reason: n}, "files": [SkipRecord, ...]}``; ``counts``
+        covers every reason, ``files`` only ``reason`` when one is given.
+    """
+    ws = workspace.load(db)
+    with ws.open() as store:
+        return {"counts": store.skip_counts(), "files": store.skipped(reason)}
 
 
 def watch(

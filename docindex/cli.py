@@ -200,8 +200,9 @@ def _print_scan(result: Any, as_json: bool, quiet: bool, event: bool = False) ->
 @click.option(
     "--path",
     "path_glob",
-    metavar="GLOB",
-    help="Only documents whose root-relative path matches GLOB.",
+    metavar="PATH",
+    help="Only documents under this folder (en/apisix or en/apisix/), this "
+    "file, or matching this glob (root-relative).",
 )
 @click.option(
     "--where",
@@ -209,6 +210,13 @@ def _print_scan(result: Any, as_json: bool, quiet: bool, event: bool = False) ->
     multiple=True,
     metavar="KEY=VALUE",
     help="Only documents whose front matter has KEY=VALUE (repeatable).",
+)
+@click.option(
+    "--per-doc",
+    type=click.IntRange(min=0),
+    default=2,
+    show_default=True,
+    help="Hits a document shows in a page; the rest fold behind them (0: no limit).",
 )
 @click.option("--cursor", help="Continue from a previous result's next_cursor.")
 @click.option(
@@ -229,9 +237,14 @@ def _print_scan(result: Any, as_json: bool, quiet: bool, event: bool = False) ->
 def query(text: str | None, top: int, mode: str, snippet_chars: int,
           no_highlight: bool, min_score: float, queries: Any, files: bool,
           explain: bool, types: tuple[str, ...], path_glob: str | None,
-          where: tuple[str, ...], cursor: str | None, context_lines: int,
-          vimgrep: bool, db: str | None, as_json: bool) -> None:  # fmt: skip
+          where: tuple[str, ...], per_doc: int, cursor: str | None,
+          context_lines: int, vimgrep: bool, db: str | None,
+          as_json: bool) -> None:  # fmt: skip
     """Search the index. TEXT may also come on stdin.
+
+    TEXT is plain words, with "exact phrase", +required, -excluded and
+    -"excluded phrase"; anything else (FTS5 syntax too) is plain text. Put
+    -- before a TEXT that starts with "-".
 
     Exit status 0 even with zero hits; 1 on a runtime failure; 2 on misuse.
     """
@@ -253,7 +266,7 @@ def query(text: str | None, top: int, mode: str, snippet_chars: int,
     options = dict(
         top=top, mode=mode, snippet_chars=snippet_chars, highlight=not no_highlight,
         min_score=min_score, files=files, explain=explain, types=types,
-        path_glob=path_glob, where=tuple(pairs), cursor=cursor,
+        path_glob=path_glob, where=tuple(pairs), per_doc=per_doc, cursor=cursor,
     )  # fmt: skip
     db = _find_db(db)
     if queries is not None:
@@ -577,6 +590,30 @@ def list_(path_glob: str | None, types: tuple[str, ...], limit: int, offset: int
         print_documents(_err_console(), result, offset, footer_only=True)
     else:
         print_documents(_out_console(), result, offset)
+
+
+@cli.command()
+@click.option(
+    "--reason",
+    metavar="REASON",
+    help="Only files skipped for this reason (unsupported, timeout, truncated, ...).",
+)
+@db_option
+@json_option
+def skipped(reason: str | None, db: str | None, as_json: bool) -> None:
+    """List every file left out of the index (or kept in part), with its reason.
+
+    A file stays listed until it changes on disk; the next scan then reads it
+    again.
+    """
+    from . import api
+    from .render import cli_json, print_skipped
+
+    result = api.skipped(db, reason=reason)
+    if as_json:
+        click.echo(cli_json(result))
+    else:
+        print_skipped(_out_console(), result)
 
 
 @cli.command()

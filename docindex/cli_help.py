@@ -20,6 +20,11 @@ EXAMPLES: dict[str, list[str]] = {
         "docindex reindex --full --provider minilm",
     ],
     "stats": ["docindex stats", "docindex stats --json | jq .facets"],
+    "skipped": [
+        "docindex skipped",
+        "docindex skipped --reason timeout",
+        "docindex skipped --json | jq -r '.files[].path'",
+    ],
     "watch": ["docindex watch", "docindex watch --root ~/notes --json"],
     "outline": [
         "docindex outline guide/install.md",

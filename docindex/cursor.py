@@ -30,7 +30,9 @@ def _blake2b(data: bytes, size: int, key: bytes = b"") -> str:
     return blake2b(data, digest_size=size, key=key).hexdigest()
 
 
-_FIELDS = ("query", "mode", "types", "path_glob", "where", "files", "min_score")
+_FIELDS = (
+    "query", "mode", "types", "path_glob", "where", "files", "min_score", "per_doc",
+)  # fmt: skip
 
 
 def _fingerprint(options: dict[str, Any]) -> str:

@@ -15,6 +15,7 @@ from .tokenize import query_terms, word_spans
 
 if TYPE_CHECKING:
     from .config import Config
+    from .query import ParsedQuery
     from .search import QueryOptions
     from .store import Store
 
@@ -23,13 +24,13 @@ _SHOWN = 10  # values reported per filter
 
 
 def zero_result_hint(
-    store: Store, text: str, cfg: Config, opts: QueryOptions
+    store: Store, query: ParsedQuery, cfg: Config, opts: QueryOptions
 ) -> dict[str, Any]:
     """Explain an empty result and suggest what to try next.
 
     Args:
         store: the index the query ran against.
-        text: the query as given.
+        query: the parsed query.
         cfg: the settings the query ran with.
         opts: the query's options (filters, mode, min_score).
 
@@ -38,7 +39,7 @@ def zero_result_hint(
         "suggestion": str}``; ``would_match`` maps ``type``/``path``/``where``
         to values that unfiltered hits have (only for filters that were set).
     """
-    words = _words(text)
+    words = _words(query.positive_text)
     unmatched = _unmatched(store, words, cfg)
     hint: dict[str, Any] = {
         "unmatched_words": unmatched,
@@ -53,14 +54,14 @@ def zero_result_hint(
         hint["suggestion"] = "the query has no searchable words"
         return hint
     if opts.types or opts.path_glob or opts.where:
-        unfiltered = _rerun(store, text, cfg, opts, types=(), path_glob=None, where=())
+        unfiltered = _rerun(store, query, cfg, opts, types=(), path_glob=None, where=())
         if unfiltered.hits:
             hint["filtered_out"] = True
             hint["would_match"] = _would_match(store, unfiltered.hits, opts)
             hint["suggestion"] = _filter_suggestion(hint["would_match"])
             return hint
     if opts.min_score > 0:
-        relaxed = _rerun(store, text, cfg, opts, min_score=0.0, top=1)
+        relaxed = _rerun(store, query, cfg, opts, min_score=0.0, top=1)
         if relaxed.hits:
             best = relaxed.hits[0].score
             hint["suggestion"] = f"lower --min-score (the best hit scores {best:.3f})"
@@ -70,7 +71,7 @@ def zero_result_hint(
         hint["suggestion"] = f"try fewer words: {drop} occur nowhere in the index"
         return hint
     for mode in ("auto", "lexical", "semantic"):
-        if mode != opts.mode and _rerun(store, text, cfg, opts, mode=mode, top=1).hits:
+        if mode != opts.mode and _rerun(store, query, cfg, opts, mode=mode, top=1).hits:
             hint["suggestion"] = f"try --mode {mode}"
             return hint
     if unmatched:
@@ -98,13 +99,13 @@ def _unmatched(store: Store, words: list[str], cfg: Config) -> list[str]:
 
 
 def _rerun(
-    store: Store, text: str, cfg: Config, opts: QueryOptions, **changes: Any
+    store: Store, query: ParsedQuery, cfg: Config, opts: QueryOptions, **changes: Any
 ) -> Any:
     from .search import search
 
     changes.setdefault("top", _SAMPLE)
     relaxed = dataclasses.replace(opts, offset=0, explain=False, **changes)
-    return search(store, text, cfg, relaxed, hint=False)
+    return search(store, query, cfg, relaxed, hint=False)
 
 
 def _would_match(store: Store, hits: list[Any], opts: QueryOptions) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from .errors import (
     ExtractionError,
     OutsideRootsError,
 )
-from .models import ScanResult, Segment
+from .models import ScanResult, Segment, printable
 from .store import Store, compress_body
 from .tokenize import cjk_ngrams, term_parts, terms
 
@@ -149,7 +149,7 @@ def prepare(job: _Job, cfg: Config) -> Prepared:
     if job.known_hash == digest:
         return Prepared(job, hash=digest, same=True)
     if not data.strip():
-        return Prepared(job, hash=digest, skip="empty")
+        return Prepared(job, hash=digest, skip="empty", message="the file is blank")
     extra = frozenset(s if s.startswith(".") else f".{s}" for s in cfg.text_extensions)
     kind = kind_for(job.rel_path) or (
         "txt" if os.path.splitext(job.rel_path)[1].lower() in extra else None
@@ -170,7 +170,8 @@ def prepare(job: _Job, cfg: Config) -> Prepared:
         )
     body, segments = segment_document(extracted, job.rel_path, cfg.segment_chars)
     if not segments:
-        return Prepared(job, hash=digest, skip="empty", kind=extracted.kind)
+        return Prepared(job, hash=digest, skip="empty", kind=extracted.kind,
+                        message=f"no text found in this {extracted.kind} file")  # fmt: skip
     doc_title = title_text(extracted.title, job.rel_path)
     fts, vectors = _tokens_and_vectors(cfg, extracted.title, doc_title, segments)
     sections, rows = segment_columns(segments, job.rel_path)
@@ -316,7 +317,8 @@ def _extract(kind: str, data: bytes, name: str, cfg: Config) -> Any:
 
     extractor = get_extractor(kind)
     limits = _limits(cfg)
-    if kind in ("md", "txt"):
+    if kind in ("md", "txt", "pdf"):
+        # PDF bounds itself per page and keeps the pages read (issue #23).
         return extractor(data, name, limits)
     with _deadline(limits.timeout_s):
         return extractor(data, name, limits)
@@ -633,6 +635,7 @@ def _scan(
     )  # fmt: skip
     root_ids = {str(r): store.root_id(str(r)) for r in roots}
     known = {rid: store.fingerprints(rid) for rid in root_ids.values()}
+    skips = {rid: store.skip_fingerprints(rid) for rid in root_ids.values()}
     seen: dict[int, set[str]] = {rid: set() for rid in root_ids.values()}
     complete = {rid: True for rid in root_ids.values()}
     jobs: list[_Job] = []
@@ -641,7 +644,8 @@ def _scan(
     try:
         for entry in chain.from_iterable(walk(roots, options, s) for s in walk_scopes):
             if isinstance(entry, SkipEntry):
-                _walk_skip(entry, result, root_ids, complete)
+                again = _remember_walk_skip(store, entry, roots, root_ids, skips, seen)
+                _walk_skip(entry, result, root_ids, complete, report=not again)
                 continue
             result.scanned += 1
             rid = root_ids[str(entry.root)]
@@ -655,12 +659,23 @@ def _scan(
             ):
                 result.unchanged += 1
                 continue
+            was = skips[rid].get(entry.rel_path) if old is None else None
+            if (
+                was is not None
+                and not force
+                and was.size == entry.size
+                and was.mtime_ns == entry.mtime_ns
+            ):
+                # Skipped before and unchanged: not read again, not warned
+                # about again; `docindex skipped` still lists it (issue #23).
+                result.unchanged += 1
+                continue
             jobs.append(_job(entry, old.hash if old and not force else None))
             if len(jobs) == POOL_THRESHOLD:
                 workers.boot()  # imports while the walk goes on
             if on_progress:
                 on_progress(Progress("walk", result.scanned, None, entry.rel_path))
-        _apply(store, cfg, jobs, root_ids, known, result, on_progress, workers)
+        _apply(store, cfg, jobs, root_ids, known, result, on_progress, workers, skips)
     finally:
         workers.close()
     # Prune only after a complete walk: a root that vanished or a walk that
@@ -676,13 +691,18 @@ def _scan(
                 continue
             remove_document(store, cfg, row.id)
             result.removed += 1
+        for rel_path in skips[rid]:
+            if rel_path not in seen[rid] and _under(rel_path, prefixes):
+                store.clear_skip(rid, rel_path)  # the file is gone
 
 
 def _walk_skip(
-    entry: Any, result: ScanResult, root_ids: dict[str, int], complete: dict[int, bool]
-) -> None:
-    """Record a file the walk left out; a root it could not see whole is not pruned."""
-    result.skip(entry.reason, str(entry.path), entry.message)
+    entry: Any, result: ScanResult, root_ids: dict[str, int],
+    complete: dict[int, bool], report: bool = True,
+) -> None:  # fmt: skip
+    """Count a file the walk left out; a root it could not see whole is not pruned."""
+    if report:
+        result.skip(entry.reason, str(entry.path), entry.message)
     if entry.reason == "missing-root":
         rid = root_ids.get(str(entry.path))
         if rid is not None:
@@ -692,6 +712,40 @@ def _walk_skip(
     ):
         for rid in root_ids.values():
             complete[rid] = False
+
+
+#: Walk skips worth a record: not the user's own exclusions (ignored, hidden),
+#: the walk's limits, nor I/O errors, which are transient (a file that vanished
+#: mid-walk) and are reported on every scan.
+_RECORDED_WALK_SKIPS = frozenset({"too-large", "unsupported", "symlink", "bad-name"})
+
+
+def _remember_walk_skip(
+    store: Store, entry: Any, roots: list[Path], root_ids: dict[str, int],
+    skips: dict[int, dict[str, Any]], seen: dict[int, set[str]],
+) -> bool:  # fmt: skip
+    """Record a walk skip under its root, so ``docindex skipped`` lists it.
+
+    Returns:
+        True when the same skip was already recorded (no new warning).
+    """
+    if entry.reason not in _RECORDED_WALK_SKIPS:
+        return False
+    for root in roots:
+        if root in entry.path.parents:
+            rid = root_ids[str(root)]
+            # printable: a bad-name file's name is not valid UTF-8 (#8)
+            rel = printable(entry.path.relative_to(root).as_posix())
+            seen[rid].add(rel)
+            was = skips[rid].get(rel)
+            if was is not None and (was.reason, was.message) == (
+                entry.reason, entry.message
+            ):  # fmt: skip
+                return True
+            store.record_skip(rid, rel, entry.reason, entry.message,
+                              None, None, None, time.time())  # fmt: skip
+            return False
+    return False
 
 
 def _scope_prefixes(root: Path, scopes: Sequence[Path]) -> list[str] | None:
@@ -722,9 +776,23 @@ def _apply(
     store: Store, cfg: Config, jobs: list[_Job], root_ids: dict[str, int],
     known: dict[int, dict[str, Any]], result: ScanResult,
     on_progress: ProgressFn | None, workers: _Workers | None = None,
+    skips: dict[int, dict[str, Any]] | None = None,
 ) -> None:  # fmt: skip
     if not jobs:  # a no-op rescan must not count the segments (a table scan)
         return
+    skips = skips if skips is not None else {}
+    now = time.time()
+
+    def remember(job: _Job, reason: str, message: str, digest: str | None) -> None:
+        """Keep the skip until the file changes (issue #23).
+
+        Without a content hash (the file could not be read, or the index was
+        full) no fingerprint is kept, so the next scan tries the file again.
+        """
+        size, mtime = (job.size, job.mtime_ns) if digest else (None, None)
+        store.record_skip(root_ids[job.root], job.rel_path, reason, message or reason,
+                          size, mtime, digest or None, now)  # fmt: skip
+
     if len(jobs) >= POOL_THRESHOLD:
         store.tune_fts_for_bulk()
     # Counting segments or vectors reads the whole segments table (~50 MB per
@@ -746,6 +814,7 @@ def _apply(
             continue
         if prep.skip:
             result.skip(prep.skip, job.path, prep.message)
+            remember(job, prep.skip, prep.message, prep.hash)
             if old is not None:  # a file that turned bad loses its stale rows
                 n_segments -= _segments_count(store, old.id)
                 remove_document(store, cfg, old.id)
@@ -759,10 +828,13 @@ def _apply(
             n_docs -= 1
         elif n_docs >= cfg.max_docs:
             result.skip("max-docs", job.path, f"index holds max_docs={cfg.max_docs}")
+            remember(job, "max-docs", f"index holds max_docs={cfg.max_docs}", None)
             continue
         if n_segments + len(prep.rows) > cfg.max_segments:
             result.skip("max-segments", job.path,
                         f"index holds max_segments={cfg.max_segments}")  # fmt: skip
+            remember(job, "max-segments",
+                     f"index holds max_segments={cfg.max_segments}", None)  # fmt: skip
             if old is not None:
                 known[rid].pop(job.rel_path, None)
                 result.removed += 1
@@ -780,10 +852,21 @@ def _apply(
             result.skip("max-embedded", job.path,
                         f"max_embedded={cfg.max_embedded} reached")  # fmt: skip
         _store_prepared(store, rid, prep, vectors)
+        if job.rel_path in skips.get(rid, ()):
+            store.clear_skip(rid, job.rel_path)
         for key, value in prep.notes:
             # Indexed, but not whole: a capped sheet or PDF is never silent (#4).
             reason = "truncated" if key == "truncated" else "partial"
             result.skip(reason, job.path, f"{key}: {value}")
+        if prep.notes:
+            keys = [k for k, _ in prep.notes]
+            reason = "truncated" if "truncated" in keys else "partial"
+            message = "; ".join(f"{k}: {v}" for k, v in prep.notes)
+            remember(job, reason, message, prep.hash)
+        if len(vectors or ()) < len(prep.vectors or ()):
+            remember(
+                job, "max-embedded", f"max_embedded={cfg.max_embedded} reached", None
+            )
         n_docs += 1
         n_segments += len(prep.rows)
         n_embedded += len(vectors or ())

@@ -81,11 +81,15 @@ def tool_schemas(vocab: dict[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]
     path_doc = "A file path relative to a root, or absolute inside one."
     filters = {
         "type": _type_schema(types),
-        "path": _str("Only documents whose root-relative path matches this glob."),
+        "path": _str(
+            "Only documents under this folder, this file, or matching "
+            "this glob (root-relative)."
+        ),
         "where": _where_schema(facets),
     }
     query_props = {
-        "query": _str("What to look for, in plain words (any language)."),
+        "query": _str('What to look for, in plain words (any language); '
+                      '"exact phrase", +required, -excluded, -"excluded phrase".'),
         "topK": _int("Number of hits.", 10, 1, 100),
         "mode": {"type": "string", "enum": list(MODES), "default": "auto",
                  "description": "Rankings to use: auto (hybrid), lexical, semantic."},

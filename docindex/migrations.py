@@ -120,6 +120,33 @@ def m002_compact_segments(conn: sqlite3.Connection) -> None:
     )
 
 
+def m003_skipped(conn: sqlite3.Connection) -> None:
+    """Files left out, with reason and message, until they change (issue #23).
+
+    One row per file: the stat fingerprint (and content hash, when the file
+    was read) lets a rescan pass over an unchanged skipped file without
+    reading it again or repeating its warning. Indexed-but-cut files
+    (``truncated``, ``partial``) have a row here and a document.
+    """
+    _run(
+        conn,
+        """
+        CREATE TABLE skipped (
+            root_id INTEGER NOT NULL REFERENCES roots(id),
+            rel_path TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            message TEXT NOT NULL,
+            size INTEGER,
+            mtime_ns INTEGER,
+            hash TEXT,
+            skipped_at REAL NOT NULL,
+            PRIMARY KEY (root_id, rel_path)
+        ) WITHOUT ROWID;
+        CREATE INDEX skipped_reason ON skipped (reason)
+        """,
+    )
+
+
 def _run(conn: sqlite3.Connection, script: str) -> None:
     """Execute statements one by one: ``executescript`` would COMMIT our transaction."""
     for statement in script.split(";"):
@@ -130,6 +157,7 @@ def _run(conn: sqlite3.Connection, script: str) -> None:
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m001_initial,
     m002_compact_segments,
+    m003_skipped,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

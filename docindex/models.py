@@ -79,6 +79,16 @@ class Segment:
 
 
 @dataclass(frozen=True, slots=True)
+class FoldedHit:
+    """A hit folded behind a shown hit of the same document (``--per-doc``)."""
+
+    chunk_id: str
+    line: int
+    score: float
+    heading_path: list[str]
+
+
+@dataclass(frozen=True, slots=True)
 class Hit:
     """One search result, as printed by ``docindex query --json``."""
 
@@ -99,6 +109,8 @@ class Hit:
     sheet: str | None = None
     cell: str | None = None
     explain: dict[str, object] | None = None
+    folded: list[FoldedHit] = field(default_factory=list)  # the best FOLD_SHOWN
+    folded_count: int = 0  # hits of this document folded behind this one
 
 
 def printable(path: str) -> str:
@@ -121,6 +133,27 @@ def _escapes_only(text: str) -> bool:
     return all(
         not 0xD800 <= ord(c) <= 0xDFFF or 0xDC80 <= ord(c) <= 0xDCFF for c in text
     )
+
+
+@dataclass(frozen=True, slots=True)
+class SkipRecord:
+    """A file the index left out (or kept only in part), as ``docindex skipped`` lists it.
+
+    Attributes:
+        path: the file's absolute path (printable).
+        root: the root it lies under.
+        rel_path: its path relative to that root.
+        reason: the skip reason (``unsupported``, ``timeout``, ``truncated``, ...).
+        message: what exactly went wrong, for people.
+        skipped_at: when the file was last looked at (Unix time).
+    """
+
+    path: str
+    root: str
+    rel_path: str
+    reason: str
+    message: str
+    skipped_at: float
 
 
 @dataclass(slots=True)

@@ -20,7 +20,7 @@ from .errors import DocindexError, MisuseError, OutsideRootsError
 from .segment import markdown_headings
 from .store import SegmentRow, Store
 
-MARKDOWN_KINDS = ("md", "docx")  # kinds whose text carries ``#`` headings
+MARKDOWN_KINDS = ("md", "docx", "html", "odt")  # one unit whose text has ``#`` headings
 _LINE_SUFFIX = re.compile(r"^(.*):(\d+)$")
 _PART_SUFFIX = re.compile(r"~\d+$")
 

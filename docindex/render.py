@@ -24,7 +24,9 @@ def hit_dict(hit: Hit) -> dict[str, Any]:
 
 def to_json(value: Any) -> str:
     """Serialise dataclasses/dicts as one compact JSON document (UTF-8 kept)."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if isinstance(value, dict | list) or (
+        dataclasses.is_dataclass(value) and not isinstance(value, type)
+    ):
         value = _asdict(value)
     return json.dumps(value, ensure_ascii=False, sort_keys=False)
 
@@ -119,6 +121,11 @@ def hits_text(
             out += [snippet[pos : m.start()], style(m.group(1), fg="yellow", bold=True)]
             pos = m.end()
         lines.append("".join([*out, snippet[pos:]]))
+        if hit.folded_count:  # issue #19: more of this document, folded behind it
+            more = ", ".join(f":{f.line}" for f in hit.folded)
+            more += ", …" if hit.folded_count > len(hit.folded) else ""
+            note = f"    + {hit.folded_count} more here ({more})"
+            lines.append(style(note, dim=True))
         if explain and hit.explain:
             lines.append(style(f"    {json.dumps(hit.explain)}", dim=True))
     footer = f"{len(result.hits)} of {result.total} hits in {result.took_ms:.1f} ms"
@@ -186,6 +193,9 @@ def scan_text(result: ScanResult) -> str:
     if len(result.errors) > 20:
         more = f"  … and {len(result.errors) - 20} more (see --json)"
         lines.append(click.style(more, dim=True))
+    if result.errors:
+        hint = "  `docindex skipped` lists every file left out and why"
+        lines.append(click.style(hint, dim=True))
     return "\n".join(lines)
 
 
@@ -233,11 +243,43 @@ def print_stats(console: Any, stats: dict[str, Any]) -> None:
             f"{facet['key']}: {_count(facet['documents'], 'document')}, "
             f"{_count(facet['values'], 'value')}",
         )
+    skipped = stats.get("skipped") or {}
+    if skipped:
+        counts = ", ".join(f"{k} {v:,}" for k, v in sorted(skipped.items()))
+        table.add_row("skipped", f"{counts} (see `docindex skipped`)")
     console.print(table)
     if len(facets) > TOP:
         from rich.text import Text
 
         console.print(Text("every facet and value: docindex stats --json", style="dim"))
+
+
+def print_skipped(console: Any, result: dict[str, Any]) -> None:
+    """Skipped files grouped by reason: path and message, then the counts."""
+    from rich.text import Text
+
+    files = result["files"]
+    by_reason: dict[str, list[Any]] = {}
+    for record in files:
+        by_reason.setdefault(record.reason, []).append(record)
+    for reason, records in sorted(by_reason.items()):
+        console.print(Text(f"{reason} ({len(records)})", style="bold"))
+        for record in records:
+            line = Text("  ")
+            line.append(_clean(record.path), style="magenta")
+            if record.message and record.message != reason:
+                line.append(f"  {_clean(record.message)}", style="dim")
+            console.print(line, soft_wrap=True)
+    counts = result["counts"]
+    if not counts:
+        console.print(Text("no file was left out", style="dim"))
+    elif not files:
+        console.print(Text("no file skipped for that reason", style="dim"))
+    total = sum(counts.values())
+    if total:
+        summary = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+        files_word = "file" if total == 1 else "files"
+        console.print(Text(f"{total} {files_word}: {summary}", style="dim"))
 
 
 # -- navigation (issue #6) ------------------------------------------------------

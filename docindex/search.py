@@ -41,6 +41,7 @@ as well without collapsing to one chunk per document.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import sys
@@ -52,15 +53,17 @@ from typing import Any
 
 from .config import Config
 from .embed import embedder_for as _embedder
-from .models import Hit
+from .models import FoldedHit, Hit
+from .query import NO_WORDS, ParsedQuery, normalized_words, parse_query, phrase_pattern
 from .snippet import best_line, make_snippet, match_spans
 from .store import SegmentRow, Store
-from .tokenize import STOPWORDS, query_terms, terms
+from .tokenize import STOPWORDS, terms
 
 MODES = ("auto", "lexical", "semantic")
 ALL_VECTORS_MAX = 50_000  # --mode semantic scores every vector up to this many
 SEMANTIC_POOL = 2000  # lexical candidates --mode semantic scores past that
 MAX_TOP = 1000
+FOLD_SHOWN = 5  # folded hits a shown hit lists (all are counted in folded_count)
 PURE_PYTHON_MAX = 600  # candidates scored without numpy in a fresh process
 PURE_PYTHON_QUERIES = 3  # ... for its first queries; later ones import numpy
 _SEEN = [0]  # semantic rankings computed by this process
@@ -81,6 +84,7 @@ class QueryOptions:
     path_glob: str | None = None
     where: tuple[tuple[str, str], ...] = ()
     offset: int = 0
+    per_doc: int = 2  # hits a document shows in a page; 0 = no limit (issue #19)
 
 
 @dataclass(slots=True)
@@ -139,8 +143,9 @@ def _filters(opts: QueryOptions) -> tuple[str, tuple[Any, ...]]:
         clauses.append(f"d.kind IN ({','.join('?' * len(opts.types))})")
         params.extend(t.lower().lstrip(".") for t in opts.types)
     if opts.path_glob:
-        clauses.append("d.rel_path GLOB ?")
-        params.append(opts.path_glob)
+        clause, values = path_clause(opts.path_glob)
+        clauses.append(clause)
+        params.extend(values)
     for key, value in opts.where:
         clauses.append(
             "EXISTS (SELECT 1 FROM facets x WHERE x.doc_id = d.id AND x.key = ? "
@@ -148,6 +153,30 @@ def _filters(opts: QueryOptions) -> tuple[str, tuple[Any, ...]]:
         )
         params.extend((key, value))
     return " AND ".join(clauses), tuple(params)
+
+
+_GLOB_CHARS = frozenset("*?[")
+
+
+def path_clause(path: str) -> tuple[str, tuple[Any, ...]]:
+    """SQL over ``d.rel_path`` for ``--path`` (issue #19).
+
+    A pattern with ``*``, ``?`` or ``[`` is a glob (SQLite GLOB: ``*`` also
+    crosses ``/``); anything else is an exact file or a folder prefix, with or
+    without its trailing slash (``en/apisix`` and ``en/apisix/`` are the
+    same). A leading ``./`` is ignored.
+    """
+    path = path.replace("\\", "/")
+    while path.startswith("./"):
+        path = path[2:]
+    if _GLOB_CHARS & set(path):
+        return "d.rel_path GLOB ?", (path,)
+    folder = path.rstrip("/")
+    if not folder:
+        return "1", ()
+    return "(d.rel_path = ? OR substr(d.rel_path, 1, ?) = ?)", (
+        folder, len(folder) + 1, folder + "/",
+    )  # fmt: skip
 
 
 def fuse_scores(
@@ -380,7 +409,7 @@ def _rank_chunks(
     }
     doc_raw = {
         sid: (order[doc], round(doc_scores[doc], 6))
-        for sid, _ in ranked[opts.offset : opts.offset + opts.top]
+        for sid, _ in ranked
         if (doc := doc_of.get(sid, -1)) in doc_scores
     }
     return [(sid, s) for sid, s in ranked if s >= opts.min_score], doc_raw
@@ -495,14 +524,22 @@ def _stopword_terms(cfg: Config, words: frozenset[str]) -> frozenset[str]:
     return got
 
 
+def parse(text: str, cfg: Config) -> ParsedQuery:
+    """``text`` parsed for an index built with ``cfg`` (the edge calls this once)."""
+    return parse_query(_utf8(text), cjk_ngram=cfg.cjk_ngram, use_stem=cfg.stem)
+
+
 def search(
-    store: Store, text: str, cfg: Config, opts: QueryOptions, *, hint: bool = True
-) -> QueryResult:
+    store: Store, query: str | ParsedQuery, cfg: Config, opts: QueryOptions, *,
+    hint: bool = True,
+) -> QueryResult:  # fmt: skip
     """Run one query against an open index.
 
     Args:
         store: the index.
-        text: the user's query (any string; never FTS5 syntax).
+        query: the parsed query (``parse``), or its text to parse here; the
+            query language (phrases, ``+``, ``-``) is in ``docindex.query``.
+            User text never reaches FTS5 as syntax.
         cfg: settings (ranking weights, tokenizer, embedder).
         opts: per-query options.
         hint: explain an empty first page in ``result.hint`` (issue #6).
@@ -511,19 +548,32 @@ def search(
         A QueryResult with hits best first.
     """
     started = time.perf_counter()
-    text, opts = _utf8(text), _utf8_options(opts)
-    result = QueryResult(query=text, mode=opts.mode)
-    qterms = query_terms(text, cjk_ngram=cfg.cjk_ngram, use_stem=cfg.stem)
-    if not qterms:
-        if hint:
-            result.hint = _zero_hint(store, text, cfg, opts)
+    parsed = query if isinstance(query, ParsedQuery) else parse(query, cfg)
+    text, opts = parsed.positive_text, _utf8_options(opts)
+    result = QueryResult(query=parsed.text, mode=opts.mode)
+    qterms = list(parsed.tokens)
+    if not parsed.searchable or not qterms:
+        # Stopwords only ("the") matched everything at 1.0 (issue #19).
+        result.hint = {
+            "unmatched_words": [], "filtered_out": False, "would_match": {},
+            "suggestion": f"{NO_WORDS}: "
+            + (
+                "add a word to look for (-word only excludes)"
+                if parsed.excluded and not parsed.positive_text.strip()
+                else "add a word that is not a stopword"
+            ),
+        }  # fmt: skip
         result.took_ms = _ms(started)
         return result
     where, params = _filters(opts)
     pool = max(200, min(2000, (opts.top + opts.offset) * 20))
     lists: dict[str, list[tuple[int, float]]] = {}
     semantic: list[tuple[int, float]] | None = None
-    every_vector = opts.mode == "semantic" and store.max_segment_id() <= ALL_VECTORS_MAX
+    every_vector = (
+        opts.mode == "semantic"
+        and not parsed.constrained  # phrases, + and - need the lexical filter
+        and store.max_segment_id() <= ALL_VECTORS_MAX
+    )
     if every_vector:
         # Pure semantic ranking scores every vector (one matrix product), so a
         # query with no word in common with a document can still find it. Past
@@ -531,14 +581,18 @@ def search(
         # and the lexical candidates (a larger pool) are scored instead.
         semantic = _semantic(store, text, cfg, None, where, params, pool)
     if opts.mode != "semantic" or not every_vector or semantic is None:
-        match = " OR ".join(quote_fts(t) for t in qterms)
+        match = fts_match(parsed)
         size = SEMANTIC_POOL if opts.mode == "semantic" else pool
         lists["lexical"] = store.lexical(match, size, cfg.title_weight, where, params)
+        if parsed.phrases or parsed.excluded:
+            lists["lexical"] = _verified(store, parsed, lists["lexical"])
     if opts.mode == "semantic" and not every_vector:
         candidates = [sid for sid, _ in lists.pop("lexical")]
         semantic = _semantic(store, text, cfg, candidates, where, params, pool)
         if semantic is None:
             lexical = store.lexical(match, pool, cfg.title_weight, where, params)
+            if parsed.phrases or parsed.excluded:
+                lexical = _verified(store, parsed, lexical)
             lists["lexical"] = lexical
     # Language gate (issue #9): an English-only neural model gets no weight
     # on a mostly-CJK or mostly-[UNK] query; --explain shows it as "gate".
@@ -571,6 +625,7 @@ def search(
     ranked = [(sid, s) for sid, s in ranked if s >= opts.min_score]
     want = opts.top + opts.offset
     doc_raw: dict[int, tuple[int, float]] = {}
+    folded: dict[int, list[tuple[int, float]]] = {}
     if opts.files and "lexical" in lists:
         # --files ranks whole documents (bm25 over all their segments).
         ranked, rows, raw = _rank_documents(store, fused, lists, qterms, cfg, opts)
@@ -579,7 +634,11 @@ def search(
     else:
         if "lexical" in lists:  # chunks know their document's score (#21)
             ranked, doc_raw = _rank_chunks(store, fused, lists, qterms, cfg, opts)
-        rows = store.segments_by_id([sid for sid, _ in ranked[:want]])
+        if opts.per_doc > 0:
+            ranked, folded = fold_per_document(store, ranked, opts.per_doc)
+        shown = [sid for sid, _ in ranked[opts.offset : want]]
+        extra = [sid for s in shown for sid, _ in folded.get(s, ())[:FOLD_SHOWN]]
+        rows = store.segments_by_id(shown + extra)
     result.total = len(ranked)
     page = ranked[opts.offset : opts.offset + opts.top]
     if opts.offset + opts.top < len(ranked):
@@ -600,11 +659,93 @@ def search(
             explain["fused"] = round(score, 6)
             if gate is not None:
                 explain["gate"] = gate
-        result.hits.append(_hit(store, row, score, qterms, cfg, opts, raw, explain))
+        hit = _hit(store, row, score, qterms, cfg, opts, raw, explain)
+        if sid in folded:
+            hit = dataclasses.replace(hit, folded_count=len(folded[sid]), folded=[
+                FoldedHit(r.chunk_id, r.start_line, round(fs, 4), list(r.heading))
+                for fsid, fs in folded[sid][:FOLD_SHOWN]
+                if (r := rows.get(fsid)) is not None
+            ])  # fmt: skip
+        result.hits.append(hit)
     if hint and not result.hits and opts.offset == 0:
-        result.hint = _zero_hint(store, text, cfg, opts)
+        result.hint = _zero_hint(store, parsed, cfg, opts)
     result.took_ms = _ms(started)
     return result
+
+
+def fts_match(parsed: ParsedQuery) -> str:
+    """The FTS5 MATCH expression of a parsed query; every term is quoted.
+
+    Any ranked term may match; each phrase's and ``+word``'s terms must all
+    be there; an excluded word's or phrase's terms must not all be there.
+    Phrases are then checked word by word (``_verified``): FTS columns hold
+    terms, not the text's word order.
+    """
+    expr = "(" + " OR ".join(quote_fts(t) for t in parsed.tokens) + ")"
+    for group in parsed.required_tokens:
+        for term in group:
+            expr += f" AND {quote_fts(term)}"
+    for group in parsed.excluded_tokens:
+        expr += " NOT (" + " AND ".join(quote_fts(t) for t in group) + ")"
+    return expr
+
+
+def _verified(
+    store: Store, parsed: ParsedQuery, pairs: list[tuple[int, float]]
+) -> list[tuple[int, float]]:
+    """``pairs`` whose segment text holds every phrase and no excluded phrase.
+
+    The text is compared as normalised words (``query.normalized_words``), so
+    ``"rate limiting"`` matches "Rate-Limiting" but not "rate of limiting".
+    Exclusions are checked the same way, on the heading path too.
+    """
+    must = [p for p in map(phrase_pattern, parsed.phrases) if p is not None]
+    never = [p for p in map(phrase_pattern, parsed.excluded) if p is not None]
+    if not pairs or not (must or never):
+        return pairs
+    rows = store.segments_by_id([sid for sid, _ in pairs])
+    bodies: dict[int, str] = {}
+    kept: list[tuple[int, float]] = []
+    for sid, score in pairs:
+        row = rows.get(sid)
+        if row is None:
+            continue
+        body = bodies.get(row.doc_id)
+        if body is None:
+            body = bodies[row.doc_id] = store.body(row.doc_id)
+        words = normalized_words(body[row.char_start : row.char_end])
+        heading = normalized_words(" ".join(row.heading))
+        if all(p.search(words) for p in must) and not any(
+            p.search(words) or p.search(heading) for p in never
+        ):
+            kept.append((sid, score))
+    return kept
+
+
+def fold_per_document(
+    store: Store, ranked: list[tuple[int, float]], per_doc: int
+) -> tuple[list[tuple[int, float]], dict[int, list[tuple[int, float]]]]:
+    """At most ``per_doc`` hits per document; the rest fold behind them (issue #19).
+
+    Returns the ranked list without the folded hits (pages and ``total``
+    count these) and, for each document's last shown hit, the hits folded
+    behind it, best first. Scores and order are otherwise unchanged.
+    """
+    doc_of = store.doc_ids_of([sid for sid, _ in ranked])
+    shown: list[tuple[int, float]] = []
+    count: dict[int, int] = {}
+    last: dict[int, int] = {}  # doc -> its last shown segment
+    folded: dict[int, list[tuple[int, float]]] = {}
+    for sid, score in ranked:
+        doc = doc_of.get(sid, -sid)
+        n = count.get(doc, 0)
+        if n < per_doc:
+            count[doc] = n + 1
+            last[doc] = sid
+            shown.append((sid, score))
+        else:
+            folded.setdefault(last[doc], []).append((sid, score))
+    return shown, folded
 
 
 def _utf8(text: str) -> str:
@@ -630,10 +771,12 @@ def _utf8_options(opts: QueryOptions) -> QueryOptions:
     )
 
 
-def _zero_hint(store: Store, text: str, cfg: Config, opts: QueryOptions) -> Any:
+def _zero_hint(
+    store: Store, parsed: ParsedQuery, cfg: Config, opts: QueryOptions
+) -> Any:
     from .hints import zero_result_hint
 
-    return zero_result_hint(store, text, cfg, opts)
+    return zero_result_hint(store, parsed, cfg, opts)
 
 
 def _dense_gate(cfg: Config, text: str) -> str | None:
@@ -794,6 +937,8 @@ def _hit(
     root = row.root
     sep = "" if root.endswith(("/", "\\")) else "/"
     from_ = [name for name in raw if row.id in raw[name]]
+    if not snippet and not text.strip():
+        snippet = row.title or ""  # a title-only document (issue #19)
     return Hit(
         path=f"{root}{sep}{row.rel_path}" if "\\" not in root else f"{root}\\{row.rel_path}",
         rel_path=row.rel_path, root=root, line=line, start_line=row.start_line,

@@ -17,11 +17,13 @@ lines must end is found with ``str.rfind``; line numbers are counted newlines.
 from __future__ import annotations
 
 import re
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from itertools import accumulate
 
 from .anchors import chunk_id, slugify
+from .mdsyntax import heading_text
 from .models import Extracted, Segment, Unit
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$")
@@ -56,21 +58,26 @@ class _Section:
     anchor: str  # chunk-id fragment, "" for a file without headings
     first: int  # offset of its first line in the unit text
     last: int  # offset of the line after it (len(text) + 1 past the last line)
+    body: int  # offset of the line after its heading (setext: after the underline)
 
 
 def markdown_headings(lines: list[str]) -> Iterator[tuple[int, int, str]]:
-    """Yield (0-based line, level, text) of ATX headings outside code fences."""
+    """Yield (0-based line, level, text) of the headings a CommonMark renderer shows.
+
+    ATX and setext headings outside fenced code; the text is as rendered
+    (``mdsyntax.heading_text``: no explicit anchor, markup or escapes).
+    """
     text = "\n".join(lines)
-    if text.count("\n") != len(lines) - 1:  # a "line" holding a newline
-        found = [(i, _SPECIAL.match(line)) for i, line in enumerate(lines)]
-        specials = [(i, m[1] or "|") for i, m in found if m]
-        return iter(_headings(specials, lines.__getitem__))
+    heads = _find_headings(text, _special_lines(text))
+    if text.count("\n") != len(lines) - 1:  # an item holding a newline
+        starts = list(accumulate((len(x) + 1 for x in lines[:-1]), initial=0))
+        return iter((bisect_right(starts, h.where) - 1, h.level, h.text) for h in heads)
     at = line = 0
     out: list[tuple[int, int, str]] = []
-    for pos, level, heading in _headings(_special_lines(text), _line_reader(text)):
-        line += text.count("\n", at, pos)
-        at = pos
-        out.append((line, level, heading))
+    for head in heads:
+        line += text.count("\n", at, head.where)
+        at = head.where
+        out.append((line, head.level, head.text))
     return iter(out)
 
 
@@ -92,28 +99,121 @@ def _line_reader(text: str) -> Callable[[int], str]:
     return line_at
 
 
-def _headings(
-    specials: _Specials, line_at: Callable[[int], str]
-) -> list[tuple[int, int, str]]:
-    """(where, level, text) of the headings among ``specials``, skipping fences.
+@dataclass(slots=True)
+class _Heading:
+    where: int  # offset of its first line
+    body: int  # offset of the line after it (after a setext underline)
+    level: int
+    text: str  # as rendered
+    anchor: str | None  # an explicit ``{#id}`` / ``{/*id*/}``
 
-    A fence opened by ``` closes at the next fence line of backticks (any
-    length >= 3), likewise for ~~~.
+
+_FENCE_LINE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
+_CONTAINER = re.compile(
+    r" {0,3}(?:>|[-+*](?:[ \t]|$)|\d{1,9}[.)](?:[ \t]|$)|<[A-Za-z/!?])"
+)
+_INDENTED = re.compile(r" {0,3}\t| {4}")
+_SETEXT = re.compile(r"\n {0,3}(=+|-+)[ \t]*(?=\n|\Z)")
+# A line that cannot continue a paragraph into a setext heading: blank, or a
+# block start (ATX heading, fence, quote, list item, thematic break, HTML tag).
+_NOT_PARAGRAPH = re.compile(
+    r"[ \t]*$| {0,3}(?:#{1,6}(?:[ \t]|$)|`{3,}[^`\n]*$|~~~|>|[-+*](?:[ \t]|$)"
+    r"|\d{1,9}[.)](?:[ \t]|$)|<[A-Za-z/!?]|([-*_])[ \t]*\1[ \t]*\1[-*_ \t]*$)"
+)
+
+
+def _find_headings(text: str, specials: _Specials) -> list[_Heading]:
+    """The ATX and setext headings outside fenced code, in order (CommonMark).
+
+    A fence closes at a line of its character, at least as long as the
+    opener, followed by blanks only; a backtick fence's info string holds no
+    backtick. A setext underline (``===`` or ``---``) makes a heading of the
+    paragraph lines right above it.
     """
-    out: list[tuple[int, int, str]] = []
-    in_fence = ""
+    line_at = _line_reader(text)
+    out: list[_Heading] = []
+    fences: list[tuple[int, int]] = []
+    fence: tuple[str, int, int] | None = None  # (character, length, start)
     for where, tag in specials:
-        if tag == "#":
-            if not in_fence:
-                heading = _heading(line_at(where))
-                if heading is not None:
-                    out.append((where, *heading))
-        elif tag == "|":
+        if tag == "|":
             continue
-        elif not in_fence:
-            in_fence = tag
-        elif tag == in_fence:
-            in_fence = ""
+        if tag == "#":
+            if fence is None:
+                found = _heading(line_at(where))
+                if found is not None:
+                    end = text.find("\n", where) + 1 or len(text) + 1
+                    out.append(_Heading(where, end, found[0], *heading_text(found[1])))
+            continue
+        m = _FENCE_LINE.match(line_at(where))
+        if m is None:
+            continue
+        if fence is None:
+            if m[1][0] != "`" or "`" not in m[2]:
+                fence = (m[1][0], len(m[1]), where)
+        elif m[1][0] == fence[0] and len(m[1]) >= fence[1] and not m[2].strip():
+            fences.append((fence[2], where))
+            fence = None
+    if fence is not None:
+        fences.append((fence[2], len(text) + 1))
+    if "\n=" in text or "\n-" in text or "\n " in text:
+        setext = _setext_headings(text, fences, {h.where for h in out})
+        if setext:
+            out = sorted([*out, *setext], key=lambda h: h.where)
+    return out
+
+
+def _lazy_parent(line: str) -> bool:
+    """True when ``line`` opens a quote, list item or HTML block whose
+    paragraph (or HTML) the next lines would continue lazily."""
+    while True:
+        found = _CONTAINER.match(line)
+        if found is None:
+            return False
+        if found[0].lstrip().startswith("<"):
+            return True
+        line = line[found.end() :]
+        if not line.strip() or _NOT_PARAGRAPH.match(line):
+            return False
+        if _CONTAINER.match(line) is None:
+            return True
+
+
+def _setext_headings(
+    text: str, fences: list[tuple[int, int]], atx: set[int]
+) -> list[_Heading]:
+    out: list[_Heading] = []
+    floor = 0  # a paragraph starts after the previous setext heading
+    for m in _SETEXT.finditer(text):
+        under = m.start() + 1
+        if any(a <= under <= b for a, b in fences):
+            continue
+        # Walk up over the paragraph's lines (stop at a blank or block start).
+        first = -1
+        pos = under
+        while pos > floor:
+            start = text.rfind("\n", 0, pos - 1) + 1
+            if (
+                start < floor
+                or start in atx
+                or _NOT_PARAGRAPH.match(text, start, pos - 1)
+            ):
+                if start >= floor and _lazy_parent(text[start : pos - 1]):
+                    first = -1  # a lazy continuation of a quote, list or HTML
+                break
+            if any(a <= start <= b for a, b in fences):
+                break
+            first = start
+            pos = start
+        # A paragraph never starts indented by 4 (that is indented code).
+        while 0 <= first < under and _INDENTED.match(text, first):
+            first = text.find("\n", first) + 1
+        if first < 0 or first >= under or any(h.where <= first < h.body for h in out):
+            continue
+        body = text.find("\n", under) + 1 or len(text) + 1
+        raw = " ".join(text[first : under - 1].split())
+        level = 1 if m[1][0] == "=" else 2
+        out.append(_Heading(first, body, level, *heading_text(raw)))
+        floor = body
     return out
 
 
@@ -138,14 +238,17 @@ def _markdown_sections(text: str, specials: _Specials) -> list[_Section]:
     stack: list[tuple[int, tuple[str, ...], str]] = []  # (level, path, slug path)
     counts: dict[tuple[str, str], int] = {}
     used: set[str] = set()
-    current = _Section((), "_preamble", 0, 0)
-    for i, level, heading in _headings(specials, _line_reader(text)):
-        current.last = i
+    current = _Section((), "_preamble", 0, 0, 0)
+    headings = _find_headings(text, specials)
+    for head in headings:
+        current.last = head.where
         sections.append(current)
+        level = head.level
         while stack and stack[-1][0] >= level:
             stack.pop()
         parent = stack[-1][2] if stack else ""
-        base = slugify(heading)
+        # An explicit anchor ({#id}, {/*id*/}) wins over the heading's slug.
+        base = slugify(head.anchor) if head.anchor else slugify(head.text)
         n = counts.get((parent, base), 0) + 1
         slug = base if n == 1 else f"{base}-{n}"
         path = f"{parent}/{slug}" if parent else slug
@@ -157,9 +260,9 @@ def _markdown_sections(text: str, specials: _Specials) -> list[_Section]:
             path = f"{parent}/{slug}" if parent else slug
         counts[(parent, base)] = n
         used.add(path)
-        heading_path = (*stack[-1][1], heading) if stack else (heading,)
+        heading_path = (*stack[-1][1], head.text) if stack else (head.text,)
         stack.append((level, heading_path, path))
-        current = _Section(heading_path, path, i, i)
+        current = _Section(heading_path, path, head.where, head.where, head.body)
     current.last = len(text) + 1
     sections.append(current)
     if len(sections) == 1:
@@ -168,13 +271,17 @@ def _markdown_sections(text: str, specials: _Specials) -> list[_Section]:
         current.anchor = ""
     # A heading directly followed by a sub-heading has no text of its own: it
     # lives on in its children's heading paths rather than as an empty chunk.
-    return [s for s in sections if _has_body(text, s)]
+    kept = [s for s in sections if _has_body(text, s)]
+    if not kept and headings:
+        # A file of headings only is still a document (issue #19): its last
+        # heading's section holds every heading line, so each can be found.
+        last = sections[-1]
+        return [_Section(last.heading_path, last.anchor, 0, len(text) + 1, 0)]
+    return kept
 
 
 def _has_body(text: str, section: _Section) -> bool:
-    start = section.first
-    if section.heading_path:
-        start = text.find("\n", start) + 1 or len(text) + 1
+    start = section.body if section.heading_path else section.first
     return _NON_BLANK.search(text, start, section.last - 1) is not None
 
 
@@ -335,9 +442,10 @@ def segment_document(
         if unit.markdown:
             sections = _markdown_sections(text, specials)
         else:
-            sections = [_Section((), "", 0, len(text) + 1)]
+            sections = [_Section((), "", 0, len(text) + 1, 0)]
         page, slide, sheet, cells = unit.page, unit.slide, unit.sheet, unit.line_cells
         at = line = 0  # a line start and its 0-based number
+        first_of_unit = len(segments)
         for section in sections:
             base = section.anchor if anchor is None else _join(anchor, section.anchor)
             path = section.heading_path
@@ -372,9 +480,90 @@ def segment_document(
                             part,
                         )
                     )
+        # Line numbers are per unit: chunks join only within their unit.
+        segments[first_of_unit:] = _merge_wordless(
+            segments[first_of_unit:], text, offset
+        )
         texts.append(text)
         offset += len(text) + len(UNIT_SEPARATOR)
-    return UNIT_SEPARATOR.join(texts), _finish_ids(segments, rel_path)
+    body = UNIT_SEPARATOR.join(texts)
+    for i, seg in enumerate(segments):
+        seg.ordinal = i
+    if not segments and ((extracted.title or "").strip() or extracted.meta):
+        # A file of front matter only (or of components only, ``<ThemePage />``)
+        # is still found by its title and name (issue #19): one empty chunk,
+        # whose FTS title column holds both.
+        segments = [Segment(0, "", 1, 1, (), rel_path, char_start=0, char_end=0)]
+    return body, _finish_ids(segments, rel_path)
+
+
+_WORD = re.compile(r"[^\W_]")
+_ATX_OR_FENCE_LINE = re.compile(
+    r"^ {0,3}(?:#{1,6}(?:[ \t][^\n]*)?|```[^\n]*|~~~[^\n]*)$", re.M
+)
+
+
+_WORDS = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]|[^\W_]+")
+MIN_PIECE_WORDS = 3  # a section's later piece with fewer words joins the one before
+
+
+def _few_words(seg: Segment) -> bool:
+    """True when a chunk has no word outside its heading and fence lines, or
+    is a later piece of its section with fewer than MIN_PIECE_WORDS words
+    (the tail ``</template>`` of a split code block)."""
+    text = seg.text
+    if _WORD.search(text) is None:
+        return True
+    if seg.part > 1 and len(_WORDS.findall(text, 0, 200)) < MIN_PIECE_WORDS:
+        return True
+    return _WORD.search(_ATX_OR_FENCE_LINE.sub("", text)) is None
+
+
+def _merge_wordless(segments: list[Segment], text: str, offset: int) -> list[Segment]:
+    """Join each chunk with no word of its own (beyond a heading) to its neighbour.
+
+    A fence-only, ``}``-only or table-rule-only chunk ranked high on its
+    heading and showed a snippet of punctuation (issue #19). It joins the
+    chunk before it in its unit (else the one after); sheets, whose lines map
+    to cells, are left alone. ``text`` is the unit's text, at ``offset`` in the
+    document.
+    """
+    if len(segments) < 2 or not any(_few_words(s) for s in segments):
+        return segments
+    out: list[Segment] = []
+    pending: Segment | None = None  # a small chunk waiting for the next one
+    for i, seg in enumerate(segments):
+        if seg.line_cells is not None:
+            out.append(seg)
+            continue
+        if pending is not None:
+            # A heading whose text was split off (a big table or fence follows)
+            # keeps its id: the chunk opens with the heading.
+            keep = pending if pending.anchor == seg.anchor else seg
+            seg = _joined(pending, seg, text, offset, keep=keep)
+            pending = None
+        nxt = segments[i + 1] if i + 1 < len(segments) else None
+        if not _few_words(seg):
+            out.append(seg)
+        elif seg.part == 1 and nxt is not None and nxt.anchor == seg.anchor:
+            pending = seg  # a section's heading joins its own text
+        elif out and out[-1].line_cells is None:
+            out[-1] = _joined(out[-1], seg, text, offset, keep=out[-1])
+        else:
+            pending = seg
+    if pending is not None:
+        out.append(pending)
+    return out
+
+
+def _joined(a: Segment, b: Segment, text: str, offset: int, keep: Segment) -> Segment:
+    """``a`` and ``b`` (consecutive, one unit) as one chunk named like ``keep``."""
+    return Segment(
+        keep.ordinal, text[a.char_start - offset : b.char_end - offset],
+        a.start_line, b.end_line,
+        keep.heading_path, keep.chunk_id, a.page, a.slide, a.sheet, None,
+        a.char_start, b.char_end, keep.anchor, keep.part,
+    )  # fmt: skip
 
 
 def _split_spans(line: str, at: int, size: int) -> list[tuple[int, int]]:

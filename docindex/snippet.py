@@ -7,6 +7,7 @@ n-grams. Pure functions over a segment's text.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .stem import stem
@@ -82,6 +83,49 @@ def _plain(text: str) -> str:
     return text.replace(MARK_OPEN, "")
 
 
+_FENCE_LINE = re.compile(r"^ {0,3}(?:`{3,}|~{3,})[^\n]*\n?", re.M)
+_TABLE_RULE = re.compile(
+    r"^[ \t]*\|?[ \t]*:?-{3,}:?[ \t]*(?:\|[ \t]*:?-{3,}:?[ \t]*)*\|?[ \t]*$\n?", re.M
+)
+_HEADING_MARKS = re.compile(r"^ {0,3}#{1,6}[ \t]+", re.M)
+_ANCHOR = re.compile(r"[ \t]*(?:\{/\*\s*[\w-]+\s*\*/\}|\{#[\w-]+[^}\n]*\})")
+_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
+_CODE = re.compile(r"(`+)[^`\n]*?\1")
+
+
+_PROSE = re.compile(r"^[ \t]*(?:[-*>]\s+)?[^\W\d_][^\n{};=<>]{20,}$", re.M)
+
+
+def _first_prose(text: str) -> int:
+    """Offset of the first line that reads as prose (starts with a letter,
+    20+ characters, no code punctuation), else 0: a snippet with no match
+    shows words, not ``</> ); }`` (issue #19)."""
+    found = _PROSE.search(text)
+    return found.start() if found else 0
+
+
+def display_text(text: str) -> str:
+    """A chunk as a reader sees it, for snippets (issue #19).
+
+    Fence lines, table rules, heading marks and explicit anchors
+    (``{#id}``, ``{/*id*/}``) go; backslash escapes are resolved outside
+    inline code. Code inside fences stays (it may be what matched).
+    """
+    if not any(c in text for c in "`~|#{\\"):
+        return text
+    text = _FENCE_LINE.sub("", text)
+    text = _TABLE_RULE.sub("", text)
+    text = _HEADING_MARKS.sub("", text)
+    text = _ANCHOR.sub("", text)
+    if "\\" in text:
+        pieces, pos = [], 0
+        for code in _CODE.finditer(text):
+            pieces += [_ESCAPE.sub(r"\1", text[pos : code.start()]), code[0]]
+            pos = code.end()
+        text = "".join([*pieces, _ESCAPE.sub(r"\1", text[pos:])])
+    return text
+
+
 def make_snippet(
     text: str, qset: set[str], chars: int, highlight: bool, cfg: Any,
     spans: list[tuple[int, int, str]] | None = None,
@@ -89,10 +133,17 @@ def make_snippet(
     """A one-line window of about ``chars`` characters around the densest matches.
 
     ``spans`` may pass ``match_spans(text, qset, cfg)`` already computed.
+    The window is placed on ``display_text(text)``: no fence lines, heading
+    marks or anchors (issue #19).
     """
     chars = max(20, chars)
+    shown = display_text(text)
+    if shown != text:
+        text, spans = shown, None
     if spans is None:
         spans = match_spans(text, qset, cfg)
+    if not spans:
+        start = _first_prose(text)
     if spans:
         best = (-1, -1, 0)
         for i, (s, _, _) in enumerate(spans):
@@ -102,8 +153,6 @@ def make_snippet(
             if score > best[:2]:
                 best = (*score, window_start)
         start = best[2]
-    else:
-        start = 0
     end = min(len(text), start + chars)
     if end - start < chars:
         start = max(0, end - chars)

@@ -27,10 +27,21 @@ from .errors import (
     IndexNotFoundError,
     SchemaTooNewError,
 )
+from .models import SkipRecord, printable
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 _MAX_VARS = 900
 FTS_HASHSIZE = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class SkipRow:
+    """A skipped file's record as a rescan needs it."""
+
+    reason: str
+    message: str
+    size: int | None
+    mtime_ns: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +118,7 @@ class Store:
         self._depth = 0
         self._bodies: dict[int, str] = {}
         self._bodies_version: tuple[int, int] | None = None
+        self.outdated = False  # set by _setup: read-only and before the last migration
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -347,6 +359,69 @@ class Store:
             (key, json.dumps(value, sort_keys=True)),
         )
 
+    # -- skipped files (issue #23) -------------------------------------------
+
+    def skip_fingerprints(self, root_id: int) -> dict[str, SkipRow]:
+        """rel_path -> (reason, message, size, mtime_ns) of a root's skipped files."""
+        rows = self.conn.execute(
+            "SELECT rel_path, reason, message, size, mtime_ns FROM skipped "
+            "WHERE root_id = ?",
+            (root_id,),
+        )
+        return {r[0]: SkipRow(r[1], r[2], r[3], r[4]) for r in rows}
+
+    def record_skip(
+        self, root_id: int, rel_path: str, reason: str, message: str,
+        size: int | None, mtime_ns: int | None, hash_: str | None, at: float,
+    ) -> None:  # fmt: skip
+        """Insert or replace the skip record of one file."""
+        self.conn.execute(
+            "INSERT OR REPLACE INTO skipped (root_id, rel_path, reason, message, "
+            "size, mtime_ns, hash, skipped_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (root_id, rel_path, reason, message, size, mtime_ns, hash_, at),
+        )
+
+    def clear_skip(self, root_id: int, rel_path: str) -> None:
+        """Forget a file's skip record (it was indexed whole, or it is gone)."""
+        self.conn.execute(
+            "DELETE FROM skipped WHERE root_id = ? AND rel_path = ?",
+            (root_id, rel_path),
+        )
+
+    def skipped(self, reason: str | None = None) -> list[SkipRecord]:
+        """Every skip record (optionally of one reason), by root then path."""
+        if self.outdated:  # read-only, before m003: nothing recorded yet
+            return []
+        where, params = ("WHERE s.reason = ?", (reason,)) if reason else ("", ())
+        rows = self.conn.execute(
+            "SELECT r.path, s.rel_path, s.reason, s.message, s.skipped_at "
+            f"FROM skipped s JOIN roots r ON r.id = s.root_id {where} "
+            "ORDER BY r.path, s.rel_path",
+            params,
+        )
+        return [
+            SkipRecord(
+                printable(str(Path(root) / rel)),
+                root,
+                printable(rel),
+                reason_,
+                message,
+                at,
+            )  # fmt: skip
+            for root, rel, reason_, message, at in rows
+        ]
+
+    def skip_counts(self) -> dict[str, int]:
+        """Number of skip records per reason."""
+        if self.outdated:
+            return {}
+        return {
+            reason: int(n)
+            for reason, n in self.conn.execute(
+                "SELECT reason, count(*) FROM skipped GROUP BY reason ORDER BY reason"
+            )
+        }
+
     # -- roots and documents -----------------------------------------------
 
     def root_id(self, root: str) -> int:
@@ -377,16 +452,23 @@ class Store:
         Returns False when ``old`` is not a root. A stale, document-less row
         for ``new`` (a root removed earlier) is dropped first.
         """
+        stale = (
+            "path = ? AND NOT EXISTS (SELECT 1 FROM documents WHERE root_id = roots.id)"
+        )
         self.conn.execute(
-            "DELETE FROM roots WHERE path = ? AND NOT EXISTS "
-            "(SELECT 1 FROM documents WHERE root_id = roots.id)",
+            f"DELETE FROM skipped WHERE root_id IN (SELECT id FROM roots WHERE {stale})",
             (new,),
         )
+        self.conn.execute(f"DELETE FROM roots WHERE {stale}", (new,))
         cur = self.conn.execute("UPDATE roots SET path = ? WHERE path = ?", (new, old))
         return cur.rowcount > 0
 
     def delete_root(self, root: str) -> None:
-        """Forget a root whose documents were removed already."""
+        """Forget a root whose documents were removed already (and its skip records)."""
+        self.conn.execute(
+            "DELETE FROM skipped WHERE root_id IN (SELECT id FROM roots WHERE path = ?)",
+            (root,),
+        )
         self.conn.execute("DELETE FROM roots WHERE path = ?", (root,))
 
     def fingerprints(self, root_id: int) -> dict[str, DocRow]:

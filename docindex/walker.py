@@ -25,8 +25,7 @@ UNSUPPORTED_SUFFIXES = frozenset(
     """.png .jpg .jpeg .gif .bmp .tif .tiff .webp .ico .svgz .heic .psd .mp3 .mp4
     .m4a .wav .flac .ogg .avi .mov .mkv .webm .zip .gz .tgz .bz2 .xz .7z .rar .tar
     .jar .war .class .wasm .bin .dat .db .sqlite .sqlite3 .pdb .iso .dmg .woff
-    .woff2 .ttf .otf .eot .doc .xls .ppt .odt .ods .odp .rtf .epub .pkl .npy .npz
-    .parquet .lock""".split()
+    .woff2 .ttf .otf .eot .pkl .npy .npz .parquet .lock""".split()
 )
 
 
@@ -217,7 +216,7 @@ def _entry_for(
         return
     suffix = os.path.splitext(path.name)[1].lower()
     if suffix in UNSUPPORTED_SUFFIXES:
-        yield SkipEntry(path, "unsupported")
+        yield SkipEntry(path, "unsupported", f"{suffix} files are not indexed")
         return
     if st.st_size > options.max_file_bytes:
         yield SkipEntry(path, "too-large", f"{st.st_size} bytes")

@@ -81,7 +81,7 @@ def test_literal_suffix_heading_does_not_collide_with_duplicate() -> None:
 def test_cjk_heading_gives_readable_id() -> None:
     assert ids("# 安装 指南!\n文本\n## Café & Bar\nq\n") == [
         "a.md#安装-指南",
-        "a.md#安装-指南/café-bar",
+        "a.md#安装-指南/café--bar",  # GitHub slug: "&" dropped, both spaces kept
     ]
 
 

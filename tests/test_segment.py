@@ -100,7 +100,8 @@ def test_chunk_ids_stable_under_unrelated_edit() -> None:
 
 def test_slugify() -> None:
     assert slugify("Hello, World!") == "hello-world"
-    assert slugify("  a -- b  ") == "a-b"
+    assert slugify("  a -- b  ") == "a----b"  # GitHub: each space a hyphen
+    assert slugify("snake_case: 2.0") == "snake_case-20"
     assert slugify("全文 检索") == "全文-检索"
 
 

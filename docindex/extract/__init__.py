@@ -1,5 +1,9 @@
 """Suffix -> extractor registry.
 
+Kinds: ``md``, ``txt``, ``pdf``, ``docx``, ``pptx``, ``xlsx``, ``html``,
+``epub``, ``odt``/``ods``/``odp`` (one ``odf`` module), ``rtf``, and
+``legacy`` for binary .doc/.xls/.ppt (refused with a conversion hint).
+
 Every extractor is a top-level function ``extract(data, name, limits) -> Extracted``
 so it can run in a worker process. Heavy libraries (pypdf, python-docx, ...) are
 imported inside the extractor modules, which are imported only when a file of
@@ -17,8 +21,7 @@ from ..models import Extracted
 TEXT_SUFFIXES = frozenset(
     {
         ".txt", ".text", ".rst", ".adoc", ".org", ".tex", ".csv", ".tsv", ".log",
-        ".json", ".yaml", ".yml", ".toml", ".ini", ".cfg", ".conf", ".xml", ".html",
-        ".htm", ".css", ".py", ".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx", ".vue",
+        ".json", ".yaml", ".yml", ".toml", ".ini", ".cfg", ".conf", ".xml", ".css", ".py", ".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx", ".vue",
         ".go", ".rs", ".java", ".kt", ".c", ".h", ".cc", ".cpp", ".hpp", ".cs",
         ".rb", ".php", ".swift", ".sh", ".bash", ".zsh", ".sql", ".lua", ".pl",
         ".r", ".scala", ".svelte", ".astro", ".env", ".properties", ".gradle",
@@ -31,6 +34,24 @@ OFFICE_SUFFIXES = {
     ".pptx": "pptx",
     ".xlsx": "xlsx",
     ".xlsm": "xlsx",
+    # issue #23: web pages, books, OpenDocument, RTF, legacy binary Office
+    ".html": "html",
+    ".htm": "html",
+    ".xhtml": "html",
+    ".epub": "epub",
+    ".odt": "odt",
+    ".ott": "odt",
+    ".ods": "ods",
+    ".ots": "ods",
+    ".odp": "odp",
+    ".otp": "odp",
+    ".rtf": "rtf",
+    ".doc": "legacy",
+    ".dot": "legacy",
+    ".xls": "legacy",
+    ".xlt": "legacy",
+    ".ppt": "legacy",
+    ".pps": "legacy",
 }
 
 
@@ -42,16 +63,26 @@ class ExtractLimits:
         max_archive_entries: ZIP (OOXML) entries allowed before a file is a zip bomb.
         max_uncompressed_bytes: total declared uncompressed size allowed in a ZIP.
         max_compression_ratio: per-entry uncompressed/compressed ratio allowed.
-        max_pages: PDF pages read (the rest are dropped with a warning-free cap).
+        max_pages: PDF pages read (the rest are dropped and counted ``truncated``).
+        page_timeout_s: wall-clock budget for one PDF page; a slower page is
+            left out (``page_errors``) and the others are kept.
+        pdf_seconds_per_page: what each page adds to a PDF's budget, which
+            starts at ``timeout_s``.
+        pdf_timeout_s: the most a whole PDF may take; past its budget the pages
+            read so far are kept and the file counts as ``truncated``.
         max_sheet_rows: XLSX rows read per sheet.
         max_text_chars: characters of extracted text kept for one file.
-        timeout_s: wall-clock budget for one office file (enforced by the indexer).
+        timeout_s: wall-clock budget for one office file other than PDF
+            (enforced by the indexer).
     """
 
     max_archive_entries: int = 10_000
     max_uncompressed_bytes: int = 200 * 1024 * 1024
     max_compression_ratio: float = 200.0
     max_pages: int = 2_000
+    page_timeout_s: float = 10.0
+    pdf_seconds_per_page: float = 0.25
+    pdf_timeout_s: float = 600.0
     max_sheet_rows: int = 100_000
     max_text_chars: int = 20_000_000
     timeout_s: float = 30.0
@@ -92,4 +123,11 @@ _MODULES = {
     "docx": "docx",
     "pptx": "pptx",
     "xlsx": "xlsx",
+    "html": "html",
+    "epub": "epub",
+    "odt": "odf",
+    "ods": "odf",
+    "odp": "odf",
+    "rtf": "rtf",
+    "legacy": "legacy",
 }

@@ -96,7 +96,7 @@ def check_zip(data: bytes, limits: ExtractLimits) -> None:
                 )
 
 
-def check_xml_parts(data: bytes) -> None:
+def check_xml_parts(data: bytes, allow_doctype: bool = False) -> None:
     """Refuse an OOXML archive if any XML part declares a DTD or entities.
 
     Every entry whose content starts like XML is checked, whatever its name,
@@ -106,6 +106,8 @@ def check_xml_parts(data: bytes) -> None:
 
     Args:
         data: the raw bytes of a ZIP archive that passed :func:`check_zip`.
+        allow_doctype: accept a bare ``<!DOCTYPE html ...>`` without an
+            internal subset (EPUB's XHTML has one; it can declare nothing).
 
     Raises:
         ExtractionError: ``corrupt`` when a part carries a DTD, has an absurdly
@@ -117,7 +119,7 @@ def check_xml_parts(data: bytes) -> None:
                 if info.is_dir() or info.file_size == 0:
                     continue
                 with zf.open(info) as part:
-                    _check_prolog(part, info.filename)
+                    _check_prolog(part, info.filename, allow_doctype)
     except ExtractionError:
         raise
     except Exception as exc:  # zlib.error, BadZipFile (CRC), NotImplementedError...
@@ -132,7 +134,7 @@ def check_ooxml(data: bytes, limits: ExtractLimits) -> None:
     check_xml_parts(data)
 
 
-def _check_prolog(part: IO[bytes], name: str) -> None:
+def _check_prolog(part: IO[bytes], name: str, allow_doctype: bool = False) -> None:
     """Read a part's prolog up to its root element; raise if it holds a DTD."""
     head = part.read(_CHUNK)
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):
@@ -147,7 +149,7 @@ def _check_prolog(part: IO[bytes], name: str) -> None:
     buf = head
     while True:
         text = buf.decode(encoding, "ignore").encode() if encoding else buf
-        state = _scan_prolog(text)
+        state = _scan_prolog(text, allow_doctype)
         if state == "dtd":
             raise ExtractionError("corrupt", f"XML with DTD/entities refused ({name})")
         if state == "root":
@@ -160,12 +162,20 @@ def _check_prolog(part: IO[bytes], name: str) -> None:
         buf += more
 
 
-def _scan_prolog(text: bytes) -> str:
+def _scan_prolog(text: bytes, allow_doctype: bool = False) -> str:
     """Classify the start of an XML document: ``root``, ``dtd`` or ``more``."""
     pos = 0
     while True:
         match = _PROLOG_SKIP.match(text, pos)
         if match is None:
+            if allow_doctype and text[pos : pos + 9].upper() == b"<!DOCTYPE":
+                end = text.find(b">", pos)
+                if end == -1:
+                    return "more"
+                if b"[" in text[pos:end]:
+                    return "dtd"  # an internal subset can declare entities
+                pos = end + 1
+                continue
             break
         pos = match.end()
     rest = text[pos:]
@@ -182,8 +192,11 @@ def run_guarded(
     data: bytes,
     limits: ExtractLimits,
     extract: Callable[[bytes, ExtractLimits], Extracted],
+    allow_doctype: bool = False,
 ) -> Extracted:
     """Check the archive, then run ``extract``; any other failure is ``corrupt``.
+
+    ``allow_doctype`` is for EPUB (see :func:`check_xml_parts`).
 
     Library warnings are silenced (the core never prints, and tests turn
     warnings into errors); ExtractionError and BaseExceptions such as the
@@ -196,7 +209,8 @@ def run_guarded(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            check_ooxml(data, limits)
+            check_zip(data, limits)
+            check_xml_parts(data, allow_doctype)
             return extract(data, limits)
         except ExtractionError:
             raise

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from ..mdsyntax import heading_text, hide_unrendered
 from ..models import Extracted, Unit
 from . import ExtractLimits
 from .text import decode, looks_binary
@@ -47,8 +48,8 @@ def parse_front_matter(text: str) -> tuple[dict[str, str], int]:
 def extract(data: bytes, name: str, limits: ExtractLimits) -> Extracted:
     """Extract a Markdown file as one unit whose headings drive segmentation.
 
-    Front-matter lines are blanked (not removed) so line numbers still match
-    the file.
+    Front-matter lines and what a renderer hides (``mdsyntax.hide_unrendered``)
+    are blanked, not removed, so line numbers still match the file.
     """
     from ..errors import ExtractionError
 
@@ -59,6 +60,9 @@ def extract(data: bytes, name: str, limits: ExtractLimits) -> Extracted:
     if span:
         lines = text.split("\n")
         text = "\n" * span + "\n".join(lines[span:])
+    # Comments, MDX import/export and JSX tag lines, admonition markers are
+    # blanked: a renderer never shows them as text (issue #19).
+    text = hide_unrendered(text)
     title = facets.pop("title", None) or _first_h1(text)
     return Extracted(units=(Unit(text=text, markdown=True),), title=title,
                      kind="md", meta=facets)  # fmt: skip
@@ -83,5 +87,7 @@ def _first_h1(text: str) -> str | None:
         line_end = text.find("\n", start - 1)
         found = _H1.match(text[start - 1 : None if line_end < 0 else line_end])
         if found:
-            return found.group(1).strip()
+            title = heading_text(found.group(1))[0]
+            if title:
+                return title
     return None

@@ -1,0 +1,188 @@
+"""What a Markdown/MDX renderer hides, and how headings read once rendered (issue #19).
+
+Shared by the Markdown extractor (which blanks hidden text before anything
+else sees it) and the segmenter (which cleans heading text and takes explicit
+anchors). Pure functions over strings; nothing here imports the rest of docindex.
+
+Hidden text is replaced by spaces, newlines kept, so line numbers and even
+character offsets still match the file. Outside fenced code, these are hidden:
+
+- HTML comments starting a line (CommonMark HTML block, kind 2), to the line
+  holding ``-->``; an unclosed one is left as text (CommonMark would hide the
+  rest of the file, which then could never be found);
+- MDX comments ``{/* ... */}`` outside inline code, except a heading's
+  ``{/*slug*/}`` anchor, which the segmenter reads and drops;
+- MDX ``import``/``export`` lines and lines that hold only a JSX/HTML tag
+  (``<Tabs>``, ``<TabItem value="adc">``, ``</DeepDive>``); the text between
+  the tags stays;
+- admonition markers: ``:::note``, ``:::`` (VitePress, Docusaurus), ``!!! tip``
+  and ``???+ note`` (MkDocs; a quoted title stays).
+"""
+
+from __future__ import annotations
+
+import re
+
+# A fence opener after at most 3 spaces; group 2 is the rest of the line.
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$", re.M)
+_HIDDEN = re.compile(
+    r"^ {0,3}<!--"  # an HTML comment block
+    r"|\{/\*"  # an MDX comment
+    r"|^(?:import|export)[ \t{*]"  # MDX ESM
+    r"|^[ \t]*<[/A-Za-z][^\n]*>[ \t]*$"  # a line that may be one tag
+    r"|^[ \t]*(?::::+|!!!|\?\?\?\+?)",  # an admonition marker
+    re.M,
+)
+_ESM = re.compile(
+    r"(?:import\s+(?:[\w*{},\s]+\s+from\s+)?['\"]|export\s+(?:default|const|function"
+    r"|let|var|class|async|\{|\*))"
+)
+_ONE_TAG = re.compile(
+    r"[ \t]*</?[A-Za-z][\w.:-]*(?:\s+[^\s=>/]+(?:=(?:\"[^\"]*\"|'[^']*'|\{[^}\n]*\}"
+    r"|[^\s>]+))?)*\s*/?>[ \t]*"
+)
+_ADMONITION = re.compile(
+    r"[ \t]*(?::::+[ \t]*[\w-]*(?:\[[^\]]*\]|\{[^}]*\})?|(?:!!!|\?\?\?\+?)[ \t]*"
+    r"[\w-]*(?:[ \t]+[\w-]+)*[ \t]*(?=\"|$))"
+)
+_ANCHOR_COMMENT = re.compile(r"\{/\*\s*[\w-]+\s*\*/\}")
+
+
+def _blank(text: str) -> str:
+    """``text`` with every character but newlines turned into a space."""
+    return re.sub(r"[^\n]", " ", text)
+
+
+def _fences(text: str) -> list[tuple[int, int]]:
+    """[start, end) offsets of the fenced code blocks, per CommonMark.
+
+    A fence closes at a line of the same character, at least as long, after
+    at most 3 spaces and followed by blanks only; a backtick fence's info
+    string has no backtick. An unclosed fence runs to the end.
+    """
+    out: list[tuple[int, int]] = []
+    pos = 0
+    while True:
+        opener = _FENCE.search(text, pos)
+        if opener is None:
+            return out
+        mark, info = opener[1], opener[2]
+        if mark[0] == "`" and "`" in info:
+            pos = opener.end() + 1
+            continue
+        closer = re.compile(
+            rf"^ {{0,3}}{re.escape(mark[0])}{{{len(mark)},}}[ \t]*$", re.M
+        ).search(text, opener.end() + 1)
+        end = closer.end() if closer else len(text)
+        out.append((opener.start(), end))
+        pos = end + 1
+
+
+def hide_unrendered(text: str) -> str:
+    """Blank what a Markdown/MDX renderer does not show as text (see module doc)."""
+    if not _HIDDEN.search(text):
+        return text
+    fences = _fences(text)
+    pieces: list[str] = []
+    done = 0
+    k = 0
+    for match in _HIDDEN.finditer(text):
+        at = match.start()
+        if at < done:
+            continue
+        while k < len(fences) and fences[k][1] <= at:
+            k += 1
+        if k < len(fences) and fences[k][0] <= at:
+            continue  # inside fenced code: shown as written
+        line_end = text.find("\n", at)
+        line_end = len(text) if line_end < 0 else line_end
+        token = match[0].lstrip(" \t")
+        if token.startswith("<!--"):
+            close = text.find("-->", at)
+            if close < 0:
+                continue
+            end = text.find("\n", close)
+            end = len(text) if end < 0 else end
+            pieces += [text[done:at], _blank(text[at:end])]
+            done = end
+        elif token.startswith("{/*"):
+            close = text.find("*/}", at)
+            line_start = text.rfind("\n", 0, at) + 1
+            if close < 0 or text.count("`", line_start, at) % 2:
+                continue  # unclosed, or inside inline code
+            if _ANCHOR_COMMENT.match(text, at) and _is_heading_line(text, line_start):
+                continue  # a heading's explicit anchor: the segmenter reads it
+            pieces += [text[done:at], _blank(text[at : close + 3])]
+            done = close + 3
+        elif token.startswith(("import", "export")):
+            if _ESM.match(text, at):
+                pieces += [text[done:at], _blank(text[at:line_end])]
+                done = line_end
+        elif token.startswith("<"):
+            if _ONE_TAG.fullmatch(text, at, line_end):
+                pieces += [text[done:at], _blank(text[at:line_end])]
+                done = line_end
+        else:
+            marker = _ADMONITION.match(text, at, line_end)
+            if marker is not None:
+                rest = text[marker.end() : line_end]
+                title = rest.strip().strip('"')
+                pieces += [
+                    text[done:at],
+                    _blank(text[at : marker.end()]),
+                    rest.replace('"', " ") if title else _blank(rest),
+                ]
+                done = line_end
+    if not pieces:
+        return text
+    pieces.append(text[done:])
+    return "".join(pieces)
+
+
+def _is_heading_line(text: str, line_start: int) -> bool:
+    return (
+        re.match(r" {0,3}#{1,6}[ \t]", text[line_start : line_start + 10]) is not None
+    )
+
+
+_EXPLICIT = re.compile(r"[ \t]*(?:\{/\*\s*([\w-]+)\s*\*/\}|\{#([\w-]+)[^}]*\})[ \t]*$")
+_CODE_SPAN = re.compile(r"(`+)(.+?)\1")
+_IMAGE_OR_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_TAG = re.compile(
+    r"</?[A-Za-z][\w.:-]*(?:\s+[^\s=>/]+(?:=(?:\"[^\"]*\"|'[^']*'|\{[^}]*\}"
+    r"|[^\s>]+))?)*\s*/?>"
+)
+_EMPHASIS = re.compile(r"(?<![\w\\])(\*{1,3}|_{1,3})(?=\S)(.+?)(?<=\S)\1(?!\w)")
+_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
+
+
+def heading_text(raw: str) -> tuple[str, str | None]:
+    """(text as rendered, explicit anchor or None) of an ATX/setext heading's text.
+
+    ``Usage {/*usage*/}`` -> ("Usage", "usage"); ``inject {#inject}`` ->
+    ("inject", "inject"); ``\\*\\*Note\\*\\*`` -> ("**Note**", None);
+    ``**Bold** [link](/x) <sup class="b" />`` -> ("Bold link", None). Code
+    spans keep their content literally (``\\`<Suspense>\\``` -> "<Suspense>").
+    """
+    anchor = None
+    explicit = _EXPLICIT.search(raw)
+    if explicit is not None:
+        anchor = explicit[1] or explicit[2]
+        raw = raw[: explicit.start()]
+    pieces: list[str] = []
+    pos = 0
+    for span in _CODE_SPAN.finditer(raw):
+        pieces.append(_inline(raw[pos : span.start()]))
+        pieces.append(span[2].strip())
+        pos = span.end()
+    pieces.append(_inline(raw[pos:]))
+    return " ".join("".join(pieces).split()), anchor
+
+
+def _inline(text: str) -> str:
+    text = _ANCHOR_COMMENT.sub(" ", text)
+    text = re.sub(r"\{/\*.*?\*/\}", " ", text)
+    text = _IMAGE_OR_LINK.sub(r"\1", text)
+    text = _TAG.sub(" ", text)
+    text = _EMPHASIS.sub(r"\2", text)
+    return _ESCAPE.sub(r"\1", text)
