@@ -1,5 +1,10 @@
 """Time and peak memory of a real scan for each hostile case of issue #8.
 
+The hostile inputs of issue #17 come first (``--inputs-only`` for just them):
+CLI calls and single MCP calls with arguments far past the limits; the time
+is the call's (for MCP, from request to reply on a started server) and the
+memory the process's peak RSS.
+
 Each case is built alone (beside one ordinary file) in a fresh folder and
 scanned by ``docindex scan --json --follow-symlinks`` in a child process; the
 table shows what docindex did with the file, the scan's wall time (including
@@ -160,12 +165,117 @@ def run_permission() -> tuple[str, float, float]:
         return f"skipped {what}; scan completed", took, peak
 
 
+def _index(tmp: str) -> tuple[Path, Path]:
+    root = build_tree(Path(tmp) / "docs", [])
+    db = Path(tmp) / "i.db"
+    subprocess.run([sys.executable, "-m", "docindex", "scan", str(root), "--db",
+                    str(db), "-q"], check=True)  # fmt: skip
+    return root, db
+
+
+def _cli_input(args: list[str], stdin: bytes = b"") -> tuple[str, float, float]:
+    """One CLI call with a hostile argument (issue #17): its exit and message."""
+    with tempfile.TemporaryDirectory(prefix="docindex-hostile-") as tmp:
+        _, db = _index(tmp)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("DOCINDEX_")}
+        started = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-c", _WRAPPER, *args, "--db", str(db)],
+                              input=stdin, capture_output=True, env=env, timeout=300)  # fmt: skip
+        took = time.perf_counter() - started
+        err = proc.stderr.decode(errors="replace")
+        hwm = [ln.split()[1] for ln in err.splitlines() if ln.startswith("VMHWM ")]
+        msg = next((ln for ln in err.splitlines() if ln.startswith("Error")), "")
+        peak = int(hwm[-1]) / 1024 if hwm else float("nan")
+        return f"exit {proc.returncode}: {msg[:70]}", took, peak
+
+
+def _mcp_input(name: str, args: dict[str, object]) -> tuple[str, float, float]:
+    """One MCP call with a hostile argument to a fresh server: reply and its VmHWM."""
+    with tempfile.TemporaryDirectory(prefix="docindex-hostile-") as tmp:
+        root, db = _index(tmp)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "docindex", "mcp", "--db", str(db), "--root",
+             str(root)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        assert proc.stdin is not None and proc.stdout is not None
+        hello = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "bench", "version": "1"}}}  # fmt: skip
+        proc.stdin.write(json.dumps(hello).encode() + b"\n")
+        proc.stdin.flush()
+        proc.stdout.readline()
+        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": name, "arguments": args}}  # fmt: skip
+        started = time.perf_counter()
+        proc.stdin.write(json.dumps(call).encode() + b"\n")
+        proc.stdin.flush()
+        reply = json.loads(proc.stdout.readline())
+        took = time.perf_counter() - started
+        with open(f"/proc/{proc.pid}/status") as fh:
+            peak = (
+                next(int(ln.split()[1]) for ln in fh if ln.startswith("VmHWM")) / 1024
+            )
+        proc.stdin.close()
+        proc.wait(timeout=30)
+        proc.stdout.close()
+        result = reply.get("result", {})
+        text = result.get("content", [{}])[0].get("text", json.dumps(reply))
+        flag = "tool error" if result.get("isError") else "answered"
+        return f"{flag}: {text[:70]}", took, peak
+
+
+def _pipelined() -> tuple[str, float, float]:
+    """1,024 MCP calls from 8 interleaved clients, pipelined (bench/mcp_load.py)."""
+    from mcp_load import build, run_load
+
+    with tempfile.TemporaryDirectory(prefix="docindex-hostile-") as tmp:
+        root, db = Path(tmp) / "docs", Path(tmp) / "i.db"
+        root.mkdir()
+        build(root, db, 120)
+        got = run_load(db, root, 8, 128)
+        what = (
+            f"{got['answered']} of {got['calls']} answered, {len(got['errors'])} errors"
+        )
+        return what, float(got["seconds"]), float(got["peak_rss_mib"])
+
+
+def input_cases() -> list[tuple[str, object]]:
+    """(name, thunk) for the hostile inputs of issue #17."""
+    return [
+        ("CLI query of 4M characters (stdin)",
+         lambda: _cli_input(["query"], b"q" * 4_000_000)),
+        ("CLI show, 128 KB chunk id", lambda: _cli_input(["show", "~1" * 64_000])),
+        ("CLI query --path, 60,000-char glob",
+         lambda: _cli_input(["query", "pip", "--path", "*" * 60_000])),
+        ("MCP doc_query of 4M characters",
+         lambda: _mcp_input("doc_query", {"query": "q" * 4_000_000})),
+        ("MCP doc_query of 50M characters",
+         lambda: _mcp_input("doc_query", {"query": "q" * 50_000_000})),
+        ("MCP get_doc, 2 MB chunk id",
+         lambda: _mcp_input("get_doc", {"chunk_id": "x" * 2_000_000})),
+        ("MCP get_outline, 6,000-char path",
+         lambda: _mcp_input("get_outline", {"path": "a" * 6000})),
+        ("MCP 1,024 pipelined calls, 8 clients", _pipelined),
+    ]  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3, help="runs per case (median)")
+    parser.add_argument("--inputs-only", action="store_true",
+                        help="only the hostile inputs of issue #17 (not the files)")  # fmt: skip
     args = parser.parse_args()
     rows = []
-    for case in [None, *cases()]:
+    for name, fn in input_cases():
+        runs = [fn() for _ in range(args.runs)]  # type: ignore[operator]
+        took = statistics.median(r[1] for r in runs)
+        peak = statistics.median(r[2] for r in runs)
+        rows.append((name, runs[-1][0], took, peak))
+        print(
+            f"{name:36} {took:6.2f} s {peak:7.1f} MiB  {runs[-1][0]}", file=sys.stderr
+        )
+    for case in [] if args.inputs_only else [None, *cases()]:
         name = case.name if case else "(baseline: one ordinary file)"
         runs = [run_case(case) for _ in range(args.runs)]
         what = runs[-1][0]
@@ -175,7 +285,7 @@ def main() -> None:
         print(f"{name:36} {took:6.2f} s {peak:7.1f} MiB  {what}", file=sys.stderr)
     extra = (("file vanishes / becomes a FIFO after the walk", run_vanish),
              ("permission denied on a file and a directory", run_permission))  # fmt: skip
-    for name, fn in extra:
+    for name, fn in [] if args.inputs_only else extra:
         runs = [fn() for _ in range(args.runs)]
         took = statistics.median(r[1] for r in runs)
         peak = statistics.median(r[2] for r in runs)

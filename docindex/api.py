@@ -24,8 +24,9 @@ def scan(
     exclude: list[str] | None = None, force: bool = False, hidden: bool | None = None,
     follow_symlinks: bool | None = None, no_gitignore: bool = False,
     provider: str | None = None, progress: Any = None,
+    stop: Callable[[], bool] | None = None,
 ) -> ScanResult:  # fmt: skip
-    """Incremental scan; see ``docindex scan --help``."""
+    """Incremental scan; see ``docindex scan --help``. ``stop``: see indexer.scan."""
     from .indexer import resolve_scope
     from .indexer import scan as core_scan
 
@@ -65,7 +66,7 @@ def scan(
             ) from None
     with ws.open(create=True) as store, _progress_ctx(progress) as on_progress:
         result = core_scan(store, ws.config, scopes=scopes, force=force,
-                           on_progress=on_progress, bulk=True)  # fmt: skip
+                           on_progress=on_progress, bulk=True, stop=stop)  # fmt: skip
         if store.get_meta("location") != str(ws.db):
             # Where the index was written: a copy or move of its folder shows
             # as a different place later (workspace.relocation, issue #20).
@@ -116,23 +117,31 @@ def _progress_ctx(progress: Any) -> Any:
 def reindex(
     db: str | None, *, path: Path | None = None, full: bool = False,
     provider: str | None = None, progress: Any = None,
+    stop: Callable[[], bool] | None = None,
     roots: list[str] | None = None,
 ) -> ScanResult:  # fmt: skip
     """Force re-reading files; with ``full`` rebuild the index file from scratch.
 
     A full rebuild writes a new file beside the old one and swaps it in with
-    an atomic rename, so an interrupted rebuild leaves the old index intact.
+    an atomic rename, so an interrupted rebuild leaves the old index intact
+    (and the next ``reindex --full`` continues the new one).
     """
     overrides: dict[str, Any] = {}
     if provider:
         overrides["embedding_provider"] = provider
     if not full:
         return scan(db, path=path, force=True, provider=provider, progress=progress,
-                    roots=roots)  # fmt: skip
+                    roots=roots, stop=stop)  # fmt: skip
+    import sqlite3
+
     from .errors import IndexCorruptError, IndexNotFoundError
+    from .store import translate
 
     try:
-        ws = workspace.load(db, overrides, extra_roots=roots, must_exist=True)
+        try:
+            ws = workspace.load(db, overrides, extra_roots=roots, must_exist=True)
+        except sqlite3.DatabaseError as exc:  # damaged past the header (#17)
+            raise translate(exc, workspace.resolve_db(db) or "") from exc
     except IndexCorruptError:
         # Its roots and settings live in the damaged file (issue #8); a rebuild
         # needs them from elsewhere: --root, or the folder that holds the
@@ -154,8 +163,11 @@ def reindex(
             Path(f"{tmp}{suffix}").unlink(missing_ok=True)
     with Store.open(tmp, create=True, busy_timeout=ws.config.busy_timeout_s) as store, \
             _progress_ctx(progress) as on_progress:  # fmt: skip
-        result = core_scan(store, ws.config, on_progress=on_progress, bulk=True)
+        result = core_scan(store, ws.config, on_progress=on_progress, bulk=True,
+                           stop=stop)  # fmt: skip
         store.checkpoint()
+    if result.interrupted:
+        return result  # the old index stays; the rebuild resumes next time
     # Take the write lock on the old index while swapping, so no writer is lost.
     try:
         old = Store.open(ws.db, busy_timeout=ws.config.busy_timeout_s)
@@ -197,8 +209,9 @@ def _rebuild_workspace(
 def _resumable(tmp: Path, cfg: Any) -> bool:
     """True when ``tmp`` is an interrupted rebuild with exactly ``cfg``'s settings.
 
-    Its scan phase committed whole or not at all and neural vectors commit in
-    batches (issue #9), so continuing it redoes no finished work; any doubt
+    Its scan phase commits the files it finished (all of them unless it was
+    interrupted, issue #17) and neural vectors commit in batches (issue #9),
+    so continuing it redoes no finished work; any doubt
     (damaged, other roots or settings) starts the rebuild afresh.
     """
     if not tmp.is_file():
@@ -225,6 +238,9 @@ def _options(options: dict[str, Any], text: str | None = None) -> QueryOptions:
     opts = dict(options)
     cursor = opts.pop("cursor", None)
     if cursor:
+        from .limits import check_length
+
+        check_length("cursor", cursor, 1024)
         from .cursor import decode_cursor
 
         # The cursor was signed with the query text (see _add_cursor).
@@ -251,10 +267,15 @@ def batch_query(
     """Run many queries over one open index (``--queries``), in order."""
     ws = workspace.load(db)
     opts = _options(options)
+    from .errors import BadInputError
+
     with ws.open(readonly=_readonly_ok(ws.db)) as store:
-        for line in lines:
-            with store.atomic(immediate=False):  # one snapshot per query
-                result = search(store, parse(line, ws.config), ws.config, opts)
+        for number, line in enumerate(lines, 1):
+            try:
+                with store.atomic(immediate=False):  # one snapshot per query
+                    result = search(store, parse(line, ws.config), ws.config, opts)
+            except BadInputError as exc:
+                raise BadInputError(f"line {number}: {exc}") from None
             _add_cursor(result, options)
             yield result
 

@@ -26,22 +26,46 @@ from .errors import DocindexError
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
+_SIGNALS = "docindex.signals"
+
+
 class _Group(click.Group):
     """Turns every expected failure into a one-line message (no traceback).
 
     Exit 1 for a runtime failure, 2 for misuse (``DocindexError.exit_code``),
-    0 when the reader of a pipe stopped early.
+    0 when the reader of a pipe stopped early, 128 + N after signal N (Ctrl-C,
+    SIGTERM, SIGHUP; issue #17, see ``signals.Signals``).
     """
 
     def invoke(self, ctx: click.Context) -> Any:
+        from .signals import Interrupted, Signals
+
+        with Signals() as signals:
+            ctx.meta[_SIGNALS] = signals
+            try:
+                return self._invoke(ctx)
+            except Interrupted as exc:
+                click.echo(
+                    "interrupted; the index keeps its last committed state", err=True
+                )
+                sys.exit(exc.exit_code)
+
+    def _invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except DocindexError as exc:
             raise _failure(str(exc), exc.exit_code) from None
         except sqlite3.Error as exc:
+            from .cli_output import DB_META
             from .store import translate
+            from .workspace import resolve_db
 
-            err = translate(exc, "")
+            # The index the command used, so the message names it and its fix.
+            try:
+                path: Path | str = resolve_db(ctx.meta.get(DB_META)) or ""
+            except Exception:  # a message without the path is still a message
+                path = ""
+            err = translate(exc, path)
             raise _failure(str(err), err.exit_code) from None
         except KeyboardInterrupt:
             click.echo(
@@ -70,6 +94,17 @@ def _failure(message: str, exit_code: int) -> click.ClickException:
     return _Misuse(message) if exit_code == 2 else _Failure(message)
 
 
+def _signals() -> Any:
+    """The running command's ``signals.Signals`` (installed by ``_Group``)."""
+    return click.get_current_context().meta[_SIGNALS]
+
+
+def _exit_if_signalled(signals: Any) -> None:
+    """Exit 128 + N when signal N stopped a graceful command (issue #17)."""
+    if signals.signum:
+        sys.exit(signals.exit_code)
+
+
 @click.group(cls=_Group, context_settings=CONTEXT)
 @click.version_option(__version__, "-V", "--version", prog_name="docindex")
 def cli() -> None:
@@ -83,6 +118,13 @@ def cli() -> None:
     else the nearest .docindex/index.db upward from the folder a command names
     (scan PATH, --root), else upward from the current directory.
     """
+
+
+def _not_nan(value: float) -> float:
+    """FloatRange lets NaN through (every comparison with it is false)."""
+    if value != value:
+        raise click.BadParameter("must be a number in 0..1, not nan")
+    return value
 
 
 @cli.command()
@@ -132,22 +174,28 @@ def scan(path: Path | None, roots: tuple[str, ...], exclude: tuple[str, ...],
     if ndjson and not as_json:
         raise click.UsageError("--progress streams JSON lines: use it with --json")
     progress = _NdjsonProgress() if ndjson else _progress(not (as_json or quiet))
+    signals = _signals()
     result = api.scan(
         db, path=path, roots=list(roots), exclude=list(exclude), force=force,
         hidden=hidden, follow_symlinks=follow_symlinks, no_gitignore=no_gitignore,
-        provider=provider, progress=progress,
+        provider=provider, progress=progress, stop=signals.graceful().is_set,
     )  # fmt: skip
-    _print_scan(result, as_json, quiet, event=ndjson)
+    _print_scan(result, as_json, quiet, "scan", event=ndjson)
+    _exit_if_signalled(signals)
 
 
-def _print_scan(result: Any, as_json: bool, quiet: bool, event: bool = False) -> None:
-    from .render import scan_text, to_dict
+def _print_scan(
+    result: Any, as_json: bool, quiet: bool, again: str, event: bool = False
+) -> None:
+    from .render import interrupted_text, scan_text, to_dict
 
     if as_json:
         data = to_dict(result)
         _echo_json({"event": "result", **data} if event else data)
-    elif not quiet:
+    elif not quiet and not result.interrupted:
         click.echo(scan_text(result), err=True, color=_color())
+    if result.interrupted:  # one line, even with --quiet: the work is unfinished
+        click.echo(interrupted_text(result, again), err=True)
 
 
 @cli.command()
@@ -179,6 +227,7 @@ def _print_scan(result: Any, as_json: bool, quiet: bool, event: bool = False) ->
 @click.option(
     "--min-score",
     type=click.FloatRange(0.0, 1.0),
+    callback=lambda ctx, param, value: _not_nan(value),
     default=0.0,
     help="Drop hits scoring below this (0..1, same meaning in every mode).",
 )
@@ -358,10 +407,13 @@ def reindex(path: Path | None, full: bool, provider: str | None,
 
     if provider and not full:
         raise click.UsageError("--provider needs --full")
+    signals = _signals()
     result = api.reindex(db, path=path, full=full, provider=provider,
                          roots=list(roots) or None,
-                         progress=_progress(not (as_json or quiet)))  # fmt: skip
-    _print_scan(result, as_json, quiet)
+                         progress=_progress(not (as_json or quiet)),
+                         stop=signals.graceful().is_set)  # fmt: skip
+    _print_scan(result, as_json, quiet, "reindex --full" if full else "reindex")
+    _exit_if_signalled(signals)
 
 
 @cli.command()
@@ -408,21 +460,11 @@ def watch(
     stdout (`+added ~updated -removed in N ms`, or one JSON object per line with
     --json); warnings go to stderr.
     """
-    import signal
-    import threading
-
     from . import api
     from .render import cli_json
 
-    stop = threading.Event()
-
-    def _on_signal(signum: int, frame: object) -> None:
-        if stop.is_set():  # a second signal: give up on the pending batch
-            raise KeyboardInterrupt
-        stop.set()
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, _on_signal)
+    signals = _signals()
+    stop = signals.graceful()  # a second signal gives up on the pending batch
 
     def on_start(index: Path, watched: list[str]) -> None:
         click.echo(
@@ -455,6 +497,7 @@ def watch(
         on_notice=on_notice,
         on_start=on_start,
     )
+    _exit_if_signalled(signals)
 
 
 def main() -> None:
@@ -562,7 +605,7 @@ def section(file: str, heading: str, no_subsections: bool, db: str | None,
 )
 @click.option(
     "--offset",
-    type=click.IntRange(0),
+    type=click.IntRange(0, 1_000_000),
     default=0,
     show_default=True,
     help="Documents to skip.",

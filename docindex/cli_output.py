@@ -115,7 +115,17 @@ def db_option(fn: Callable[..., Any]) -> Callable[..., Any]:
         envvar="DOCINDEX_DB",
         help="Index file (default: DOCINDEX_DB, else the nearest .docindex/index.db "
         "upward from the named folder or the current directory).",
+        callback=_remember_db,
     )(fn)
+
+
+DB_META = "docindex.db"  # the running command's --db value (click ctx.meta)
+
+
+def _remember_db(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """Keep --db where the CLI's error handler can name the index (issue #17)."""
+    ctx.meta[DB_META] = value
+    return value
 
 
 def json_option(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import re
 import struct
+import threading
 import zlib
 from array import array
 from collections import Counter
@@ -691,16 +692,22 @@ def dequantize(blobs: Sequence[bytes], dim: int) -> FloatArray:
     return result
 
 
-_EMBEDDERS: dict[tuple[Any, ...], Any] = {}
+# Thread rule (issue #17): an embedder keeps growable work buffers (``_Buffer``)
+# and is not safe to share, so each thread caches its own. Two MCP tool calls
+# embedding at once on one shared embedder corrupted each other's buffers.
+_EMBEDDERS = threading.local()
 
 
 def embedder_for(cfg: Any) -> Any:
-    """The (cached) embedder a ``Config`` asks for, or None for provider ``none``."""
+    """This thread's (cached) embedder a ``Config`` asks for, or None for ``none``."""
     key = (cfg.embedding_provider, cfg.embedding_dim, cfg.cjk_ngram, cfg.stem,
            cfg.embedding_model)  # fmt: skip
-    if key not in _EMBEDDERS:
-        _EMBEDDERS[key] = make_embedder(*key)
-    return _EMBEDDERS[key]
+    cache: dict[tuple[Any, ...], Any] | None = getattr(_EMBEDDERS, "cache", None)
+    if cache is None:
+        cache = _EMBEDDERS.cache = {}
+    if key not in cache:
+        cache[key] = make_embedder(*key)
+    return cache[key]
 
 
 def make_embedder(

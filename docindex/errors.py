@@ -68,3 +68,7 @@ class ExtractionError(DocindexError):
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)
         self.reason = reason
+
+
+class BadInputError(MisuseError):
+    """A caller's argument breaks a documented input limit (issue #17; exit 2)."""

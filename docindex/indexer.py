@@ -11,6 +11,8 @@ identical whether one core or two built it.
 from __future__ import annotations
 
 import contextlib
+import errno
+import functools
 import hashlib
 import os
 import stat
@@ -31,6 +33,7 @@ from .errors import (
     OutsideRootsError,
 )
 from .models import ScanResult, Segment, printable
+from .pool import POOL_THRESHOLD, ExtractTimeout, Stopped, Workers, deadline
 from .store import Store, compress_body
 from .tokenize import cjk_ngrams, term_parts, terms
 
@@ -39,11 +42,7 @@ if TYPE_CHECKING:  # imported where used: a query needs none of them (issue #7)
     from .walker import FileEntry
 
 TOKENIZER_VERSION = 2  # 2: words first, then CJK n-grams (same multiset)
-POOL_THRESHOLD = 48  # files to prepare before a process pool pays for itself
 EMBED_BATCH = 512  # segments embedded at once: bounds a big file's memory (#8)
-CHUNK_BYTES = 256 * 1024  # a worker's unit of work: ~this many bytes of files
-CHUNK_FILES = 32
-IN_FLIGHT = 3  # chunks submitted ahead, per worker (bounds memory, issue #7)
 CJK_NUMPY_MIN = 512  # CJK characters in a file from which its n-gram text uses numpy
 
 
@@ -58,6 +57,7 @@ class Progress:
 
 
 ProgressFn = Callable[[Progress], None]
+StopFn = Callable[[], bool]  # true once the caller wants the scan to stop
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,15 +129,22 @@ def prepare(job: _Job, cfg: Config) -> Prepared:
     """Read, hash, extract, segment, tokenise and embed one file (worker-safe)."""
     from .extract import kind_for
     from .extract.text import looks_binary
-    from .segment import segment_document
 
     try:
-        data = _read_regular(job.path, cfg.max_file_bytes + 1)
+        data = _read_regular(
+            job.path, cfg.max_file_bytes + 1, cfg.follow_symlinks, job.root
+        )
     except FileNotFoundError:
         return Prepared(job, skip="error", message="file vanished before it was read")
     except IsADirectoryError:
         return Prepared(job, skip="unsupported", message="is a directory")
+    except _EscapedError:
+        return Prepared(job, skip="symlink", message="became a symlink after the walk")
     except OSError as exc:
+        if exc.errno == errno.ELOOP and not cfg.follow_symlinks:
+            return Prepared(
+                job, skip="symlink", message="became a symlink after the walk"
+            )
         return Prepared(job, skip="error", message=f"cannot read: {exc.strerror}")
     if data is None:
         return Prepared(job, skip="unsupported", message="not a regular file")
@@ -165,9 +172,24 @@ def prepare(job: _Job, cfg: Config) -> Prepared:
     except ExtractionError as exc:
         return Prepared(job, hash=digest, skip=exc.reason, message=str(exc))
     except Exception as exc:  # one bad file is a skip reason, never an aborted scan
-        return Prepared(
-            job, hash=digest, skip="error", message=f"{type(exc).__name__}: {exc}"
-        )
+        return _failed(job, digest, exc)
+    try:
+        return _index_parts(job, digest, extracted, cfg)
+    except Exception as exc:  # the same barrier after extraction (issue #17)
+        return _failed(job, digest, exc)
+
+
+def _failed(job: _Job, digest: str, exc: Exception) -> Prepared:
+    """A file that raised: an ``error`` skip with the exception's message."""
+    return Prepared(
+        job, hash=digest, skip="error", message=f"{type(exc).__name__}: {exc}"
+    )
+
+
+def _index_parts(job: _Job, digest: str, extracted: Any, cfg: Config) -> Prepared:
+    """Segment, tokenise, embed and compress one extracted file."""
+    from .segment import segment_document
+
     body, segments = segment_document(extracted, job.rel_path, cfg.segment_chars)
     if not segments:
         return Prepared(job, hash=digest, skip="empty", kind=extracted.kind,
@@ -276,15 +298,42 @@ def _cjk_texts(run_lists: list[list[str]], n_gram: int) -> Iterator[str]:
         yield from cjk_ngram_texts(run_lists[i : i + EMBED_BATCH], n_gram)
 
 
-def _read_regular(path: str, limit: int) -> bytes | None:
+@functools.lru_cache(maxsize=64)
+def _real_root(root: str) -> str:
+    """``root`` resolved, with a trailing separator (for a prefix test)."""
+    return os.path.join(os.path.realpath(root), "")
+
+
+class _EscapedError(OSError):
+    """The opened file lies outside its root (a folder became a symlink)."""
+
+
+def _read_regular(
+    path: str, limit: int, follow_symlinks: bool, root: str
+) -> bytes | None:
     """Up to ``limit`` bytes of ``path``, or None when it is not a regular file.
 
     Opened non-blocking and checked with fstat: a file replaced by a FIFO or a
     device between the walk and the read must not block the scan (issue #8).
+    Opened with O_NOFOLLOW unless symlinks are followed, and where the OS names
+    an open file (``/proc/self/fd``) the file actually opened must lie inside
+    ``root``: a file or a folder above it swapped for a symlink after the walk
+    is not read (issue #17).
+
+    Raises:
+        _EscapedError: the opened file is outside ``root``.
     """
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    if not follow_symlinks:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     fd = os.open(path, flags)
     try:
+        try:
+            opened = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:  # no /proc (macOS, Windows): O_NOFOLLOW only
+            opened = None
+        if opened is not None and not opened.startswith(_real_root(root)):
+            raise _EscapedError(errno.EXDEV, "outside the root")
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
         chunks: list[bytes] = []
@@ -313,50 +362,18 @@ def _notes(meta: dict[str, str]) -> tuple[tuple[str, str], ...]:
 
 
 def _extract(kind: str, data: bytes, name: str, cfg: Config) -> Any:
+    """Run the extractor for ``kind``; its output passes ``clean_extracted`` (#17)."""
     from .extract import get_extractor
+    from .extract.hygiene import clean_extracted
 
     extractor = get_extractor(kind)
     limits = _limits(cfg)
     if kind in ("md", "txt", "pdf"):
         # PDF bounds itself per page and keeps the pages read (issue #23).
-        return extractor(data, name, limits)
-    with _deadline(limits.timeout_s):
-        return extractor(data, name, limits)
-
-
-class ExtractTimeout(BaseException):
-    """Raised by the alarm; a BaseException so no library's ``except Exception`` eats it."""
-
-
-class _deadline:
-    """Bound an office extraction in time with SIGALRM (POSIX main thread only)."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self.armed = False
-
-    def __enter__(self) -> None:
-        import signal
-        import threading
-
-        if not hasattr(signal, "setitimer"):
-            return
-        if threading.current_thread() is not threading.main_thread():
-            return
-
-        def _fire(signum: int, frame: object) -> None:
-            raise ExtractTimeout(f"extraction took over {self.seconds:g} s")
-
-        self.previous = signal.signal(signal.SIGALRM, _fire)
-        signal.setitimer(signal.ITIMER_REAL, self.seconds)
-        self.armed = True
-
-    def __exit__(self, *exc: object) -> None:
-        if self.armed:
-            import signal
-
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, self.previous)
+        return clean_extracted(extractor(data, name, limits))
+    with deadline(limits.timeout_s):
+        extracted = extractor(data, name, limits)
+    return clean_extracted(extracted)
 
 
 def embedder_params(cfg: Config) -> dict[str, Any] | None:
@@ -365,117 +382,34 @@ def embedder_params(cfg: Config) -> dict[str, Any] | None:
     return None if emb is None else dict(emb.params())
 
 
-def _prepare_chunk(jobs: list[_Job], cfg: Config) -> list[Prepared]:
-    return [prepare(job, cfg) for job in jobs]
+def _workers(cfg: Config) -> Workers[Config]:
+    """The scan's pool; its forkserver preloads what preparing a file imports."""
+    preload = ["docindex.indexer", "docindex.segment", "docindex.extract.markdown"]
+    if hasattr(_embedder(cfg), "quantized_rows"):
+        preload += ["docindex.embed", "numpy"]  # numpy only when vectors need it
+    # Front matter (libyaml) and the CJK code-point codec, once for all workers.
+    preload += ["yaml", "encodings.utf_32_le", "zlib_ng.zlib_ng"]
+    return Workers(cfg.workers, preload)
 
 
-def _chunked(jobs: Sequence[_Job]) -> Iterator[list[_Job]]:
-    """Consecutive runs of about CHUNK_BYTES (at most CHUNK_FILES files)."""
-    chunk: list[_Job] = []
-    size = 0
-    for job in jobs:
-        chunk.append(job)
-        size += job.size
-        if size >= CHUNK_BYTES or len(chunk) >= CHUNK_FILES:
-            yield chunk
-            chunk, size = [], 0
-    if chunk:
-        yield chunk
+def _job_size(job: _Job) -> int:
+    return job.size
 
 
-class _Workers:
-    """The scan's process pool, booted as soon as the walk shows it will pay.
-
-    Booting mid-walk (issue #7) lets the forkserver start and import the
-    worker modules (numpy included) while the main process is still walking,
-    instead of after the walk, on the critical path.
-    """
-
-    def __init__(self, cfg: Config) -> None:
-        self.count = cfg.workers or min(2, os.cpu_count() or 1)
-        self.cfg = cfg
-        self.pool: Any = None
-        self._ctx: Any = None
-
-    def boot(self) -> None:
-        """Start the forkserver (without waiting for its imports); idempotent."""
-        if self._ctx is not None or self.count <= 1:
-            return
-        import multiprocessing
-
-        method = (
-            "forkserver"
-            if "forkserver" in multiprocessing.get_all_start_methods()
-            else "spawn"
-        )
-        self._ctx = multiprocessing.get_context(method)
-        if method == "forkserver":
-            from multiprocessing import forkserver
-
-            # Workers fork from a server that imported these once, instead of
-            # each importing them itself; numpy only when vectors need it.
-            preload = [
-                "docindex.indexer", "docindex.segment", "docindex.extract.markdown"
-            ]  # fmt: skip
-            if hasattr(_embedder(self.cfg), "quantized_rows"):
-                preload += ["docindex.embed", "numpy"]
-            # Front matter (libyaml) and the CJK code-point codec, once for all
-            # workers; the server skips what will not import.
-            preload += ["yaml", "encodings.utf_32_le", "zlib_ng.zlib_ng"]
-            self._ctx.set_forkserver_preload(preload)
-            forkserver.ensure_running()  # spawns the server; does not wait
-
-    def executor(self) -> Any:
-        """The pool (created on first use)."""
-        if self.pool is None:
-            from concurrent.futures import ProcessPoolExecutor
-
-            self.boot()
-            self.pool = ProcessPoolExecutor(
-                max_workers=self.count, mp_context=self._ctx
-            )
-        return self.pool
-
-    def close(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown(wait=True, cancel_futures=True)
-            self.pool = None
+def _died(job: _Job, why: str) -> Prepared:
+    """A file whose worker died under it (a crash in a C library, the OOM killer)."""
+    return Prepared(job, skip="error", message=why)
 
 
 def _prepare_all(
-    jobs: Sequence[_Job], cfg: Config, workers: _Workers | None = None
-) -> Iterator[Prepared]:
-    """Prepare ``jobs`` in walk order, in worker processes when it pays.
-
-    At most ``IN_FLIGHT`` chunks per worker are submitted ahead of the one being
-    stored (issue #7): ``Executor.map`` would submit everything at once and
-    let prepared files pile up in memory whenever storing is the slower side.
-    Results come back in submission order, so one core or two build the same
-    index.
-    """
+    jobs: Sequence[_Job], cfg: Config, workers: Workers[Config] | None = None,
+    stop: StopFn | None = None,
+) -> Iterator[Prepared]:  # fmt: skip
+    """Prepare ``jobs`` in walk order, in worker processes when it pays."""
     own = workers is None
-    workers = workers or _Workers(cfg)
-    if workers.count <= 1 or len(jobs) < POOL_THRESHOLD:
-        for job in jobs:
-            yield prepare(job, cfg)
-        return
-    from collections import deque
-    from concurrent.futures import Future
-
-    pool = workers.executor()
+    workers = workers or _workers(cfg)
     try:
-        chunks = _chunked(jobs)
-        pending: deque[Future[list[Prepared]]] = deque()
-        for chunk in chunks:
-            pending.append(pool.submit(_prepare_chunk, chunk, cfg))
-            if len(pending) >= IN_FLIGHT * workers.count:
-                break
-        while pending:
-            done = pending.popleft().result()
-            for chunk in chunks:  # refill one slot
-                pending.append(pool.submit(_prepare_chunk, chunk, cfg))
-                break
-            yield from done
+        yield from workers.map_ordered(prepare, jobs, cfg, _job_size, stop, _died)
     finally:
         if own:
             workers.close()
@@ -514,11 +448,22 @@ def check_settings(store: Store, cfg: Config) -> None:
 
 
 def resolve_scope(roots: Sequence[Path], path: Path) -> Path:
-    """Absolute ``path`` if it lies inside a root, else OutsideRootsError."""
-    target = Path(path).resolve()
-    for root in roots:
-        if target == root or root in target.parents:
-            return target
+    """Absolute ``path`` if it lies inside a root, else OutsideRootsError.
+
+    It must resolve inside a root. It is kept as named (not resolved) when it
+    is inside a root as named, so the walk's symlink rule
+    (``walker.escape_reason``) sees its symlinks; a path that reaches a root
+    through a symlink above it (a symlinked home folder) is used resolved.
+    """
+    from .limits import check_path
+
+    check_path("PATH", str(path))
+    lexical = Path(os.path.normpath(Path(path).absolute()))
+    real = Path(path).resolve()
+    if any(real == root or root in real.parents for root in roots):
+        for target in (lexical, real):
+            if any(target == root or root in target.parents for root in roots):
+                return target
     raise OutsideRootsError(
         f"{path} is outside the index's roots ({', '.join(map(str, roots))})"
     )
@@ -532,6 +477,7 @@ def scan(
     force: bool = False,
     on_progress: ProgressFn | None = None,
     bulk: bool = False,
+    stop: StopFn | None = None,
 ) -> ScanResult:
     """Bring the index up to date with the roots (or only with ``scopes`` inside them).
 
@@ -545,6 +491,11 @@ def scan(
         bulk: write the first scan of an empty index with a rollback journal
             (``Store.bulk_journal``); for one-off scans, not for a watcher
             whose readers come and go.
+        stop: checked between files (and while waiting for a worker); once it
+            returns true the scan hands out no more work, stops its workers,
+            commits the files it has finished and returns with
+            ``interrupted`` set (issue #17). Nothing is pruned after a walk
+            that was cut short.
 
     Returns:
         The scan's counts.
@@ -565,9 +516,12 @@ def scan(
                                      "cjk_ngram": cfg.cjk_ngram, "stem": cfg.stem})  # fmt: skip
         store.set_meta("embedder", embedder_params(cfg))
         store.set_meta("settings", cfg.index_settings())
-        _scan(store, cfg, roots, scopes, force, on_progress, result)
+        _scan(store, cfg, roots, scopes, force, on_progress, result, stop)
+    if result.interrupted:
+        result.took_ms = round((time.perf_counter() - started) * 1000, 1)
+        return result  # reclaiming pages can wait for the next scan
     if getattr(embedder, "deferred", False):
-        embed_pending(store, cfg, on_progress=on_progress, result=result)
+        embed_pending(store, cfg, on_progress=on_progress, result=result, stop=stop)
     store.reclaim()
     result.took_ms = round((time.perf_counter() - started) * 1000, 1)
     return result
@@ -578,14 +532,14 @@ EMBED_COMMIT = 512  # segments embedded per committed transaction
 
 def embed_pending(
     store: Store, cfg: Config, *, on_progress: ProgressFn | None = None,
-    result: ScanResult | None = None,
+    result: ScanResult | None = None, stop: StopFn | None = None,
 ) -> int:  # fmt: skip
     """Embed the segments that have no vector yet, committing every EMBED_COMMIT.
 
     Neural embedding is slow (issue #9), so it runs after the lexical scan has
     committed: an interrupted run keeps what it embedded and the next scan
     embeds only the segments whose ``vec`` is still NULL. ``max_embedded``
-    caps the total as it does inline.
+    caps the total as it does inline. ``stop`` is checked between batches.
 
     Returns:
         The number of segments embedded.
@@ -600,6 +554,10 @@ def embed_pending(
     total = min(room, counts["segments"] - counts["embedded"])
     done, after = 0, 0
     while done < total:
+        if stop is not None and stop():
+            if result is not None:
+                result.interrupted = True
+            break
         rows = store.pending_vectors(after, min(EMBED_COMMIT, total - done))
         if not rows:
             break
@@ -624,7 +582,7 @@ def embed_pending(
 
 def _scan(
     store: Store, cfg: Config, roots: list[Path], scopes: Sequence[Path], force: bool,
-    on_progress: ProgressFn | None, result: ScanResult,
+    on_progress: ProgressFn | None, result: ScanResult, stop: StopFn | None,
 ) -> None:  # fmt: skip
     from .walker import SkipEntry, WalkOptions, walk
 
@@ -637,14 +595,23 @@ def _scan(
     known = {rid: store.fingerprints(rid) for rid in root_ids.values()}
     skips = {rid: store.skip_fingerprints(rid) for rid in root_ids.values()}
     seen: dict[int, set[str]] = {rid: set() for rid in root_ids.values()}
+    # Skipped by the walk this time: their skip records stay, but a document
+    # indexed there before (a file since turned into a symlink, #17) goes.
+    skipped: dict[int, set[str]] = {rid: set() for rid in root_ids.values()}
     complete = {rid: True for rid in root_ids.values()}
     jobs: list[_Job] = []
     walk_scopes: list[Path | None] = list(scopes) or [None]
-    workers = _Workers(cfg)
+    workers = _workers(cfg)
     try:
         for entry in chain.from_iterable(walk(roots, options, s) for s in walk_scopes):
+            if stop is not None and stop():
+                result.interrupted = True
+                complete = dict.fromkeys(complete, False)
+                break
             if isinstance(entry, SkipEntry):
-                again = _remember_walk_skip(store, entry, roots, root_ids, skips, seen)
+                again = _remember_walk_skip(
+                    store, entry, roots, root_ids, skips, skipped
+                )
                 _walk_skip(entry, result, root_ids, complete, report=not again)
                 continue
             result.scanned += 1
@@ -675,11 +642,17 @@ def _scan(
                 workers.boot()  # imports while the walk goes on
             if on_progress:
                 on_progress(Progress("walk", result.scanned, None, entry.rel_path))
-        _apply(store, cfg, jobs, root_ids, known, result, on_progress, workers, skips)
-    finally:
-        workers.close()
-    # Prune only after a complete walk: a root that vanished or a walk that
-    # hit a limit must not delete what it did not see.
+        if result.interrupted:
+            result.pending = len(jobs)
+        else:
+            _apply(store, cfg, jobs, root_ids, known, result, on_progress, workers,
+                   skips, stop)  # fmt: skip
+    except BaseException:
+        workers.close(kill=True)  # an error or a second Ctrl-C: no waiting
+        raise
+    workers.close(kill=result.interrupted)
+    # Prune only after a complete walk: a root that vanished, a walk that hit
+    # a limit or one cut short must not delete what it did not see.
     for root_str, rid in root_ids.items():
         if not complete[rid]:
             continue
@@ -692,7 +665,8 @@ def _scan(
             remove_document(store, cfg, row.id)
             result.removed += 1
         for rel_path in skips[rid]:
-            if rel_path not in seen[rid] and _under(rel_path, prefixes):
+            gone = rel_path not in seen[rid] and rel_path not in skipped[rid]
+            if gone and _under(rel_path, prefixes):
                 store.clear_skip(rid, rel_path)  # the file is gone
 
 
@@ -775,8 +749,8 @@ def _job(entry: FileEntry, known_hash: str | None) -> _Job:
 def _apply(
     store: Store, cfg: Config, jobs: list[_Job], root_ids: dict[str, int],
     known: dict[int, dict[str, Any]], result: ScanResult,
-    on_progress: ProgressFn | None, workers: _Workers | None = None,
-    skips: dict[int, dict[str, Any]] | None = None,
+    on_progress: ProgressFn | None, workers: Workers[Config] | None = None,
+    skips: dict[int, dict[str, Any]] | None = None, stop: StopFn | None = None,
 ) -> None:  # fmt: skip
     if not jobs:  # a no-op rescan must not count the segments (a table scan)
         return
@@ -802,7 +776,22 @@ def _apply(
     n_docs, n_segments = store.fill_counts()
     n_embedded, embedded_exact = n_segments, False
     total = len(jobs)
-    for done, prep in enumerate(_prepare_all(jobs, cfg, workers), start=1):
+    prepared = _prepare_all(jobs, cfg, workers, stop)
+    done = 0
+    while True:
+        if stop is not None and stop():
+            result.interrupted = True
+        else:
+            try:
+                prep = next(prepared, None)
+            except Stopped:
+                result.interrupted = True
+        if result.interrupted:
+            result.pending = total - done
+            return
+        if prep is None:
+            return
+        done += 1
         job = prep.job
         rid = root_ids[job.root]
         old = known[rid].get(job.rel_path)

@@ -5,23 +5,41 @@ low-level ``Server`` so the tool input schemas are ours: enums for file types,
 modes and front-matter facet values are filled from the index each time the
 tools are listed (docs-mcp's taxonomy injection). Every path or chunk id is
 checked against the roots before anything is read; results are JSON text.
+
+Under load (issue #17): arguments are validated against the tool's JSON
+schema before a call is queued, at most ``MAX_IN_FLIGHT`` calls run at once on
+worker threads (see :class:`Tools` for what they may share), and a call the
+client cancelled or abandoned stops.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
 import sqlite3
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from . import api
-from .errors import DocindexError
+from .errors import BadInputError, DocindexError
+from .limits import (
+    MAX_CHUNK_ID_CHARS,
+    MAX_GLOB_CHARS,
+    MAX_OFFSET,
+    MAX_PATH_CHARS,
+    MAX_QUERY_CHARS,
+)
 from .search import MODES
 
 INSTALL_HINT = "the MCP server needs the mcp extra: pip install 'docindex[mcp]'"
 MAX_BATCH = 10
 MAX_ENUM = 100  # a facet with more values gets no enum (schemas stay small)
+MAX_IN_FLIGHT = 4  # tool calls running at once (threads); the rest wait
+MAX_PENDING = 2048  # running + waiting; past it a call is refused as busy
 
 
 # -- schemas --------------------------------------------------------------------
@@ -36,8 +54,12 @@ def _bool(description: str, default: bool) -> dict[str, Any]:
     return {"type": "boolean", "default": default, "description": description}
 
 
-def _str(description: str) -> dict[str, Any]:
-    return {"type": "string", "description": description}
+def _str(description: str, max_length: int, min_length: int = 0) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "string", "maxLength": max_length,
+                              "description": description}  # fmt: skip
+    if min_length:
+        schema["minLength"] = min_length
+    return schema
 
 
 def _object(props: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -49,24 +71,27 @@ def _object(props: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, 
 
 
 def _type_schema(types: list[str]) -> dict[str, Any]:
-    one: dict[str, Any] = {"type": "string"}
+    one: dict[str, Any] = {"type": "string", "maxLength": 100}
     if types:
         one["enum"] = types
     return {
-        "anyOf": [one, {"type": "array", "items": one}],
+        "anyOf": [one, {"type": "array", "items": one, "maxItems": 100}],
         "description": "Only documents of this type, or of any of these types.",
     }
 
 
 def _where_schema(facets: dict[str, list[str]]) -> dict[str, Any]:
+    value = {"type": "string", "maxLength": MAX_QUERY_CHARS}
     props = {
-        key: {"type": "string", **({"enum": values} if len(values) <= MAX_ENUM else {})}
+        key: {**value, **({"enum": values} if len(values) <= MAX_ENUM else {})}
         for key, values in sorted(facets.items())
     }
     return {
         "type": "object",
         "properties": props,
-        "additionalProperties": {"type": "string"},
+        "additionalProperties": value,
+        "propertyNames": {"maxLength": MAX_QUERY_CHARS},
+        "maxProperties": 100,
         "description": "Front-matter filters, key -> value (all must hold).",
     }
 
@@ -74,35 +99,43 @@ def _where_schema(facets: dict[str, list[str]]) -> dict[str, Any]:
 def tool_schemas(vocab: dict[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]:
     """Tool name -> (description, input JSON schema) for the index's vocabulary.
 
+    Argument names are snake_case. String lengths and integer ranges are the
+    limits of :mod:`docindex.limits`; calls are validated against these schemas
+    (without the vocabulary's enums) before they are queued.
+
     Args:
         vocab: ``api.index_vocabulary()``: ``types`` and ``facets`` present.
     """
     types, facets = list(vocab.get("types") or []), dict(vocab.get("facets") or {})
     path_doc = "A file path relative to a root, or absolute inside one."
+    path = _str(path_doc, MAX_PATH_CHARS, 1)
     filters = {
         "type": _type_schema(types),
         "path": _str(
             "Only documents under this folder, this file, or matching "
-            "this glob (root-relative)."
+            "this glob (root-relative).",
+            MAX_GLOB_CHARS,
         ),
         "where": _where_schema(facets),
-    }
+    }  # fmt: skip
     query_props = {
         "query": _str('What to look for, in plain words (any language); '
-                      '"exact phrase", +required, -excluded, -"excluded phrase".'),
-        "topK": _int("Number of hits.", 10, 1, 100),
+                      '"exact phrase", +required, -excluded, -"excluded phrase".',
+                      MAX_QUERY_CHARS, 1),
+        "top_k": _int("Number of hits.", 10, 1, 100),
         "mode": {"type": "string", "enum": list(MODES), "default": "auto",
                  "description": "Rankings to use: auto (hybrid), lexical, semantic."},
         "highlight": _bool("Mark matches in snippets with **...**.", True),
-        "snippetChars": _int("Snippet length in characters.", 200, 20, 5000),
+        "snippet_chars": _int("Snippet length in characters.", 200, 20, 5000),
         **filters,
-        "cursor": _str("next_cursor of a previous result, for the next page."),
+        "cursor": _str("next_cursor of a previous result, for the next page.", 1024),
     }  # fmt: skip
     batch_item = _object({k: v for k, v in query_props.items() if k != "cursor"},
                          ("query",))  # fmt: skip
     return {
         "doc_scan": ("Index new and changed files under the roots (or one path).",
-                     _object({"path": _str(path_doc + " Default: all roots."),
+                     _object({"path": _str(path_doc + " Default: all roots.",
+                                           MAX_PATH_CHARS),
                               "force": _bool("Re-index unchanged files.", False)})),
         "doc_query": ("Search the index; hits carry path, line, chunk_id and score. "
                       "An empty result carries a hint.", _object(query_props, ("query",))),
@@ -110,107 +143,175 @@ def tool_schemas(vocab: dict[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]
                         _object({"full": _bool("Rebuild from scratch.", False)})),
         "doc_stats": ("What the index holds: roots, counts, types, facets.", _object({})),
         "get_doc": ("A chunk by chunk_id (or FILE[:LINE]) with neighbouring chunks.",
-                    _object({"chunk_id": _str("A chunk id from a hit, or FILE[:LINE]."),
+                    _object({"chunk_id": _str("A chunk id from a hit, or FILE[:LINE].",
+                                              MAX_CHUNK_ID_CHARS, 1),
                              "context": _int("Neighbouring chunks on each side.",
                                              0, 0, 20)}, ("chunk_id",))),
         "get_outline": ("A document's title and headings with levels and lines.",
-                        _object({"path": _str(path_doc),
+                        _object({"path": path,
                                  "max_depth": _int("Deepest heading level.", 6, 1, 6)},
                                 ("path",))),
         "get_section": ("The text under a heading (case-insensitive) with its lines.",
-                        _object({"path": _str(path_doc), "section": _str("Heading text."),
+                        _object({"path": path,
+                                 "section": _str("Heading text.", MAX_QUERY_CHARS, 1),
                                  "include_subsections": _bool("Include sub-headings.",
                                                               True)},
                                 ("path", "section"))),
         "find_related": ("Chunks nearest by vector to a chunk or a whole file.",
-                         _object({"path": _str(path_doc),
-                                  "chunk_id": _str("Optional chunk of that file."),
+                         _object({"path": path,
+                                  "chunk_id": _str("Optional chunk of that file.",
+                                                   MAX_CHUNK_ID_CHARS),
                                   "limit": _int("Number of chunks.", 10, 1, 100),
                                   "same_file": _bool("Include the same file.", False)},
                                  ("path",))),
         "list_documents": ("Indexed documents with title, type, size and segments.",
                            _object({"path": filters["path"], "type": filters["type"],
                                     "limit": _int("Page size.", 50, 1, 500),
-                                    "offset": _int("Documents to skip.", 0, 0, 10**9)})),
+                                    "offset": _int("Documents to skip.", 0, 0,
+                                                   MAX_OFFSET)})),
         "search_batch": (f"Run up to {MAX_BATCH} queries at once.",
                          _object({"queries": {"type": "array", "items": batch_item,
                                               "minItems": 1, "maxItems": MAX_BATCH},
-                                  "limit": _int("Default topK per query.", 5, 1, 100)},
+                                  "limit": _int("Default top_k per query.", 5, 1, 100)},
                                  ("queries",))),
     }  # fmt: skip
 
 
-# -- argument coercion ----------------------------------------------------------
+# -- argument validation --------------------------------------------------------
 
 
-def _get_int(args: dict[str, Any], key: str, default: int, lo: int, hi: int) -> int:
-    value = args.get(key, default)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise DocindexError(f"{key} must be an integer")
-    try:
-        number = int(value)
-    except ValueError as exc:
-        raise DocindexError(f"{key} must be an integer") from exc
-    if not lo <= number <= hi:
-        raise DocindexError(f"{key} must be in {lo}..{hi}")
-    return number
+@functools.lru_cache(maxsize=1)
+def _validators() -> dict[str, Any]:
+    """One compiled validator per tool, for the schemas without index enums."""
+    from jsonschema import Draft202012Validator
+
+    return {
+        name: Draft202012Validator(schema)
+        for name, (_, schema) in tool_schemas({}).items()
+    }
 
 
-def _get_str(args: dict[str, Any], key: str, required: bool = False) -> str | None:
+def validate_arguments(name: str, args: Any) -> dict[str, Any]:
+    """``args`` checked against tool ``name``'s schema; nulls mean "not given".
+
+    Runs before a call is queued, so a queued call holds at most the limits'
+    worth of text and a bad one costs nothing but this check.
+
+    Raises:
+        BadInputError: unknown tool, or the first argument at fault (named).
+    """
+    validator = _validators().get(name)
+    if validator is None:
+        raise BadInputError(f"unknown tool {_clip(name)!r}")
+    if not isinstance(args, dict):
+        raise BadInputError("arguments must be an object")
+    given = {k: v for k, v in args.items() if v is not None}
+    for error in validator.iter_errors(given):
+        raise BadInputError(_message(error, validator.schema))
+    return given
+
+
+def _clip(value: Any, limit: int = 40) -> str:
+    text = str(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _message(error: Any, schema: dict[str, Any]) -> str:
+    """A one-line message that names the argument, never echoing a huge value."""
+    where = "/".join(str(p) for p in error.absolute_path) or "arguments"
+    kind, limit, value = error.validator, error.validator_value, error.instance
+    if kind == "additionalProperties":
+        known = error.schema.get("properties", {})
+        extra = sorted(k for k in value if k not in known)
+        inside = "" if where == "arguments" else f" in {where}"
+        return (f"unknown argument {_clip(extra[0])!r}{inside}; names are "
+                "snake_case (top_k, snippet_chars)")  # fmt: skip
+    if kind == "required":
+        missing = [k for k in limit if k not in value]
+        prefix = "" if where == "arguments" else f"{where}: "
+        return f"{prefix}{missing[0]} is required"
+    if kind == "type":
+        return f"{where} must be of type {limit}, not {type(value).__name__}"
+    if kind in ("minimum", "maximum"):
+        lo, hi = error.schema.get("minimum"), error.schema.get("maximum")
+        return f"{where} must be in {lo}..{hi:,}"
+    if kind == "maxLength":
+        return f"{where} is {len(value):,} characters long; the limit is {limit:,}"
+    if kind == "minLength":
+        return f"{where} must not be empty"
+    if kind == "enum":
+        return f"{where} must be one of {', '.join(map(str, limit))}"
+    if kind in ("maxItems", "maxProperties"):
+        return f"{where}: at most {limit} items"
+    if kind == "minItems":
+        return f"{where}: at least {limit} item"
+    if kind == "anyOf":
+        return f"{where} must be a string or a list of strings (each at most 100)"
+    return f"{where}: invalid value ({kind})"
+
+
+def _opt_str(args: dict[str, Any], key: str) -> str | None:
     value = args.get(key)
-    if value is None or value == "":
-        if required:
-            raise DocindexError(f"{key} is required")
-        return None
-    if not isinstance(value, str):
-        raise DocindexError(f"{key} must be a string")
-    return value
-
-
-def _get_bool(args: dict[str, Any], key: str, default: bool) -> bool:
-    value = args.get(key, default)
-    return default if value is None else bool(value)
+    return value if isinstance(value, str) and value else None
 
 
 def _types(value: Any) -> tuple[str, ...]:
-    if value is None or value == "":
+    if not value:
         return ()
-    items = [value] if isinstance(value, str) else value
-    if not isinstance(items, list) or not all(isinstance(v, str) for v in items):
-        raise DocindexError("type must be a string or a list of strings")
-    return tuple(items)
+    return (value,) if isinstance(value, str) else tuple(value)
 
 
 def _where(value: Any) -> tuple[tuple[str, str], ...]:
-    if not value:
-        return ()
-    if not isinstance(value, dict):
-        raise DocindexError("where must be an object of key -> value")
-    return tuple((str(k), str(v)) for k, v in sorted(value.items()))
+    return tuple(sorted((value or {}).items()))
 
 
 def _query_options(args: dict[str, Any], default_top: int = 10) -> dict[str, Any]:
     """The option dict ``api.query`` takes (same keys as the CLI's, for cursors)."""
-    mode = _get_str(args, "mode") or "auto"
-    if mode not in MODES:
-        raise DocindexError(f"mode must be one of {', '.join(MODES)}")
     return dict(
-        top=_get_int(args, "topK", default_top, 1, 100), mode=mode,
-        snippet_chars=_get_int(args, "snippetChars", 200, 20, 5000),
-        highlight=_get_bool(args, "highlight", True), min_score=0.0, files=False,
+        top=int(args.get("top_k", default_top)), mode=args.get("mode", "auto"),
+        snippet_chars=int(args.get("snippet_chars", 200)),
+        highlight=args.get("highlight", True), min_score=0.0, files=False,
         explain=False, types=_types(args.get("type")),
-        path_glob=_get_str(args, "path"), where=_where(args.get("where")),
-        cursor=_get_str(args, "cursor"),
+        path_glob=_opt_str(args, "path"), where=_where(args.get("where")),
+        cursor=_opt_str(args, "cursor"),
     )  # fmt: skip
 
 
 # -- tools ----------------------------------------------------------------------
 
 
+class CallCancelledError(DocindexError):
+    """The client cancelled the call or went away; the work stopped early."""
+
+
+class _Cancellable:
+    """A progress "bar" for ``api.scan``: its callback stops a cancelled scan.
+
+    The scan checks in at every walked and indexed file, so a cancelled
+    ``doc_scan`` stops within one file and rolls back its open transaction.
+    """
+
+    def __init__(self, cancelled: threading.Event) -> None:
+        self.cancelled = cancelled
+
+    def __enter__(self) -> Callable[[Any], None]:
+        return self.check
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def check(self, event: Any = None) -> None:
+        if self.cancelled.is_set():
+            raise CallCancelledError("cancelled")
+
+
 class Tools:
     """The tool implementations, bound to one index and its roots.
+
+    Thread rule: a call runs on one worker thread and shares nothing mutable
+    with other calls. Each opens and closes its own index connection, the
+    cached embedders are per thread (``embed.embedder_for``) and the rest of
+    this object is read-only after ``__init__``.
 
     Args:
         db: the ``--db`` value (or None to resolve as the CLI does).
@@ -228,92 +329,87 @@ class Tools:
         except DocindexError:
             return {"roots": self.roots, "types": [], "facets": {}}
 
-    def call(self, name: str, args: dict[str, Any]) -> Any:
-        """Run tool ``name``; return a JSON-ready value.
+    def call(
+        self, name: str, args: dict[str, Any], cancelled: threading.Event | None = None
+    ) -> Any:
+        """Run tool ``name`` on validated ``args``; return a JSON-ready value.
+
+        Args:
+            name: the tool.
+            args: arguments as ``validate_arguments`` returned them.
+            cancelled: set when the client no longer wants the answer.
 
         Raises:
-            DocindexError: bad arguments, a path outside the roots, or a core
-                failure (reported to the agent as a tool error).
+            DocindexError: bad arguments, a path outside the roots, a
+                cancelled call, or a core failure (a tool error for the agent).
         """
-        handler: Callable[[dict[str, Any]], Any] | None = getattr(
+        handler: Callable[[dict[str, Any], _Cancellable], Any] | None = getattr(
             self, f"_tool_{name}", None
         )
         if handler is None:
-            raise DocindexError(f"unknown tool {name!r}")
-        return handler(args)
+            raise BadInputError(f"unknown tool {_clip(name)!r}")
+        return handler(args, _Cancellable(cancelled or threading.Event()))
 
     def _roots_now(self) -> list[str]:
         return list(self.vocabulary().get("roots") or self.roots)
 
-    def _tool_doc_scan(self, args: dict[str, Any]) -> Any:
+    def _tool_doc_scan(self, args: dict[str, Any], stop: _Cancellable) -> Any:
         from .navigate import resolve_inside
 
-        path = _get_str(args, "path")
+        path = _opt_str(args, "path")
         scope = resolve_inside(self._roots_now(), path) if path else None
         return api.scan(self.db, path=scope, roots=self.roots or None,
-                        force=_get_bool(args, "force", False))  # fmt: skip
+                        force=args.get("force", False), progress=stop)  # fmt: skip
 
-    def _tool_doc_query(self, args: dict[str, Any]) -> Any:
-        text = _get_str(args, "query", required=True)
-        return api.query(self.db, str(text), _query_options(args))
+    def _tool_doc_query(self, args: dict[str, Any], stop: _Cancellable) -> Any:
+        return api.query(self.db, args["query"], _query_options(args))
 
-    def _tool_doc_reindex(self, args: dict[str, Any]) -> Any:
-        return api.reindex(self.db, full=_get_bool(args, "full", False))
+    def _tool_doc_reindex(self, args: dict[str, Any], stop: _Cancellable) -> Any:
+        return api.reindex(self.db, full=args.get("full", False), progress=stop)
 
-    def _tool_doc_stats(self, args: dict[str, Any]) -> Any:
+    def _tool_doc_stats(self, args: dict[str, Any], stop: _Cancellable) -> Any:
         return api.stats(self.db)
 
-    def _tool_get_doc(self, args: dict[str, Any]) -> Any:
-        target = str(_get_str(args, "chunk_id", required=True))
-        return api.show(self.db, target, context=_get_int(args, "context", 0, 0, 20),
+    def _tool_get_doc(self, args: dict[str, Any], stop: _Cancellable) -> Any:
+        return api.show(self.db, args["chunk_id"], context=int(args.get("context", 0)),
                         roots=self.roots or None)  # fmt: skip
 
-    def _tool_get_outline(self, args: dict[str, Any]) -> Any:
-        path = str(_get_str(args, "path", required=True))
-        return api.outline(self.db, path, depth=_get_int(args, "max_depth", 6, 1, 6),
+    def _tool_get_outline(self, args: dict[str, Any], stop: _Cancellable) -> Any:
+        return api.outline(self.db, args["path"], depth=int(args.get("max_depth", 6)),
                            roots=self.roots or None)  # fmt: skip
 
-    def _tool_get_section(self, args: dict[str, Any]) -> Any:
-        path = str(_get_str(args, "path", required=True))
-        heading = str(_get_str(args, "section", required=True))
+    def _tool_get_section(self, args: dict[str, Any], stop: _Cancellable) -> Any:
         return api.section(
-            self.db, path, heading, roots=self.roots or None,
-            include_subsections=_get_bool(args, "include_subsections", True),
+            self.db, args["path"], args["section"], roots=self.roots or None,
+            include_subsections=args.get("include_subsections", True),
         )  # fmt: skip
 
-    def _tool_find_related(self, args: dict[str, Any]) -> Any:
-        path = str(_get_str(args, "path", required=True))
-        chunk = _get_str(args, "chunk_id")
+    def _tool_find_related(self, args: dict[str, Any], stop: _Cancellable) -> Any:
+        path: str = args["path"]
+        chunk = _opt_str(args, "chunk_id")
         target = path
         if chunk:
             # A full chunk id names its file; a bare anchor is joined to ``path``.
             target = (
                 chunk if "#" in chunk or chunk.startswith(path) else f"{path}#{chunk}"
             )
-        return api.related(self.db, target, top=_get_int(args, "limit", 10, 1, 100),
-                           same_file=_get_bool(args, "same_file", False),
+        return api.related(self.db, target, top=int(args.get("limit", 10)),
+                           same_file=args.get("same_file", False),
                            roots=self.roots or None)  # fmt: skip
 
-    def _tool_list_documents(self, args: dict[str, Any]) -> Any:
+    def _tool_list_documents(self, args: dict[str, Any], stop: _Cancellable) -> Any:
         return api.list_documents(
-            self.db, path_glob=_get_str(args, "path"), types=_types(args.get("type")),
-            limit=_get_int(args, "limit", 50, 1, 500),
-            offset=_get_int(args, "offset", 0, 0, 10**9), roots=self.roots or None,
+            self.db, path_glob=_opt_str(args, "path"), types=_types(args.get("type")),
+            limit=int(args.get("limit", 50)), offset=int(args.get("offset", 0)),
+            roots=self.roots or None,
         )  # fmt: skip
 
-    def _tool_search_batch(self, args: dict[str, Any]) -> Any:
-        queries = args.get("queries")
-        if not isinstance(queries, list) or not queries:
-            raise DocindexError("queries must be a non-empty list")
-        if len(queries) > MAX_BATCH:
-            raise DocindexError(f"at most {MAX_BATCH} queries per batch")
-        limit = _get_int(args, "limit", 5, 1, 100)
+    def _tool_search_batch(self, args: dict[str, Any], stop: _Cancellable) -> Any:
+        limit = int(args.get("limit", 5))
         results = []
-        for item in queries:
-            if not isinstance(item, dict):
-                raise DocindexError("each query must be an object with a query key")
-            text = str(_get_str(item, "query", required=True))
-            result = api.query(self.db, text, _query_options(item, limit))
+        for item in args["queries"]:
+            stop.check()
+            result = api.query(self.db, item["query"], _query_options(item, limit))
             results.append(json.loads(_to_text(result)))
         return {"results": results}
 
@@ -327,8 +423,76 @@ def _to_text(value: Any) -> str:
     return to_json(value)
 
 
-def build_server(tools: Tools) -> Any:
-    """A low-level MCP ``Server`` whose handlers call ``tools`` in a worker thread."""
+def _error(message: str) -> str:
+    return json.dumps({"error": message}, ensure_ascii=False)
+
+
+class _Runner:
+    """Runs tool calls on ``MAX_IN_FLIGHT`` threads; the rest wait in a bounded queue.
+
+    A call is validated first (cheap, on the event loop), then waits for one of
+    the slots. At most ``MAX_PENDING`` calls may be running or waiting; past
+    that a call is refused at once ("busy"), so a client pipelining without
+    bound cannot grow the server's memory without bound. When the SDK cancels
+    a call (``notifications/cancelled``, or the client went away), a waiting
+    call leaves the queue and a running one is told to stop (scans check in at
+    every file), and its slot is held until its thread has let go.
+    """
+
+    def __init__(self, tools: Tools) -> None:
+        import anyio
+
+        self.tools = tools
+        self.slots = anyio.Semaphore(MAX_IN_FLIGHT)
+        self.pool = ThreadPoolExecutor(MAX_IN_FLIGHT, thread_name_prefix="docindex-mcp")
+        self.pending = 0
+
+    async def run(self, name: str, raw: Any) -> tuple[str, bool]:
+        """(JSON text, is_error) for one call."""
+        import anyio
+
+        try:
+            args = validate_arguments(name, raw)
+        except DocindexError as exc:
+            return _error(str(exc)), True
+        if self.pending >= MAX_PENDING:
+            return _error(f"server busy: {self.pending} calls pending; retry"), True
+        self.pending += 1
+        try:
+            async with self.slots:
+                cancelled = threading.Event()
+                future = self.pool.submit(self._call, name, args, cancelled)
+                try:
+                    return await asyncio.wrap_future(future)
+                except anyio.get_cancelled_exc_class():
+                    cancelled.set()
+                    with anyio.CancelScope(shield=True):
+                        await asyncio.wait([asyncio.wrap_future(future)])
+                    raise
+        finally:
+            self.pending -= 1
+
+    def _call(
+        self, name: str, args: dict[str, Any], cancelled: threading.Event
+    ) -> tuple[str, bool]:
+        """One call on a worker thread; every failure becomes a tool error."""
+        try:
+            return _to_text(self.tools.call(name, args, cancelled)), False
+        except DocindexError as exc:
+            return _error(str(exc)), True
+        except sqlite3.Error as exc:
+            from .store import translate
+
+            return _error(str(translate(exc, "the index"))), True
+        except Exception as exc:  # keep serving: one bad call must not end the session
+            return _error(f"internal error: {type(exc).__name__}: {exc}"), True
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+def build_server(tools: Tools, runner: _Runner) -> Any:
+    """A low-level MCP ``Server`` whose tool calls go through ``runner``."""
     import anyio
     import mcp.types as types
     from mcp.server.lowlevel import Server
@@ -343,20 +507,7 @@ def build_server(tools: Tools) -> Any:
         ])  # fmt: skip
 
     async def call_tool(ctx: Any, params: Any) -> Any:
-        args = dict(params.arguments or {})
-        try:
-            value = await anyio.to_thread.run_sync(tools.call, params.name, args)
-            text, error = _to_text(value), False
-        except DocindexError as exc:
-            text, error = json.dumps({"error": str(exc)}, ensure_ascii=False), True
-        except sqlite3.Error as exc:
-            from .store import translate
-
-            text = json.dumps({"error": str(translate(exc, "the index"))})
-            error = True
-        except Exception as exc:  # keep serving: one bad call must not end the session
-            text = json.dumps({"error": f"internal error: {type(exc).__name__}: {exc}"})
-            error = True
+        text, error = await runner.run(params.name, params.arguments or {})
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)], is_error=error
         )
@@ -366,6 +517,31 @@ def build_server(tools: Tools) -> Any:
         instructions="Search local documents; cite path:line; open chunks by chunk_id.",
         on_list_tools=list_tools, on_call_tool=call_tool,
     )  # fmt: skip
+
+
+async def _answer_unparsable(source: Any, sink: Any, write_stream: Any) -> None:
+    """Forward messages to the server; answer a line that is not JSON-RPC.
+
+    The SDK's stdio transport only logs such a line; JSON-RPC 2.0 asks for an
+    error reply with a null id: -32700 for text that is not JSON, -32600 for
+    JSON that is not a request.
+    """
+    import mcp.types as types
+    from mcp.shared.message import SessionMessage
+
+    async with sink:
+        async for item in source:
+            if not isinstance(item, Exception):
+                await sink.send(item)
+                continue
+            kinds = {e.get("type") for e in getattr(item, "errors", list)()}
+            parse = "json_invalid" in kinds or not kinds
+            code, text = (
+                (-32700, "Parse error") if parse else (-32600, "Invalid Request")
+            )
+            reply = types.JSONRPCError(jsonrpc="2.0", id=None,
+                                       error=types.ErrorData(code=code, message=text))  # fmt: skip
+            await write_stream.send(SessionMessage(reply))
 
 
 def serve(db: str | None, roots: list[str]) -> None:
@@ -379,11 +555,20 @@ def serve(db: str | None, roots: list[str]) -> None:
         from mcp.server.stdio import stdio_server
     except ImportError as exc:
         raise DocindexError(INSTALL_HINT) from exc
-    server = build_server(Tools(db, roots))
+    tools = Tools(db, roots)
+    runner = _Runner(tools)
+    server = build_server(tools, runner)
 
     async def main() -> None:
         async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream,
-                             server.create_initialization_options())  # fmt: skip
+            send, receive = anyio.create_memory_object_stream[Any](0)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_answer_unparsable, read_stream, send, write_stream)
+                await server.run(receive, write_stream,
+                                 server.create_initialization_options())  # fmt: skip
+                tg.cancel_scope.cancel()
 
-    anyio.run(main)
+    try:
+        anyio.run(main)
+    finally:
+        runner.close()

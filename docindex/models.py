@@ -172,6 +172,8 @@ class ScanResult:
     took_ms: float = 0.0
     degraded: bool = False
     warnings: list[str] = field(default_factory=list)
+    interrupted: bool = False  # stopped on request; what it did is committed (#17)
+    pending: int = 0  # files it walked but left for the next scan (when interrupted)
 
     def skip(self, reason: str, path: str | None = None, message: str = "") -> None:
         """Count a skipped file under ``reason`` and keep a message for real errors."""

@@ -10,19 +10,27 @@ the roots (``..``, absolute paths elsewhere, symlinks pointing out) raises
 from __future__ import annotations
 
 import os
-import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import DocindexError, MisuseError, OutsideRootsError
+from .limits import (
+    MAX_CHUNK_ID_CHARS,
+    MAX_GLOB_CHARS,
+    MAX_LIST,
+    MAX_OFFSET,
+    MAX_QUERY_CHARS,
+    MAX_TOP,
+    check_length,
+    check_path,
+    check_range,
+)
 from .segment import markdown_headings
 from .store import SegmentRow, Store
 
 MARKDOWN_KINDS = ("md", "docx", "html", "odt")  # one unit whose text has ``#`` headings
-_LINE_SUFFIX = re.compile(r"^(.*):(\d+)$")
-_PART_SUFFIX = re.compile(r"~\d+$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +179,7 @@ def _candidates(
         OutsideRootsError: no interpretation of ``arg`` stays inside a root,
             lexically and after resolving symlinks.
     """
+    check_path("path", arg)
     root_paths = [Path(r) for r in roots]
     given = Path(os.path.expanduser(arg))
     if given.is_absolute():
@@ -182,7 +191,10 @@ def _candidates(
     out: list[tuple[str, str]] = []
     for base in bases:
         lexical = Path(os.path.normpath(base))
-        real = lexical.resolve()
+        try:
+            real = lexical.resolve()
+        except OSError as exc:  # e.g. ENAMETOOLONG, ELOOP
+            raise DocindexError(f"cannot resolve {arg}: {exc.strerror}") from None
         for root in root_paths:
             if _inside(lexical, root) and any(_inside(real, r) for r in root_paths):
                 pair = (str(root), lexical.relative_to(root).as_posix())
@@ -241,7 +253,7 @@ def resolve_file(
             if doc_id is not None:
                 return _doc_of(store, doc_id)
     places = [Path(_join(root, rel)) for root, rel in _candidates(roots, arg, cwd)]
-    if not any(p.exists() for p in places):
+    if not any(os.path.exists(p) for p in places):  # False for ENAMETOOLONG too
         raise MisuseError(
             f"{arg} does not exist under the roots ({', '.join(roots)}); "
             "see what is indexed with `docindex list`"
@@ -259,8 +271,9 @@ def _chunk_rows(
     The path part may be root-relative (the stored form) or absolute inside a
     root, in which case it is rewritten to the stored form.
     """
+    check_length("chunk id", arg, MAX_CHUNK_ID_CHARS)
     file_part = arg.split("#", 1)[0]
-    plain = _PART_SUFFIX.sub("", file_part)
+    plain = _without_part(file_part)
     if not plain:
         return []
     rest = arg[len(plain) :]  # "~2", "#anchor", "#anchor~2" or ""
@@ -269,6 +282,24 @@ def _chunk_rows(
         if rows:
             return rows
     return []
+
+
+def _without_part(file_part: str) -> str:
+    """``file_part`` without a trailing ``~N`` (a long section's later part).
+
+    By hand, not with ``re.sub(r"~\\d+$")``: that regex is quadratic on a long
+    run of ``~1~1~1`` (issue #17).
+    """
+    head, tilde, digits = file_part.rpartition("~")
+    return head if tilde and digits.isascii() and digits.isdigit() else file_part
+
+
+def _line_suffix(target: str) -> tuple[str, int | None]:
+    """``("guide.md", 42)`` for ``guide.md:42``; ``(target, None)`` otherwise."""
+    head, colon, digits = target.rpartition(":")
+    if colon and head and digits.isascii() and digits.isdigit() and len(digits) < 19:
+        return head, int(digits)
+    return target, None
 
 
 def _chunk(store: Store, row: SegmentRow, position: int) -> Chunk:
@@ -346,6 +377,7 @@ def section(
         OutsideRootsError: ``file`` escapes the roots.
         DocindexError: the file is not indexed or has no such heading.
     """
+    check_length("section", heading, MAX_QUERY_CHARS)
     doc = resolve_file(store, roots, file, cwd=cwd)
     heads = _doc_headings(store, doc)
     wanted = heading.strip().casefold()
@@ -406,9 +438,8 @@ def show(
         segments = store.segments_of(doc_id)
         index = next(i for i, s in enumerate(segments) if s.ordinal == ordinal)
     else:
-        match = _LINE_SUFFIX.match(target)
-        file, line = (match.group(1), int(match.group(2))) if match else (target, None)
-        if "#" in file or _PART_SUFFIX.search(file):
+        file, line = _line_suffix(target)
+        if "#" in file or _without_part(file) != file:
             # A chunk id whose file is indexed but which names no chunk of it
             # (issue #20: not "the file is not indexed").
             doc = resolve_file(store, roots, _chunk_file(file), cwd=cwd)
@@ -441,7 +472,7 @@ def show(
 
 def _chunk_file(chunk_id: str) -> str:
     """The file part of a chunk id (``guide.md#install~2`` -> ``guide.md``)."""
-    return _PART_SUFFIX.sub("", chunk_id.split("#", 1)[0])
+    return _without_part(chunk_id.split("#", 1)[0])
 
 
 def _segment_at(segments: list[SegmentRow], line: int | None) -> int:
@@ -473,7 +504,13 @@ def list_documents(
         types: document types to keep (``md``, ``pdf``, ...).
         limit: page size.
         offset: documents to skip.
+
+    Raises:
+        BadInputError: the glob is too long, or limit/offset out of range.
     """
+    check_length("path", path_glob, MAX_GLOB_CHARS)
+    check_range("limit", limit, 1, MAX_LIST)
+    check_range("offset", offset, 0, MAX_OFFSET)
     where, params = _doc_filter(store, roots, path_glob, types)
     rows, total = store.documents(where, params, limit=limit, offset=offset)
     docs = [
@@ -527,6 +564,7 @@ def related(
 
     from .embed import dequantize
 
+    check_range("top", top, 1, MAX_TOP)
     emb = store.get_meta("embedder")
     if not emb:
         raise DocindexError("this index has no vectors (embedding provider none)")

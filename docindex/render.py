@@ -215,6 +215,15 @@ def _count(n: int, noun: str) -> str:
     return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
 
+def interrupted_text(result: ScanResult, again: str) -> str:
+    """The one line an interrupted scan prints: what it finished, how to go on."""
+    done = result.scanned - result.pending
+    return (
+        f"interrupted: {done:,} of {result.scanned:,} files indexed; "
+        f"run `docindex {again}` again to finish"
+    )
+
+
 def print_stats(console: Any, stats: dict[str, Any]) -> None:
     """Index statistics on one screen; ``--json`` has every facet value."""
     from rich.table import Table

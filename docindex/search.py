@@ -45,6 +45,7 @@ import dataclasses
 import functools
 import math
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -525,7 +526,14 @@ def _stopword_terms(cfg: Config, words: frozenset[str]) -> frozenset[str]:
 
 
 def parse(text: str, cfg: Config) -> ParsedQuery:
-    """``text`` parsed for an index built with ``cfg`` (the edge calls this once)."""
+    """``text`` parsed for an index built with ``cfg`` (the edge calls this once).
+
+    Raises:
+        BadInputError: ``text`` is past the query limit (checked before parsing).
+    """
+    from .limits import MAX_QUERY_CHARS, check_length
+
+    check_length("query", text, MAX_QUERY_CHARS)  # issue #17: bounded memory
     return parse_query(_utf8(text), cjk_ngram=cfg.cjk_ngram, use_stem=cfg.stem)
 
 
@@ -546,7 +554,14 @@ def search(
 
     Returns:
         A QueryResult with hits best first.
+
+    Raises:
+        BadInputError: the text or an option breaks a limit (``limits.py``).
     """
+    from .limits import check_query
+
+    typed = query.text if isinstance(query, ParsedQuery) else query
+    check_query(typed, opts)  # before anything scales with the input (issue #17)
     started = time.perf_counter()
     parsed = query if isinstance(query, ParsedQuery) else parse(query, cfg)
     text, opts = parsed.positive_text, _utf8_options(opts)
@@ -797,7 +812,7 @@ def _dense_weight(cfg: Config) -> float:
     return cfg.semantic_weight
 
 
-_FALLBACK: dict[tuple[int, int, bool], Any] = {}
+_FALLBACK = threading.local()  # NgramEmbedders are not thread-safe
 
 
 def _ngram_fallback(
@@ -815,9 +830,12 @@ def _ngram_fallback(
     from .indexer import embed_input, title_text
 
     key = (cfg.embedding_dim, cfg.cjk_ngram, cfg.stem)
-    emb = _FALLBACK.get(key)
-    if emb is None:
-        emb = _FALLBACK[key] = NgramEmbedder(*key)
+    cache: dict[tuple[int, int, bool], Any] | None = getattr(_FALLBACK, "cache", None)
+    if cache is None:
+        cache = _FALLBACK.cache = {}
+    emb = cache.get(key)
+    if emb is None:  # per thread, like embed.embedder_for (issue #17)
+        emb = cache[key] = NgramEmbedder(*key)
     ids = [sid for sid, _ in lexical]
     rows = store.segments_by_id(ids)
     ids = [sid for sid in ids if sid in rows]

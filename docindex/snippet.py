@@ -7,6 +7,7 @@ n-grams. Pure functions over a segment's text.
 
 from __future__ import annotations
 
+import bisect
 import re
 from typing import Any
 
@@ -61,8 +62,6 @@ def best_line(
     for i, ch in enumerate(text):
         if ch == "\n":
             line_starts.append(i + 1)
-    import bisect
-
     per_line: dict[int, set[str]] = {}
     for start, _, term in spans:
         per_line.setdefault(bisect.bisect_right(line_starts, start) - 1, set()).add(
@@ -83,7 +82,6 @@ def _plain(text: str) -> str:
     return text.replace(MARK_OPEN, "")
 
 
-_FENCE_LINE = re.compile(r"^ {0,3}(?:`{3,}|~{3,})[^\n]*\n?", re.M)
 _TABLE_RULE = re.compile(
     r"^[ \t]*\|?[ \t]*:?-{3,}:?[ \t]*(?:\|[ \t]*:?-{3,}:?[ \t]*)*\|?[ \t]*$\n?", re.M
 )
@@ -111,19 +109,65 @@ def display_text(text: str) -> str:
     (``{#id}``, ``{/*id*/}``) go; backslash escapes are resolved outside
     inline code. Code inside fences stays (it may be what matched).
     """
+    return "\n".join(line for line, _ in _display_lines(text))
+
+
+_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+def _display_lines(text: str) -> list[tuple[str, bool]]:
+    """``display_text`` line by line, each with whether it is fenced code.
+
+    Fences open and close as CommonMark says: the closing fence uses the
+    same character, at least as many times, and carries no info string.
+    """
     if not any(c in text for c in "`~|#{\\"):
-        return text
-    text = _FENCE_LINE.sub("", text)
-    text = _TABLE_RULE.sub("", text)
-    text = _HEADING_MARKS.sub("", text)
-    text = _ANCHOR.sub("", text)
-    if "\\" in text:
-        pieces, pos = [], 0
-        for code in _CODE.finditer(text):
-            pieces += [_ESCAPE.sub(r"\1", text[pos : code.start()]), code[0]]
-            pos = code.end()
-        text = "".join([*pieces, _ESCAPE.sub(r"\1", text[pos:])])
-    return text
+        return [(line, False) for line in text.split("\n")]
+    out: list[tuple[str, bool]] = []
+    fence = ""
+    for line in text.split("\n"):
+        opened = _FENCE_OPEN.match(line)
+        if fence:
+            if (
+                opened
+                and opened.group(1)[0] == fence[0]
+                and len(opened.group(1)) >= len(fence)
+                and not line[opened.end() :].strip()
+            ):
+                fence = ""
+            else:
+                out.append((line, True))
+            continue
+        if opened and not (opened.group(1)[0] == "`" and "`" in line[opened.end() :]):
+            fence = opened.group(1)
+            continue
+        if _TABLE_RULE.fullmatch(line):
+            continue
+        line = _ANCHOR.sub("", _HEADING_MARKS.sub("", line))
+        if "\\" in line:
+            pieces, pos = [], 0
+            for code in _CODE.finditer(line):
+                pieces += [_ESCAPE.sub(r"\1", line[pos : code.start()]), code[0]]
+                pos = code.end()
+            line = "".join([*pieces, _ESCAPE.sub(r"\1", line[pos:])])
+        out.append((line, False))
+    return out
+
+
+def _code_offsets(lines: list[tuple[str, bool]]) -> list[tuple[int, int]]:
+    """(start, end) character ranges of fenced-code lines in the joined text."""
+    ranges: list[tuple[int, int]] = []
+    pos = 0
+    for line, code in lines:
+        if code:
+            ranges.append((pos, pos + len(line)))
+        pos += len(line) + 1
+    return ranges
+
+
+def _in_code(ranges: list[tuple[int, int]], offset: int) -> bool:
+    i = bisect.bisect_right(ranges, (offset + 1, -1)) - 1
+    return i >= 0 and ranges[i][0] <= offset <= ranges[i][1]
 
 
 def make_snippet(
@@ -137,7 +181,8 @@ def make_snippet(
     marks or anchors (issue #19).
     """
     chars = max(20, chars)
-    shown = display_text(text)
+    lines = _display_lines(text)
+    shown = "\n".join(line for line, _ in lines)
     if shown != text:
         text, spans = shown, None
     if spans is None:
@@ -145,14 +190,19 @@ def make_snippet(
     if not spans:
         start = _first_prose(text)
     if spans:
-        best = (-1, -1, 0)
+        # A window anchored on a match in prose beats one in fenced code,
+        # then more distinct terms, then more matches (issue #19: snippets
+        # from the best-matching prose lines).
+        code_at = _code_offsets(lines)
+        best: tuple[int, int, int, int] = (-1, -1, -1, 0)
         for i, (s, _, _) in enumerate(spans):
             window_start = max(0, s - chars // 4)
             inside = [sp for sp in spans[i:] if sp[1] <= window_start + chars]
-            score = (len({t for _, _, t in inside}), len(inside))
-            if score > best[:2]:
+            prose = 0 if _in_code(code_at, s) else 1
+            score = (prose, len({t for _, _, t in inside}), len(inside))
+            if score > best[:3]:
                 best = (*score, window_start)
-        start = best[2]
+        start = best[3]
     end = min(len(text), start + chars)
     if end - start < chars:
         start = max(0, end - chars)

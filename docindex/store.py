@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shlex
 import sqlite3
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from . import migrations
+from .config import DEFAULT_DB_DIR
 from .errors import (
     DocindexError,
     ForeignDatabaseError,
@@ -91,10 +93,7 @@ def translate(exc: sqlite3.Error, path: Path | str) -> DocindexError:
         isinstance(exc, sqlite3.DatabaseError)
         and ("malformed" in msg or "not a database" in msg or "corrupt" in msg)
     ):
-        return IndexCorruptError(
-            f"{index} is damaged ({msg}); run `docindex reindex --full` "
-            "or point --db elsewhere"
-        )
+        return IndexCorruptError(f"{index} is damaged ({msg}); {repair_hint(path)}")
     if "readonly" in msg or "read-only" in msg:
         return DocindexError(
             f"{index} is read-only ({msg}); the file and its folder must be writable"
@@ -107,6 +106,41 @@ def translate(exc: sqlite3.Error, path: Path | str) -> DocindexError:
             "for its -wal and -shm files)"
         )
     return DocindexError(f"error in {index}: {msg}")
+
+
+def repair_hint(path: Path | str) -> str:
+    """The one command that fixes a damaged index at ``path`` (issue #17).
+
+    ``reindex --full`` rebuilds from the roots the index remembers, or from
+    the folder that holds ``.docindex/index.db``; when neither is known it
+    needs ``--root``, so the hint names that command, not one that would only
+    answer with another hint.
+    """
+    if not str(path):
+        return "run `docindex reindex --full` or point --db elsewhere"
+    path = Path(path)
+    if path.parent.name == DEFAULT_DB_DIR or _remembers_roots(path):
+        return "run `docindex reindex --full` to rebuild it"
+    quoted = shlex.quote(str(path))
+    return (
+        f"rebuild it with `docindex reindex --full --root DIR --db {quoted}` "
+        "(DIR: the folder it indexed), or point --db elsewhere"
+    )
+
+
+def _remembers_roots(path: Path) -> bool:
+    """True when the settings, with roots, read back from ``path`` (read-only)."""
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except (sqlite3.Error, OSError, ValueError):
+        return False
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()
+        return bool(row and json.loads(row[0]).get("roots"))
+    except (sqlite3.Error, ValueError, AttributeError):
+        return False
+    finally:
+        conn.close()
 
 
 class Store:
@@ -1023,7 +1057,13 @@ def compress_body(text: str) -> bytes:
             _COMPRESS.append(zlib_ng.compress)
         except ImportError:  # a platform without its wheel: same format, slower
             _COMPRESS.append(zlib.compress)
-    compressed: bytes = _COMPRESS[0](text.encode("utf-8"), 6)
+    try:
+        raw = text.encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate (issue #17): extractor output is cleaned before it
+        # gets here, but storing must not be what fails. "?" keeps offsets.
+        raw = text.encode("utf-8", "replace")
+    compressed: bytes = _COMPRESS[0](raw, 6)
     return compressed
 
 

@@ -62,6 +62,45 @@ class WalkOptions:
     max_file_bytes: int = 5 * 1024 * 1024
 
 
+def escape_reason(path: Path, root: Path, *, follow_symlinks: bool) -> str | None:
+    """Why ``path`` must not be indexed under ``root``, or None when it may be.
+
+    The one symlink rule for the walk, watch events and scoped scans (``scan
+    PATH``, MCP ``doc_scan``), issue #17: ``path`` must lie inside ``root`` and,
+    unless ``follow_symlinks``, no component of it below the root may be a
+    symlink; with ``follow_symlinks`` it must still resolve inside the root.
+    A path that does not exist (a deleted file) passes if its existing
+    ancestors do, so that what was indexed under it can be removed.
+
+    Args:
+        path: absolute, not resolved (as the walk or an event names it).
+        root: the absolute, resolved root that lexically contains ``path``.
+        follow_symlinks: the ``--follow-symlinks`` setting.
+    """
+    lexical = Path(os.path.normpath(path))
+    if lexical != root and root not in lexical.parents:
+        return "outside the roots"
+    if follow_symlinks:
+        real = Path(os.path.realpath(lexical))
+        if real != root and root not in real.parents:
+            return "symlink pointing outside the roots"
+        return None
+    current = root
+    for part in lexical.relative_to(root).parts:
+        current = current / part
+        try:
+            mode = os.lstat(current).st_mode
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            return f"cannot check {current}: {exc.strerror}"
+        if stat.S_ISLNK(mode):
+            if current == lexical:
+                return "symlink not followed (see --follow-symlinks)"
+            return f"inside symlink {current}"
+    return None
+
+
 def walk(
     roots: Sequence[Path], options: WalkOptions, scope: Path | None = None
 ) -> Iterator[FileEntry | SkipEntry]:
@@ -103,6 +142,10 @@ def _walk_root(
     # only the scope.
     start, start_rel, depth = root, "", 0
     if scope is not None and scope != root:
+        reason = escape_reason(scope, root, follow_symlinks=options.follow_symlinks)
+        if reason is not None:
+            yield SkipEntry(scope, "symlink", reason)
+            return
         rel_parts = scope.relative_to(root).parts
         for i, part in enumerate(rel_parts[:-1]):
             start = start / part
@@ -113,7 +156,10 @@ def _walk_root(
                 yield SkipEntry(scope, "ignored", f"excluded by rule on {start_rel}/")
                 return
         rel = "/".join(rel_parts)
-        if scope.is_file() or not scope.exists():
+        if not os.path.lexists(scope):
+            yield SkipEntry(scope, "error", "does not exist")
+            return
+        if scope.is_file():
             yield from _entry_for(scope, root, rel, depth, options, rules, frame)
             return
         frame = rules.enter(frame, scope.name, rules.excluded(frame, scope.name, True))
@@ -157,6 +203,9 @@ def _walk_dir(
             continue
         if is_link and not options.follow_symlinks:
             yield SkipEntry(path, "symlink")
+            continue
+        if is_link and (why := escape_reason(path, root, follow_symlinks=True)):
+            yield SkipEntry(path, "symlink", why)
             continue
         if not is_dir:
             yield from _entry_for(

@@ -46,7 +46,9 @@ RULES_FILE = ".gitignore"
 HEALTH_INTERVAL_S = 2.0  # how often to check the observer and vanished roots
 BUSY_RETRY_S = 1.0
 # Vanishing files during a walk are races the next event fixes, not errors.
-_RACES = ("file vanished during the walk", "file vanished before it was read")
+_RACES = (
+    "file vanished during the walk", "file vanished before it was read", "does not exist",
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -479,9 +481,11 @@ def _apply_retrying(
     store: Store, cfg: Config, batch: Batch, kind: str, stop_event: threading.Event,
     notice: Callable[[str], None],
 ) -> tuple[BatchReport, bool] | None:  # fmt: skip
+    # A catch-up scan can be long: a signal stops it between files (#17).
+    stop = stop_event.is_set if kind == "catch-up" else None
     while True:
         try:
-            return _apply(store, cfg, batch, kind)
+            return _apply(store, cfg, batch, kind, stop)
         except IndexBusyError:
             notice("index is busy (another docindex is writing); retrying")
             if stop_event.wait(BUSY_RETRY_S):
@@ -489,8 +493,9 @@ def _apply_retrying(
 
 
 def _apply(
-    store: Store, cfg: Config, batch: Batch, kind: str
-) -> tuple[BatchReport, bool]:
+    store: Store, cfg: Config, batch: Batch, kind: str,
+    stop: Callable[[], bool] | None = None,
+) -> tuple[BatchReport, bool]:  # fmt: skip
     """Apply one batch; the flag says the tree kept moving under every attempt."""
     from .indexer import scan
 
@@ -502,8 +507,10 @@ def _apply(
     added = updated = removed = 0
     raced = False
     for _attempt in range(3):
-        result = scan(store, cfg, scopes=[Path(p) for p in batch.paths])
+        result = scan(store, cfg, scopes=[Path(p) for p in batch.paths], stop=stop)
         added, updated = added + result.indexed, updated + result.updated
+        if result.interrupted:
+            break
         removed += result.removed
         errors = [e for e in result.errors if not _raced(e)]
         # A folder that vanished during the walk makes the scan skip pruning

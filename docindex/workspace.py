@@ -170,6 +170,12 @@ def load(
     if scan_path is not None:
         near.append(scan_path)
     path = resolve_db(db, near=near)
+    if path is not None and path.exists() and not path.is_file():
+        # /dev/null, a folder, a FIFO: SQLite would write "<path>-journal"
+        # beside it (/dev/null-journal as root, issue #17).
+        raise DocindexError(
+            f"{path} is not a regular file; an index is a file: pass --db FILE"
+        )
     if path is None:
         if must_exist:
             raise IndexNotFoundError(

@@ -288,6 +288,41 @@ def pdf_flate_bomb(size: int = 128 * MIB) -> bytes:
     ])  # fmt: skip
 
 
+_CMAP = b"""/CIDInit /ProcSet findresource begin
+12 dict begin
+begincmap
+/CIDSystemInfo << /Registry (Adobe) /Ordering (UCS) /Supplement 0 >> def
+/CMapName /Adobe-Identity-UCS def
+/CMapType 2 def
+1 begincodespacerange
+<00> <FF>
+endcodespacerange
+3 beginbfchar
+<01> <D83D>
+<02> <0000>
+<03> <001B>
+endbfchar
+1 beginbfrange
+<20> <7E> <0020>
+endbfrange
+endcmap
+CMapName currentdict /CMap defineresource pop
+end
+end"""
+
+
+def surrogate_pdf() -> bytes:
+    """A PDF whose ToUnicode map sends glyph 1 to a lone high surrogate (U+D83D),
+    glyph 2 to NUL and glyph 3 to ESC, as some PDF generators write them."""
+    font = b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /ToUnicode 6 0 R >>"
+    text = b"BT /F1 12 Tf 72 712 Td (zebrafish \\001 lone \\002 nul \\003 quokka) Tj ET"
+    return raw_pdf([
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        _page(4, 5), _stream(text), font, _stream(_CMAP),
+    ])  # fmt: skip
+
+
 def chinese_prose(size: int = 4 * MIB) -> bytes:
     """``size`` bytes of Markdown that is mostly Chinese: the CJK n-gram path's
     worst case for memory (issue #7 builds its FTS text in numpy)."""
@@ -487,6 +522,12 @@ def cases() -> list[Case]:
             f({"indexed"}),
         ),
         Case(
+            "PDF ToUnicode lone surrogate (#17)",
+            "surrogate.pdf",
+            _bytes("surrogate.pdf", surrogate_pdf),
+            f({"indexed"}),
+        ),
+        Case(
             "0-byte file",
             "empty.txt",
             _bytes("empty.txt", lambda: b""),
@@ -512,7 +553,7 @@ def cases() -> list[Case]:
         ),
         Case("FIFO in the tree", "fifo.txt", _fifo("fifo.txt"), f({"unsupported"})),
         Case("FIFO named .gitignore", "gi/kept.md", _gitignore_fifo, f({"indexed"})),
-        Case("symlink to /dev/zero", "zero.txt", _device_link, f({"unsupported"})),
+        Case("symlink to /dev/zero", "zero.txt", _device_link, f({"symlink"})),
         Case(
             "symlink loops (--follow-symlinks)",
             "loops/self.txt",

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from docindex import indexer
+from docindex import indexer, pool
 from docindex.config import Config
 from docindex.embed import NgramEmbedder
 from docindex.stem import stem
@@ -209,9 +209,9 @@ def test_one_or_two_workers_build_the_same_index(
 ) -> None:
     root = tree(_files(14)).resolve()
     # Small thresholds so 14 files go through the pool in several chunks.
-    monkeypatch.setattr(indexer, "POOL_THRESHOLD", 2)
-    monkeypatch.setattr(indexer, "CHUNK_FILES", 3)
-    monkeypatch.setattr(indexer, "IN_FLIGHT", 1)
+    monkeypatch.setattr(pool, "POOL_THRESHOLD", 2)
+    monkeypatch.setattr(pool, "CHUNK_FILES", 3)
+    monkeypatch.setattr(pool, "IN_FLIGHT", 1)
     snaps = []
     for workers in (1, 2):
         db = tmp_path / f"w{workers}.db"
@@ -224,11 +224,11 @@ def test_one_or_two_workers_build_the_same_index(
 
 
 def test_chunks_keep_walk_order(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(indexer, "CHUNK_FILES", 4)
-    monkeypatch.setattr(indexer, "CHUNK_BYTES", 100)
-    jobs = [indexer._Job(f"/x/{i}", f"{i}", "/x", 30, 0, None) for i in range(11)]
-    chunks = list(indexer._chunked(jobs))
-    assert [j for c in chunks for j in c] == jobs
+    monkeypatch.setattr(pool, "CHUNK_FILES", 4)
+    monkeypatch.setattr(pool, "CHUNK_BYTES", 100)
+    items = list(range(11))
+    chunks = list(pool.chunked(items, lambda i: 30))
+    assert [j for c in chunks for j in c] == items
     assert [len(c) for c in chunks] == [4, 4, 3]
 
 

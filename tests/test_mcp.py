@@ -107,14 +107,18 @@ def test_mcp_server_end_to_end(
                 assert props["where"]["properties"]["lang"]["enum"] == ["de", "en"]
 
                 err, page1 = await call(
-                    "doc_query", {"query": "pip install", "topK": 2}
+                    "doc_query", {"query": "pip install", "top_k": 2}
                 )
                 assert not err and len(page1["hits"]) == 2
                 hit = page1["hits"][0]
                 assert {"path", "line", "chunk_id", "score"} <= set(hit)
                 err, page2 = await call(
                     "doc_query",
-                    {"query": "pip install", "topK": 2, "cursor": page1["next_cursor"]},
+                    {
+                        "query": "pip install",
+                        "top_k": 2,
+                        "cursor": page1["next_cursor"],
+                    },
                 )
                 assert not err
                 first = {h["chunk_id"] for h in page1["hits"]}

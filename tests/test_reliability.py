@@ -465,6 +465,7 @@ def test_bad_index_is_one_clear_line_never_a_traceback(
     bad.parent.mkdir()
     _damage(kind, good, bad)
     commands = [["query", "alpha"], ["stats"], ["scan", str(root)]]
+    says_rebuild = False
     for args in commands:
         shutil.copy(bad, tmp_path / "try.db")
         result = run(*args, "--db", str(tmp_path / "try.db"), ok=False)
@@ -475,15 +476,44 @@ def test_bad_index_is_one_clear_line_never_a_traceback(
         message = result.stderr.strip()
         assert message.startswith("Error: ") and len(message.splitlines()) == 1
         assert re.search(ADVICE[kind], message), (kind, args, message)
-    # reindex --full either rebuilds or says what to do instead.
+        says_rebuild |= "`docindex reindex --full`" in message
+    # reindex --full either rebuilds or says what to do instead; when the
+    # advice was reindex --full, it rebuilds (issue #17).
     shutil.copy(bad, tmp_path / "try.db")
     result = run("reindex", "--full", "--db", str(tmp_path / "try.db"), ok=False)
+    assert result.exit_code == 0 or not says_rebuild, (kind, result.stderr)
     if result.exit_code == 0:
         assert check_index(tmp_path / "try.db").documents
     else:
         assert result.exit_code == 1
         assert "Traceback" not in result.output
         assert re.search("docindex scan|--db|upgrade", result.stderr)
+
+
+def test_db_that_is_not_a_file_is_refused_and_nothing_written(tmp_path: Path) -> None:
+    """``--db /dev/null`` as root created /dev/null-journal (issue #17)."""
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "a.md").write_text("# A\n\nalpha\n")
+    folder = tmp_path / "folder.db"
+    folder.mkdir()
+    fifo = tmp_path / "fifo.db"
+    os.mkfifo(fifo)
+    had_journal = os.path.lexists("/dev/null-journal")
+    for target in (os.devnull, str(folder), str(fifo)):
+        for args in (["scan", str(root)], ["query", "alpha"], ["stats"]):
+            result = run(*args, "--db", target, ok=False)
+            if target == str(folder):  # click's own check (dir_okay=False)
+                assert result.exit_code == 2 and "is a directory" in result.stderr
+                continue
+            assert result.exit_code == 1, (target, args, result.output)
+            assert "is not a regular file" in result.stderr, result.stderr
+    assert os.path.lexists("/dev/null-journal") == had_journal
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "docs",
+        "fifo.db",
+        "folder.db",
+    ]
 
 
 @pytest.mark.parametrize(

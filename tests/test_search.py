@@ -216,6 +216,25 @@ def test_window_sits_on_the_densest_matches() -> None:
     assert snippet.startswith("…")
 
 
+def test_window_prefers_prose_to_fenced_code() -> None:
+    # The code block matches more query terms, but a reader wants the prose
+    # sentence that matched (issue #19: snippets from the best prose lines).
+    text = (
+        "```json\n"
+        + '{"rate": 1, "limit": 2, "burst": 3}\n' * 8
+        + "```\n\n"
+        + "filler words here. " * 10
+        + "Set the rate for each consumer.\n"
+    )
+    snippet = make_snippet(text, {"rate", "limit", "burst"}, 60, True, CFG)
+    assert "consumer" in snippet and "{" not in snippet
+    # With matches only in code, the code is still what the snippet shows.
+    code_only = make_snippet(
+        "```sh\nrate limit\n```\nNo match.", {"rate"}, 60, True, CFG
+    )
+    assert "**rate**" in code_only and "```" not in code_only
+
+
 def test_no_highlight_leaves_text_plain(indexed: Path) -> None:
     out = run_json("query", "fetched", "--no-highlight")
     assert all("**" not in h["snippet"] for h in out["hits"])

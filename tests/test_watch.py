@@ -346,7 +346,7 @@ def test_cli_watch_json_sigterm_and_concurrent_query(tmp_path: Path) -> None:
             assert q.returncode == 0, q.stderr
             assert json.loads(q.stdout)["hits"][0]["rel_path"] == "b.md"
             proc.send_signal(signal.SIGTERM)
-            assert proc.wait(10) == 0
+            assert proc.wait(10) == 143  # 128 + SIGTERM (issue #17)
         finally:
             if proc.poll() is None:
                 proc.kill()

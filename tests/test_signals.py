@@ -1,0 +1,233 @@
+"""Signals and processes (issue #17): nothing of a scan outlives it.
+
+Real ``docindex scan`` processes over a generated tree get SIGINT, SIGTERM,
+SIGHUP or SIGKILL once their worker pool runs, sent to the process group as a
+terminal does (or, for SIGKILL, to the scan alone, as ``kill -9 PID`` does).
+Then: no process of the scan is left after 3 s (found by a marker in their
+environment, so the forkserver and the resource tracker count too), no
+``pymp-*`` folder in the scan's TMPDIR, exit 128 + N and one line on stderr for
+the catchable signals, never a traceback, and the index is whole and, after a
+rescan, equal to a fresh scan.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from test_reliability import (
+    WORDS,
+    Snapshot,
+    check_index,
+    child_env,
+    fresh_snapshot,
+    scan_cmd,
+)
+
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="reads /proc to find the processes"
+)
+
+MARK = "SCAN_TEST_MARK"
+
+
+def make_tree(root: Path, n_files: int) -> None:
+    """``n_files`` Markdown files of a few sections each (about 2 KB)."""
+    rng = random.Random(17)
+    for i in range(n_files):
+        path = root / f"d{i % 20}" / f"f{i:05d}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        body = "\n\n".join(
+            f"## Part {s}\n\n" + " ".join(rng.choice(WORDS) for _ in range(50))
+            for s in range(4)
+        )
+        path.write_text(f"# File {i}\n\n{body}\n", encoding="utf-8")
+
+
+def marked(tag: str) -> list[int]:
+    """Pids of live processes whose environment carries ``MARK=tag``."""
+    want = f"{MARK}={tag}".encode()
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as fh:
+                env = fh.read().split(b"\0")
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                state = fh.read().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if want in env and state != b"Z":  # a zombie is gone, only unreaped
+            out.append(int(entry))
+    return out
+
+
+def gone_within(tag: str, seconds: float) -> list[int]:
+    """Wait up to ``seconds`` for every marked process to end; return survivors."""
+    deadline = time.monotonic() + seconds
+    while (left := marked(tag)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
+
+
+class Tree:
+    def __init__(self, root: Path, reference: Snapshot) -> None:
+        self.root = root
+        self.reference = reference
+
+
+def _tree(base: Path, n_files: int) -> Tree:
+    root = base / "docs"
+    make_tree(root, n_files)
+    ref = fresh_snapshot(root, base / "ref" / "index.db", child_env())
+    return Tree(root, ref)
+
+
+@pytest.fixture(scope="module")
+def small_tree(tmp_path_factory: pytest.TempPathFactory) -> Tree:
+    return _tree(tmp_path_factory.mktemp("small"), 300)
+
+
+@pytest.fixture(scope="module")
+def big_tree(tmp_path_factory: pytest.TempPathFactory) -> Tree:
+    return _tree(tmp_path_factory.mktemp("big"), 3000)
+
+
+def signal_scan(
+    tree: Tree, tmp_path: Path, sig: int, *, group: bool = True, twice: bool = False,
+    cmd: list[str] | None = None,
+) -> tuple[int, str, float]:  # fmt: skip
+    """Start a scan, signal it once its pool runs; return (exit code, stderr, s to exit).
+
+    Asserts the common promises: no process left after 3 s, no ``pymp-*``.
+    """
+    tag = uuid.uuid4().hex
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = child_env(TMPDIR=str(tmp), DOCINDEX_WORKERS="2", **{MARK: tag})
+    db = tmp_path / "idx" / "index.db"
+    # A file, not a pipe: an orphaned worker holding the pipe would block the read.
+    err_path = tmp_path / "stderr.txt"
+    with err_path.open("wb") as err_file:
+        proc = subprocess.Popen(
+            cmd or scan_cmd(tree.root, db), env=env, stdout=subprocess.DEVNULL,
+            stderr=err_file, start_new_session=True,
+        )  # fmt: skip
+    try:
+        # main + resource tracker + forkserver + workers: the pool is running.
+        deadline = time.monotonic() + 120
+        while len(marked(tag)) < 4 and proc.poll() is None:
+            assert time.monotonic() < deadline, "the pool never started"
+            time.sleep(0.02)
+        assert proc.poll() is None, "the scan ended before it could be signalled"
+        time.sleep(0.3)  # let it store a few files
+        sent = time.monotonic()
+        if group:
+            os.killpg(proc.pid, sig)
+        else:
+            os.kill(proc.pid, sig)
+        if twice:
+            time.sleep(0.05)
+            os.killpg(proc.pid, sig)
+        code = proc.wait(timeout=30)
+        took = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    left = gone_within(tag, 3.0)
+    for pid in left:  # do not leak them into the rest of the suite
+        os.kill(pid, signal.SIGKILL)
+    assert not left, f"processes of the scan still alive: {left}"
+    err = err_path.read_text(errors="replace")
+    assert not list(tmp.glob("pymp-*")), list(tmp.iterdir())
+    assert "Traceback" not in err, err
+    return code, err, took
+
+
+def check_after(tree: Tree, tmp_path: Path) -> None:
+    """The index is whole; a rescan makes it equal to a fresh scan."""
+    db = tmp_path / "idx" / "index.db"
+    check_index(db)
+    subprocess.run(scan_cmd(tree.root, db), env=child_env(), check=True, timeout=300)
+    assert check_index(db) == tree.reference
+
+
+def _catchable(tree: Tree, tmp_path: Path, sig: int, twice: bool = False) -> None:
+    code, err, took = signal_scan(tree, tmp_path, sig, twice=twice)
+    assert code == 128 + sig, (code, err)
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    if twice:
+        assert lines and lines[-1].startswith("interrupted"), err
+    else:
+        assert len(lines) == 1 and lines[0].startswith("interrupted: "), err
+        assert "files indexed; run `docindex scan` again to finish" in err
+    assert took < 10, took  # 2 s on an idle machine; this one may be shared
+    check_after(tree, tmp_path)
+
+
+def test_ctrl_c_commits_what_is_done_and_leaves_nothing(
+    small_tree: Tree, tmp_path: Path
+) -> None:
+    _catchable(small_tree, tmp_path, signal.SIGINT)
+
+
+def test_kill_9_of_the_scan_alone_leaves_no_orphans(
+    small_tree: Tree, tmp_path: Path
+) -> None:
+    """The issue's case: ``kill -9 PID`` left the forkserver, workers and tracker."""
+    code, _err, _took = signal_scan(small_tree, tmp_path, signal.SIGKILL, group=False)
+    assert code == -signal.SIGKILL
+    check_after(small_tree, tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=["INT", "TERM", "HUP"]
+)
+def test_signals_to_the_group_on_thousands_of_files(
+    big_tree: Tree, tmp_path: Path, sig: int
+) -> None:
+    _catchable(big_tree, tmp_path, sig)
+
+
+@pytest.mark.slow
+def test_second_ctrl_c_exits_at_once(big_tree: Tree, tmp_path: Path) -> None:
+    _catchable(big_tree, tmp_path, signal.SIGINT, twice=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("group", [True, False], ids=["group", "pid"])
+def test_sigkill_on_thousands_of_files(
+    big_tree: Tree, tmp_path: Path, group: bool
+) -> None:
+    code, _err, _took = signal_scan(big_tree, tmp_path, signal.SIGKILL, group=group)
+    assert code == -signal.SIGKILL
+    check_after(big_tree, tmp_path)
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_reindex_full_keeps_the_old_index(
+    big_tree: Tree, tmp_path: Path
+) -> None:
+    """The old index stays in place; the next ``reindex --full`` finishes the job."""
+    db = tmp_path / "idx" / "index.db"
+    subprocess.run(
+        scan_cmd(big_tree.root, db), env=child_env(), check=True, timeout=300
+    )
+    cmd = [sys.executable, "-m", "docindex", "reindex", "--full", "--db", str(db), "-q"]
+    code, err, _took = signal_scan(big_tree, tmp_path, signal.SIGINT, cmd=cmd)
+    assert code == 130, err
+    assert "run `docindex reindex --full` again to finish" in err
+    assert check_index(db) == big_tree.reference
+    subprocess.run(cmd, env=child_env(), check=True, timeout=300)
+    assert check_index(db) == big_tree.reference
+    assert not Path(f"{db}.rebuild").exists()
