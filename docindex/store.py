@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shlex
 import sqlite3
 import zlib
@@ -182,6 +183,8 @@ class Store:
                     )
         if create:
             path.parent.mkdir(parents=True, exist_ok=True)
+        if readonly and exists:
+            _roll_back_hot_journal(path, busy_timeout)
         try:
             uri = f"{path.resolve().as_uri()}?mode={'ro' if readonly else 'rwc'}"
             conn = sqlite3.connect(
@@ -1041,6 +1044,32 @@ def _section(sections: list[Any], index: int | None) -> tuple[list[str], str]:
 
         return entry, slug_path(entry)
     return entry[0], entry[1]
+
+
+def _roll_back_hot_journal(path: Path, busy_timeout: float) -> None:
+    """Roll back a journal left by a killed writer, so a read-only open works.
+
+    A first scan writes with a rollback journal (``bulk_journal``); killed, it
+    leaves a hot journal that only a writable connection may roll back. Every
+    command starts with a read-only look at the index, which then failed with
+    "attempt to write a readonly database" until something opened it writable
+    (issue #17). A read on a writable connection rolls the journal back; with
+    no hot journal it is a plain read. Without write access the read-only open
+    reports the problem.
+    """
+    journal = Path(f"{path}-journal")
+    if not journal.is_file() or journal.stat().st_size == 0:
+        return
+    if not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
+        return
+    with contextlib.suppress(sqlite3.Error):
+        conn = sqlite3.connect(
+            f"{path.resolve().as_uri()}?mode=rw", uri=True, timeout=busy_timeout
+        )
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        finally:
+            conn.close()
 
 
 def compress_body(text: str) -> bytes:

@@ -713,3 +713,35 @@ def test_mcp_tool_arguments_outside_the_roots_are_refused(
     with pytest.raises(DocindexError, match="outside"):
         tools.call(tool, filled)
     assert {d[0] for d in snapshot(db).documents} == {"in.md"}
+
+
+def test_a_hot_journal_left_by_a_killed_writer_is_rolled_back(tmp_path: Path) -> None:
+    """A writer killed mid-transaction in rollback-journal mode (a first scan
+    uses one) leaves a hot journal; the next command's read-only look at the
+    index must not fail with "attempt to write a readonly database" (#17)."""
+    root = tmp_path / "docs"
+    root.mkdir()
+    for i in range(5):
+        (root / f"f{i}.md").write_text(f"# File {i}\n\nkestrel note {i}\n")
+    db = tmp_path / "index.db"
+    run("scan", str(root), "--db", str(db))
+    writer = (
+        "import os, sqlite3, sys\n"
+        "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+        "c.execute('PRAGMA journal_mode=DELETE')\n"
+        "c.execute('PRAGMA cache_size=1')\n"
+        "c.execute('BEGIN IMMEDIATE')\n"
+        "c.execute('DELETE FROM documents')\n"
+        "c.execute('CREATE TABLE junk(x)')\n"
+        "c.executemany('INSERT INTO junk VALUES (?)', [(b'x' * 4000,)] * 500)\n"
+        "os._exit(0)\n"
+    )
+    subprocess.run([sys.executable, "-c", writer, str(db)], check=True)
+    journal = Path(f"{db}-journal")
+    assert journal.is_file() and journal.stat().st_size > 0
+    hits = run("query", "kestrel", "--db", str(db), "--json")
+    assert hits.exit_code == 0, hits.output
+    assert len(json.loads(hits.stdout)["hits"]) == 5
+    rescan = run("scan", str(root), "--db", str(db), "--json")
+    assert rescan.exit_code == 0, rescan.output
+    assert json.loads(rescan.stdout)["unchanged"] == 5
