@@ -15,8 +15,8 @@ from typing import Any
 from . import workspace
 from .config import Config
 from .errors import MisuseError, OutsideRootsError, RelocatedIndexError
-from .models import ScanResult
-from .search import QueryOptions, QueryResult, parse, search
+from .models import QueryOptions, QueryResult, ScanResult
+from .search import parse, search
 
 
 def scan(
@@ -304,7 +304,9 @@ def stats(db: str | None) -> dict[str, Any]:
         wal = Path(f"{ws.db}-wal")
         return {
             "db": str(ws.db),
-            **{k: v for k, v in counts.items() if k != "roots"},
+            "documents": counts.documents,
+            "segments": counts.segments,
+            "embedded": counts.embedded,
             "roots": list(store.roots().values()),
             "types": store.kinds(),
             "db_bytes": size + (wal.stat().st_size if wal.exists() else 0),

@@ -780,7 +780,7 @@ def _eval_progress(on_progress: Any) -> Any:
     """Adapt the scan progress bar to evaluate()'s (phase, done, total) events."""
     if on_progress is None:
         return None
-    from .indexer import Progress
+    from .models import Progress
 
     def report(phase: str, done: int, total: int) -> None:
         label = "" if phase == "index" else f"querying ({phase} mode)"

@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 import re
 import struct
-import threading
 import zlib
 from array import array
 from collections import Counter
@@ -281,6 +280,7 @@ class NgramEmbedder:
 
     name = "ngram"
     version = 1
+    deferred = False  # vectors are made with the segments, in the scan
 
     def __init__(
         self, dim: int = 256, cjk_ngram: int = 2, use_stem: bool = True, bits: int = 4
@@ -291,6 +291,10 @@ class NgramEmbedder:
         # Stored precision (``quantize``): 4 bits halve the vectors (issue #7)
         # and cost no measured quality at this list's fusion weight.
         self.bits = bits if dim % 2 == 0 else 8
+        # This instance's use of numpy so far: once it has paid for the import,
+        # small batches and queries take the numpy path too (issue #7).
+        self.numpy_used = False
+        self.queries_ranked = 0  # search's budget of pure-Python query rankings
         self._reset_vocab()
 
     def params(self) -> dict[str, Any]:
@@ -423,6 +427,7 @@ class NgramEmbedder:
         """
         import numpy as np
 
+        self.numpy_used = True
         n, dim = len(word_lists), self.dim
         latin = self._features(word_lists, None)
         cjk = self._cjk_features(run_lists)
@@ -434,18 +439,19 @@ class NgramEmbedder:
         return _finish(np.bincount(idx, weights=val, minlength=n * dim), n, dim)
 
     def quantized_rows(
-        self, word_lists: Sequence[Sequence[str]], run_lists: Sequence[Sequence[str]]
-    ) -> list[bytes]:
+        self, word_lists: Sequence[Sequence[str]], run_lists: Sequence[Sequence[str]],
+        *, bulk: bool = False,
+    ) -> list[bytes]:  # fmt: skip
         """``quantize(self.embed_parts(word_lists, run_lists), self.bits)``.
 
-        A few rows in a process that has not imported numpy are computed in
-        pure Python, bit for bit the same (tests check it): a rescan of one
-        edited file would otherwise spend ~50 ms importing numpy (issue #7).
+        A few rows are computed in pure Python, bit for bit the same (tests
+        check it): a rescan of one edited file would otherwise spend ~50 ms
+        importing numpy (issue #7). ``bulk`` (a scan's worker processes, which
+        import numpy at start), a batch over ``PURE_TOKENS_MAX`` tokens, or an
+        instance that already used numpy take the numpy path.
         """
-        import sys
-
         tokens = sum(map(len, word_lists)) + sum(map(len, chain(*run_lists)))
-        if "numpy" in sys.modules or tokens > PURE_TOKENS_MAX:
+        if bulk or self.numpy_used or tokens > PURE_TOKENS_MAX:
             return quantize(self.embed_parts(word_lists, run_lists), self.bits)
         return [
             _quantize_row(_unit_row(self._row_sums(words, runs), self.dim), self.bits)
@@ -532,6 +538,7 @@ class NgramEmbedder:
     ) -> FloatArray:
         import numpy as np
 
+        self.numpy_used = True
         n, dim = len(term_lists), self.dim
         found = self._features(term_lists, weights)
         if found is None:
@@ -690,50 +697,3 @@ def dequantize(blobs: Sequence[bytes], dim: int) -> FloatArray:
         q[:, 1::2] = packed >> 4
     result: FloatArray = q * scale[:, None]
     return result
-
-
-# Thread rule (issue #17): an embedder keeps growable work buffers (``_Buffer``)
-# and is not safe to share, so each thread caches its own. Two MCP tool calls
-# embedding at once on one shared embedder corrupted each other's buffers.
-_EMBEDDERS = threading.local()
-
-
-def embedder_for(cfg: Any) -> Any:
-    """This thread's (cached) embedder a ``Config`` asks for, or None for ``none``."""
-    key = (cfg.embedding_provider, cfg.embedding_dim, cfg.cjk_ngram, cfg.stem,
-           cfg.embedding_model)  # fmt: skip
-    cache: dict[tuple[Any, ...], Any] | None = getattr(_EMBEDDERS, "cache", None)
-    if cache is None:
-        cache = _EMBEDDERS.cache = {}
-    if key not in cache:
-        cache[key] = make_embedder(*key)
-    return cache[key]
-
-
-def make_embedder(
-    provider: str, dim: int, cjk_ngram: int, use_stem: bool, model: str = ""
-) -> Any:
-    """Return the embedder for a provider name, or None for ``none``.
-
-    ``minilm`` (issue #9) needs the ``neural`` extra; without it (or without
-    the model folder ``model`` names) this returns the ngram embedder with a
-    ``degraded`` attribute holding the one-line reason.
-    """
-    if provider == "none":
-        return None
-    if provider == "minilm":
-        from .embed_minilm import INSTALL_HINT, MiniLMEmbedder, unavailable_reason
-
-        reason = unavailable_reason(model)
-        if reason is None:
-            from .config import cache_dir
-
-            return MiniLMEmbedder(model, cache_dir=cache_dir())
-        fallback = NgramEmbedder(dim=dim, cjk_ngram=cjk_ngram, use_stem=use_stem)
-        fallback.degraded_reason = reason  # type: ignore[attr-defined]
-        fallback.degraded = (  # type: ignore[attr-defined]
-            f"minilm embeddings unavailable ({reason}); using ngram instead "
-            f"({INSTALL_HINT})"
-        )
-        return fallback
-    return NgramEmbedder(dim=dim, cjk_ngram=cjk_ngram, use_stem=use_stem)

@@ -134,6 +134,7 @@ class MiniLMEmbedder:
     name = "minilm"
     version = 1
     deferred = True  # embedded in a resumable phase after the lexical scan
+    bits = 8  # stored precision (``embed.quantize``)
 
     def __init__(
         self,
@@ -605,14 +606,14 @@ def build_graph(
 # -- query gate -----------------------------------------------------------------
 
 
-def dense_gate(embedder: Any, text: str) -> str | None:
+def dense_gate(embedder: object, text: str) -> str | None:
     """Why a query should get no dense weight, or None (issue #9).
 
     The model is English-only: a query that is mostly CJK, or whose word pieces
     are mostly unknown to the vocabulary, gets lexical + nothing from the model.
     Embedders without a vocabulary (ngram) are never gated.
     """
-    if getattr(embedder, "name", "") != MiniLMEmbedder.name:
+    if not isinstance(embedder, MiniLMEmbedder):
         return None
     from .tokenize import cjk_ratio
 

@@ -37,7 +37,7 @@ from .config import Config
 from .errors import DocindexError
 
 if TYPE_CHECKING:
-    from .store import Store as _Store
+    from .store import Index as _Store
 
 MODES = ("auto", "lexical", "semantic")
 VIEWS = ("chunks", "files")
@@ -277,7 +277,8 @@ def _score(
     cfg: Config, mode: str, view: str, on_progress: EvalProgress | None,
 ) -> ModeScore:  # fmt: skip
     """Run the judged queries in one mode and view; average the metrics."""
-    from .search import QueryOptions, search
+    from .models import QueryOptions
+    from .search import search
 
     opts = QueryOptions(top=100, mode=mode, files=view == "files", snippet_chars=20,
                         highlight=False)  # fmt: skip

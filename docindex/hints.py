@@ -9,23 +9,25 @@ re-running the query, so a suggestion is only made when it finds something.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .tokenize import query_terms, word_spans
 
 if TYPE_CHECKING:
     from .config import Config
+    from .models import Hit, QueryOptions, QueryResult
     from .query import ParsedQuery
-    from .search import QueryOptions
-    from .store import Store
+    from .store import Index
 
 _SAMPLE = 50  # unfiltered hits inspected for would-match values
 _SHOWN = 10  # values reported per filter
 
 
 def zero_result_hint(
-    store: Store, query: ParsedQuery, cfg: Config, opts: QueryOptions
-) -> dict[str, Any]:
+    store: Index, query: ParsedQuery, cfg: Config, opts: QueryOptions,
+    run: Callable[[QueryOptions], QueryResult],
+) -> dict[str, Any]:  # fmt: skip
     """Explain an empty result and suggest what to try next.
 
     Args:
@@ -33,6 +35,8 @@ def zero_result_hint(
         query: the parsed query.
         cfg: the settings the query ran with.
         opts: the query's options (filters, mode, min_score).
+        run: runs the same query with other options and no hint (the search
+            passes itself in: hints never imports it, issue #18).
 
     Returns:
         ``{"unmatched_words": [...], "filtered_out": bool, "would_match": {...},
@@ -54,14 +58,14 @@ def zero_result_hint(
         hint["suggestion"] = "the query has no searchable words"
         return hint
     if opts.types or opts.path_glob or opts.where:
-        unfiltered = _rerun(store, query, cfg, opts, types=(), path_glob=None, where=())
+        unfiltered = _rerun(run, opts, types=(), path_glob=None, where=())
         if unfiltered.hits:
             hint["filtered_out"] = True
             hint["would_match"] = _would_match(store, unfiltered.hits, opts)
             hint["suggestion"] = _filter_suggestion(hint["would_match"])
             return hint
     if opts.min_score > 0:
-        relaxed = _rerun(store, query, cfg, opts, min_score=0.0, top=1)
+        relaxed = _rerun(run, opts, min_score=0.0, top=1)
         if relaxed.hits:
             best = relaxed.hits[0].score
             hint["suggestion"] = f"lower --min-score (the best hit scores {best:.3f})"
@@ -71,7 +75,7 @@ def zero_result_hint(
         hint["suggestion"] = f"try fewer words: {drop} occur nowhere in the index"
         return hint
     for mode in ("auto", "lexical", "semantic"):
-        if mode != opts.mode and _rerun(store, query, cfg, opts, mode=mode, top=1).hits:
+        if mode != opts.mode and _rerun(run, opts, mode=mode, top=1).hits:
             hint["suggestion"] = f"try --mode {mode}"
             return hint
     if unmatched:
@@ -89,7 +93,7 @@ def _words(text: str) -> list[str]:
     return list(dict.fromkeys(word for _, _, word in word_spans(text)))
 
 
-def _unmatched(store: Store, words: list[str], cfg: Config) -> list[str]:
+def _unmatched(store: Index, words: list[str], cfg: Config) -> list[str]:
     """Words none of whose index terms occur in any segment (fts5vocab)."""
     per_word = {
         w: query_terms(w, cjk_ngram=cfg.cjk_ngram, use_stem=cfg.stem) for w in words
@@ -99,26 +103,23 @@ def _unmatched(store: Store, words: list[str], cfg: Config) -> list[str]:
 
 
 def _rerun(
-    store: Store, query: ParsedQuery, cfg: Config, opts: QueryOptions, **changes: Any
-) -> Any:
-    from .search import search
-
+    run: Callable[[QueryOptions], QueryResult], opts: QueryOptions, **changes: Any
+) -> QueryResult:
     changes.setdefault("top", _SAMPLE)
-    relaxed = dataclasses.replace(opts, offset=0, explain=False, **changes)
-    return search(store, query, cfg, relaxed, hint=False)
+    return run(dataclasses.replace(opts, offset=0, explain=False, **changes))
 
 
-def _would_match(store: Store, hits: list[Any], opts: QueryOptions) -> dict[str, Any]:
+def _would_match(store: Index, hits: list[Hit], opts: QueryOptions) -> dict[str, Any]:
     pairs = list(dict.fromkeys((h.root, h.rel_path) for h in hits))
     docs = store.documents_at(pairs)
     out: dict[str, Any] = {}
     if opts.types:
-        out["type"] = sorted({d["kind"] for d in docs})[:_SHOWN]
+        out["type"] = sorted({d.kind for d in docs})[:_SHOWN]
     if opts.path_glob:
-        out["path"] = [d["rel_path"] for d in docs][:_SHOWN]
+        out["path"] = [d.rel_path for d in docs][:_SHOWN]
     if opts.where:
         out["where"] = {
-            key: sorted({d["meta"][key] for d in docs if key in d["meta"]})[:_SHOWN]
+            key: sorted({d.meta[key] for d in docs if key in d.meta})[:_SHOWN]
             for key, _ in opts.where
         }
     return out

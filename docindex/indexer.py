@@ -17,51 +17,55 @@ import hashlib
 import os
 import stat
 import time
-import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .analyze import analyze_segments, title_text
+from .analyze import embed_input as embed_input  # re-exported: the old home
+from .analyze import fts_row as fts_row
 from .config import Config
-from .embed import embedder_for as _embedder
+from .embed import NgramEmbedder
+from .embedder import choose
+from .embedder import embedder_for as _embedder
 from .errors import (
     DocindexError,
     EmbedderMismatchError,
     ExtractionError,
     OutsideRootsError,
 )
-from .models import ScanResult, Segment, printable
+from .models import Progress as Progress  # re-exported: the old home
+from .models import ProgressFn, ScanResult, SkipReason, printable
 from .pool import POOL_THRESHOLD, ExtractTimeout, Stopped, Workers, deadline
-from .store import Store, compress_body
-from .tokenize import cjk_ngrams, term_parts, terms
+from .store import (
+    EncodedSegments,
+    Fingerprint,
+    Index,
+    NewDocument,
+    compress_body,
+    encode_segments,
+)
 
 if TYPE_CHECKING:  # imported where used: a query needs none of them (issue #7)
     from .extract import ExtractLimits
     from .walker import FileEntry
 
 TOKENIZER_VERSION = 2  # 2: words first, then CJK n-grams (same multiset)
-EMBED_BATCH = 512  # segments embedded at once: bounds a big file's memory (#8)
-CJK_NUMPY_MIN = 512  # CJK characters in a file from which its n-gram text uses numpy
 
 
-@dataclass(frozen=True, slots=True)
-class Progress:
-    """A progress event: ``done`` files of ``total`` (None while walking)."""
-
-    phase: str
-    done: int
-    total: int | None
-    path: str = ""
-
-
-ProgressFn = Callable[[Progress], None]
 StopFn = Callable[[], bool]  # true once the caller wants the scan to stop
 
 
 @dataclass(frozen=True, slots=True)
-class _Job:
+class Job:
+    """One file to prepare: where it is, its stat fingerprint, its known hash.
+
+    ``known_hash`` is the content hash the index holds for it (None for a new
+    file or a forced re-index): equal content is not extracted again.
+    """
+
     path: str
     rel_path: str
     root: str
@@ -70,11 +74,14 @@ class _Job:
     known_hash: str | None
 
 
+_Job = Job  # the name before issue #18
+
+
 @dataclass(frozen=True, slots=True)
 class Prepared:
     """A file read and processed, ready to store (or a reason it was not)."""
 
-    job: _Job
+    job: Job
     hash: str = ""
     same: bool = False
     skip: str = ""
@@ -83,36 +90,10 @@ class Prepared:
     title: str | None = None
     meta: dict[str, str] | None = None
     body_z: bytes = b""  # the text, compressed in the worker (store.compress_body)
-    rows: tuple[tuple[Any, ...], ...] = ()  # segment columns between doc_id and vec
-    sections: bytes | None = None  # documents.sections (segment_columns)
+    segments: EncodedSegments = EncodedSegments()  # in stored form
     fts: tuple[tuple[str, str], ...] = ()
     vectors: tuple[bytes, ...] | None = None
     notes: tuple[tuple[str, str], ...] = ()
-
-
-def title_text(title: str | None, rel_path: str) -> str:
-    """What the FTS ``title`` column indexes: the title plus the file name's words."""
-    stem = os.path.splitext(rel_path.rsplit("/", 1)[-1])[0]
-    stem = stem.replace("_", " ").replace("-", " ")
-    return f"{title} {stem}" if title else stem
-
-
-def fts_row(
-    cfg: Config, doc_title: str, heading: Sequence[str], text: str
-) -> tuple[str, str]:
-    """Pre-tokenised (title, body) columns for one segment; used to insert and delete."""
-    head = " ".join((doc_title, *heading))
-    n, use_stem = cfg.cjk_ngram, cfg.stem
-    return (
-        " ".join(terms(head, cjk_ngram=n, use_stem=use_stem)),
-        " ".join(terms(text, cjk_ngram=n, use_stem=use_stem)),
-    )
-
-
-def embed_input(title: str | None, heading: Sequence[str], text: str) -> str:
-    """Semantic input: ``Doc title > Section > Subsection`` then the text (issue #3)."""
-    context = " > ".join(p for p in (title, *heading) if p)
-    return f"{context}\n{text}" if context else text
 
 
 def _limits(cfg: Config) -> ExtractLimits:
@@ -125,8 +106,12 @@ def _limits(cfg: Config) -> ExtractLimits:
     )
 
 
-def prepare(job: _Job, cfg: Config) -> Prepared:
-    """Read, hash, extract, segment, tokenise and embed one file (worker-safe)."""
+def prepare(job: Job, cfg: Config, *, bulk: bool = False) -> Prepared:
+    """Read, hash, extract, segment, tokenise and embed one file (worker-safe).
+
+    ``bulk`` is True in the scan's worker processes, which import numpy when
+    they start: its vector and n-gram paths are then free to use.
+    """
     from .extract import kind_for
     from .extract.text import looks_binary
 
@@ -174,19 +159,26 @@ def prepare(job: _Job, cfg: Config) -> Prepared:
     except Exception as exc:  # one bad file is a skip reason, never an aborted scan
         return _failed(job, digest, exc)
     try:
-        return _index_parts(job, digest, extracted, cfg)
+        return _index_parts(job, digest, extracted, cfg, bulk)
     except Exception as exc:  # the same barrier after extraction (issue #17)
         return _failed(job, digest, exc)
 
 
-def _failed(job: _Job, digest: str, exc: Exception) -> Prepared:
+def _failed(job: Job, digest: str, exc: Exception) -> Prepared:
     """A file that raised: an ``error`` skip with the exception's message."""
     return Prepared(
         job, hash=digest, skip="error", message=f"{type(exc).__name__}: {exc}"
     )
 
 
-def _index_parts(job: _Job, digest: str, extracted: Any, cfg: Config) -> Prepared:
+def prepare_bulk(job: Job, cfg: Config) -> Prepared:
+    """``prepare`` in a scan's worker process (``bulk``)."""
+    return prepare(job, cfg, bulk=True)
+
+
+def _index_parts(
+    job: Job, digest: str, extracted: Any, cfg: Config, bulk: bool
+) -> Prepared:
     """Segment, tokenise, embed and compress one extracted file."""
     from .segment import segment_document
 
@@ -195,107 +187,15 @@ def _index_parts(job: _Job, digest: str, extracted: Any, cfg: Config) -> Prepare
         return Prepared(job, hash=digest, skip="empty", kind=extracted.kind,
                         message=f"no text found in this {extracted.kind} file")  # fmt: skip
     doc_title = title_text(extracted.title, job.rel_path)
-    fts, vectors = _tokens_and_vectors(cfg, extracted.title, doc_title, segments)
-    sections, rows = segment_columns(segments, job.rel_path)
+    fts, vectors = analyze_segments(
+        cfg, extracted.title, doc_title, segments, bulk=bulk
+    )
     return Prepared(
         job, hash=digest, kind=extracted.kind, title=extracted.title,
         meta=_facets(extracted.meta), notes=_notes(extracted.meta),
-        body_z=compress_body(body), rows=rows, sections=sections, fts=fts,
-        vectors=vectors,
+        body_z=compress_body(body), segments=encode_segments(segments, job.rel_path),
+        fts=fts, vectors=vectors,
     )  # fmt: skip
-
-
-def _tokens_and_vectors(
-    cfg: Config, title: str | None, doc_title: str, segments: Sequence[Segment]
-) -> tuple[tuple[tuple[str, str], ...], tuple[bytes, ...] | None]:
-    """FTS rows and quantised vectors of a file's segments.
-
-    Each segment's text is tokenised once (issue #7): the latin terms and CJK
-    runs of ``context + "\\n" + text`` are those of the context followed by
-    those of the text (a newline never joins two terms), so ``embed_parts``
-    gets what ``embed(embed_input(...))`` would tokenise. Heading terms repeat
-    along a section and are cached.
-    """
-
-    def tok(text: str) -> list[str]:
-        return terms(text, cjk_ngram=cfg.cjk_ngram, use_stem=cfg.stem)
-
-    n_gram, use_stem = cfg.cjk_ngram, cfg.stem
-    embedder = _embedder(cfg)
-    by_parts = embedder is not None and hasattr(embedder, "quantized_rows")
-    heads: dict[tuple[str, ...], str] = {}
-    contexts: dict[tuple[str, ...], tuple[list[str], list[str]]] = {}
-    titles: list[str] = []
-    latin: list[str | None] = []  # each body's latin terms, None when it has none
-    body_runs: list[list[str]] = []
-    word_lists: list[list[str]] = []
-    run_lists: list[list[str]] = []
-    for seg in segments:
-        words, runs = term_parts(seg.text, use_stem=use_stem)
-        head = heads.get(seg.heading_path)
-        if head is None:
-            head = heads[seg.heading_path] = " ".join(
-                tok(" ".join((doc_title, *seg.heading_path)))
-            )
-        titles.append(head)
-        latin.append(" ".join(words) if words else None)
-        if by_parts:
-            ctx = contexts.get(seg.heading_path)
-            if ctx is None:
-                parts = (title or doc_title, *seg.heading_path)
-                context = " > ".join(p for p in parts if p)
-                ctx = contexts[seg.heading_path] = term_parts(
-                    context, use_stem=use_stem
-                )
-            word_lists.append(ctx[0] + words if ctx[0] else words)
-            run_lists.append(ctx[1] + runs if ctx[1] else runs)
-        body_runs.append(runs)
-    # " ".join(words + cjk_ngrams(runs)), with the n-grams made per file
-    fts = tuple(
-        (head, cjk if lat is None else f"{lat} {cjk}" if cjk else lat)
-        for head, lat, cjk in zip(
-            titles, latin, _cjk_texts(body_runs, n_gram), strict=True
-        )
-    )
-    if embedder is None or getattr(embedder, "deferred", False):
-        return fts, None  # neural vectors come in embed_pending (issue #9)
-    from .embed import quantize
-
-    # In batches: one batch for a 5 MB file's 10k segments peaked at ~400 MiB
-    # (issue #8). Rows are independent, so the vectors are bit-identical.
-    vectors: list[bytes] = []
-    for i in range(0, len(segments), EMBED_BATCH):
-        if by_parts:
-            vectors.extend(embedder.quantized_rows(
-                word_lists[i : i + EMBED_BATCH], run_lists[i : i + EMBED_BATCH]
-            ))  # fmt: skip
-            continue
-        matrix = embedder.embed(
-            [embed_input(title or doc_title, s.heading_path, s.text)
-             for s in segments[i : i + EMBED_BATCH]]
-        )  # fmt: skip
-        vectors.extend(quantize(matrix, getattr(embedder, "bits", 8)))
-    return fts, tuple(vectors)
-
-
-def _cjk_texts(run_lists: list[list[str]], n_gram: int) -> Iterator[str]:
-    """Each body's CJK n-grams as FTS text; numpy pays past ``CJK_NUMPY_MIN`` characters.
-
-    Lazily, in batches as the vectors are: the caller joins each text to its
-    latin terms as it goes, so a big CJK file never holds both forms whole
-    (issue #8: peak memory).
-    """
-    import sys
-
-    chars = sum(len(run) for runs in run_lists for run in runs)
-    if chars < CJK_NUMPY_MIN or "numpy" not in sys.modules:
-        for runs in run_lists:
-            yield " ".join(cjk_ngrams(runs, n_gram)) if runs else ""
-        return
-    from .tokenize import cjk_ngram_texts
-
-    for i in range(0, len(run_lists), EMBED_BATCH):
-        yield from cjk_ngram_texts(run_lists[i : i + EMBED_BATCH], n_gram)
 
 
 @functools.lru_cache(maxsize=64)
@@ -385,31 +285,35 @@ def embedder_params(cfg: Config) -> dict[str, Any] | None:
 def _workers(cfg: Config) -> Workers[Config]:
     """The scan's pool; its forkserver preloads what preparing a file imports."""
     preload = ["docindex.indexer", "docindex.segment", "docindex.extract.markdown"]
-    if hasattr(_embedder(cfg), "quantized_rows"):
+    if isinstance(_embedder(cfg), NgramEmbedder):
         preload += ["docindex.embed", "numpy"]  # numpy only when vectors need it
     # Front matter (libyaml) and the CJK code-point codec, once for all workers.
     preload += ["yaml", "encodings.utf_32_le", "zlib_ng.zlib_ng"]
     return Workers(cfg.workers, preload)
 
 
-def _job_size(job: _Job) -> int:
+def _job_size(job: Job) -> int:
     return job.size
 
 
-def _died(job: _Job, why: str) -> Prepared:
+def _died(job: Job, why: str) -> Prepared:
     """A file whose worker died under it (a crash in a C library, the OOM killer)."""
     return Prepared(job, skip="error", message=why)
 
 
 def _prepare_all(
-    jobs: Sequence[_Job], cfg: Config, workers: Workers[Config] | None = None,
+    jobs: Sequence[Job], cfg: Config, workers: Workers[Config] | None = None,
     stop: StopFn | None = None,
 ) -> Iterator[Prepared]:  # fmt: skip
     """Prepare ``jobs`` in walk order, in worker processes when it pays."""
     own = workers is None
     workers = workers or _workers(cfg)
+    # Workers import numpy when they start (``_workers``): ``prepare_bulk``
+    # lets them use it; the pool runs in this process below POOL_THRESHOLD.
+    bulk = workers.count > 1 and len(jobs) >= POOL_THRESHOLD
+    fn = prepare_bulk if bulk else prepare
     try:
-        yield from workers.map_ordered(prepare, jobs, cfg, _job_size, stop, _died)
+        yield from workers.map_ordered(fn, jobs, cfg, _job_size, stop, _died)
     finally:
         if own:
             workers.close()
@@ -418,7 +322,7 @@ def _prepare_all(
 # -- the scan -----------------------------------------------------------------
 
 
-def check_settings(store: Store, cfg: Config) -> None:
+def check_settings(store: Index, cfg: Config) -> None:
     """Refuse an index whose tokenizer or embedder differs from ``cfg``."""
     recorded = store.get_meta("tokenizer")
     wanted = {
@@ -433,7 +337,7 @@ def check_settings(store: Store, cfg: Config) -> None:
         )
     emb = store.get_meta("embedder")
     if emb is not None and emb != embedder_params(cfg):
-        why = getattr(_embedder(cfg), "degraded_reason", None)
+        why = choose(cfg).reason
         if why and emb.get("provider") == "minilm":
             from .embed_minilm import INSTALL_HINT
 
@@ -470,7 +374,7 @@ def resolve_scope(roots: Sequence[Path], path: Path) -> Path:
 
 
 def scan(
-    store: Store,
+    store: Index,
     cfg: Config,
     *,
     scopes: Sequence[Path] = (),
@@ -505,10 +409,11 @@ def scan(
     roots = [Path(r) for r in cfg.roots]
     if not roots:
         raise DocindexError("no roots to scan; pass a directory or --root")
-    embedder = _embedder(cfg)
-    if getattr(embedder, "degraded", None):
+    choice = choose(cfg)
+    embedder = choice.embedder
+    if choice.warning:
         result.degraded = True
-        result.warnings.append(embedder.degraded)
+        result.warnings.append(choice.warning)
     journal = store.bulk_journal() if bulk else contextlib.nullcontext()
     with journal, store.atomic():
         check_settings(store, cfg)
@@ -520,7 +425,7 @@ def scan(
     if result.interrupted:
         result.took_ms = round((time.perf_counter() - started) * 1000, 1)
         return result  # reclaiming pages can wait for the next scan
-    if getattr(embedder, "deferred", False):
+    if embedder is not None and embedder.deferred:
         embed_pending(store, cfg, on_progress=on_progress, result=result, stop=stop)
     store.reclaim()
     result.took_ms = round((time.perf_counter() - started) * 1000, 1)
@@ -531,7 +436,7 @@ EMBED_COMMIT = 512  # segments embedded per committed transaction
 
 
 def embed_pending(
-    store: Store, cfg: Config, *, on_progress: ProgressFn | None = None,
+    store: Index, cfg: Config, *, on_progress: ProgressFn | None = None,
     result: ScanResult | None = None, stop: StopFn | None = None,
 ) -> int:  # fmt: skip
     """Embed the segments that have no vector yet, committing every EMBED_COMMIT.
@@ -550,8 +455,8 @@ def embed_pending(
     if embedder is None:
         return 0
     counts = store.counts()
-    room = max(0, cfg.max_embedded - counts["embedded"])
-    total = min(room, counts["segments"] - counts["embedded"])
+    room = max(0, cfg.max_embedded - counts.embedded)
+    total = min(room, counts.segments - counts.embedded)
     done, after = 0, 0
     while done < total:
         if stop is not None and stop():
@@ -568,9 +473,9 @@ def embed_pending(
             )
             for row in rows
         ]  # fmt: skip
-        blobs = quantize(embedder.embed(inputs), getattr(embedder, "bits", 8))
+        blobs = quantize(embedder.embed(inputs), embedder.bits)
         with store.atomic():
-            store.set_vectors(zip(blobs, (r.id for r in rows), strict=True))
+            store.set_vectors([r.id for r in rows], blobs)
         after = rows[-1].id
         done += len(rows)
         if result is not None:
@@ -581,7 +486,7 @@ def embed_pending(
 
 
 def _scan(
-    store: Store, cfg: Config, roots: list[Path], scopes: Sequence[Path], force: bool,
+    store: Index, cfg: Config, roots: list[Path], scopes: Sequence[Path], force: bool,
     on_progress: ProgressFn | None, result: ScanResult, stop: StopFn | None,
 ) -> None:  # fmt: skip
     from .walker import SkipEntry, WalkOptions, walk
@@ -599,7 +504,7 @@ def _scan(
     # indexed there before (a file since turned into a symlink, #17) goes.
     skipped: dict[int, set[str]] = {rid: set() for rid in root_ids.values()}
     complete = {rid: True for rid in root_ids.values()}
-    jobs: list[_Job] = []
+    jobs: list[Job] = []
     walk_scopes: list[Path | None] = list(scopes) or [None]
     workers = _workers(cfg)
     try:
@@ -695,7 +600,7 @@ _RECORDED_WALK_SKIPS = frozenset({"too-large", "unsupported", "symlink", "bad-na
 
 
 def _remember_walk_skip(
-    store: Store, entry: Any, roots: list[Path], root_ids: dict[str, int],
+    store: Index, entry: Any, roots: list[Path], root_ids: dict[str, int],
     skips: dict[int, dict[str, Any]], seen: dict[int, set[str]],
 ) -> bool:  # fmt: skip
     """Record a walk skip under its root, so ``docindex skipped`` lists it.
@@ -741,14 +646,14 @@ def _under(rel_path: str, prefixes: list[str]) -> bool:
     )
 
 
-def _job(entry: FileEntry, known_hash: str | None) -> _Job:
-    return _Job(str(entry.path), entry.rel_path, str(entry.root), entry.size,
+def _job(entry: FileEntry, known_hash: str | None) -> Job:
+    return Job(str(entry.path), entry.rel_path, str(entry.root), entry.size,
                 entry.mtime_ns, known_hash)  # fmt: skip
 
 
 def _apply(
-    store: Store, cfg: Config, jobs: list[_Job], root_ids: dict[str, int],
-    known: dict[int, dict[str, Any]], result: ScanResult,
+    store: Index, cfg: Config, jobs: list[Job], root_ids: dict[str, int],
+    known: dict[int, dict[str, Fingerprint]], result: ScanResult,
     on_progress: ProgressFn | None, workers: Workers[Config] | None = None,
     skips: dict[int, dict[str, Any]] | None = None, stop: StopFn | None = None,
 ) -> None:  # fmt: skip
@@ -757,7 +662,7 @@ def _apply(
     skips = skips if skips is not None else {}
     now = time.time()
 
-    def remember(job: _Job, reason: str, message: str, digest: str | None) -> None:
+    def remember(job: Job, reason: str, message: str, digest: str | None) -> None:
         """Keep the skip until the file changes (issue #23).
 
         Without a content hash (the file could not be read, or the index was
@@ -769,12 +674,7 @@ def _apply(
 
     if len(jobs) >= POOL_THRESHOLD:
         store.tune_fts_for_bulk()
-    # Counting segments or vectors reads the whole segments table (~50 MB per
-    # corpus copy, issue #7); documents.n_segments sums the same number, and
-    # n_segments bounds the vector count until the max_embedded check needs
-    # the exact figure.
-    n_docs, n_segments = store.fill_counts()
-    n_embedded, embedded_exact = n_segments, False
+    fill = _Fill.of(store)
     total = len(jobs)
     prepared = _prepare_all(jobs, cfg, workers, stop)
     done = 0
@@ -793,169 +693,140 @@ def _apply(
             return
         done += 1
         job = prep.job
-        rid = root_ids[job.root]
-        old = known[rid].get(job.rel_path)
         if on_progress:
             on_progress(Progress("index", done, total, job.rel_path))
-        if prep.same and old is not None:
-            store.touch_document(old.id, job.size, job.mtime_ns)
-            result.unchanged += 1
-            continue
-        if prep.skip:
-            result.skip(prep.skip, job.path, prep.message)
-            remember(job, prep.skip, prep.message, prep.hash)
-            if old is not None:  # a file that turned bad loses its stale rows
-                n_segments -= _segments_count(store, old.id)
-                remove_document(store, cfg, old.id)
-                known[rid].pop(job.rel_path, None)
-                n_docs -= 1
-                result.removed += 1
-            continue
-        if old is not None:
-            n_segments -= _segments_count(store, old.id)
-            remove_document(store, cfg, old.id)
-            n_docs -= 1
-        elif n_docs >= cfg.max_docs:
-            result.skip("max-docs", job.path, f"index holds max_docs={cfg.max_docs}")
-            remember(job, "max-docs", f"index holds max_docs={cfg.max_docs}", None)
-            continue
-        if n_segments + len(prep.rows) > cfg.max_segments:
-            result.skip("max-segments", job.path,
-                        f"index holds max_segments={cfg.max_segments}")  # fmt: skip
-            remember(job, "max-segments",
-                     f"index holds max_segments={cfg.max_segments}", None)  # fmt: skip
-            if old is not None:
-                known[rid].pop(job.rel_path, None)
-                result.removed += 1
-            continue
-        vectors = prep.vectors
-        if (
-            vectors is not None
-            and n_embedded + len(vectors) > cfg.max_embedded
-            and not embedded_exact
-        ):
-            n_embedded, embedded_exact = store.count_embedded(), True
-        if vectors is not None and n_embedded + len(vectors) > cfg.max_embedded:
-            room = max(0, cfg.max_embedded - n_embedded)
-            vectors = vectors[:room]
-            result.skip("max-embedded", job.path,
-                        f"max_embedded={cfg.max_embedded} reached")  # fmt: skip
-        _store_prepared(store, rid, prep, vectors)
-        if job.rel_path in skips.get(rid, ()):
-            store.clear_skip(rid, job.rel_path)
-        for key, value in prep.notes:
-            # Indexed, but not whole: a capped sheet or PDF is never silent (#4).
-            reason = "truncated" if key == "truncated" else "partial"
-            result.skip(reason, job.path, f"{key}: {value}")
-        if prep.notes:
-            keys = [k for k, _ in prep.notes]
-            reason = "truncated" if "truncated" in keys else "partial"
-            message = "; ".join(f"{k}: {v}" for k, v in prep.notes)
-            remember(job, reason, message, prep.hash)
-        if len(vectors or ()) < len(prep.vectors or ()):
-            remember(
-                job, "max-embedded", f"max_embedded={cfg.max_embedded} reached", None
-            )
-        n_docs += 1
-        n_segments += len(prep.rows)
-        n_embedded += len(vectors or ())
-        result.segments += len(prep.rows)
-        result.embedded += len(vectors or ())
-        if old is not None:
-            result.updated += 1
-        else:
-            result.indexed += 1
+        rid = root_ids[job.root]
+        _apply_one(store, cfg, prep, rid, known, result, fill, remember, skips)
 
 
-def _segments_count(store: Store, doc_id: int) -> int:
-    row = store.conn.execute("SELECT n_segments FROM documents WHERE id = ?", (doc_id,))
-    found = row.fetchone()
-    return int(found[0]) if found else 0
+@dataclass(slots=True)
+class _Fill:
+    """How full the index is, against max_docs, max_segments and max_embedded.
 
-
-def segment_columns(
-    segments: Sequence[Segment], rel_path: str
-) -> tuple[bytes | None, tuple[tuple[Any, ...], ...]]:
-    """A document's ``sections`` (zlib JSON) and its segments' stored columns.
-
-    Columns run from ``section`` to ``cells`` (between ``doc_id`` and ``vec``);
-    a segment's ordinal is its id minus the document's ``first_segment``.
-    Heading paths and anchors are stored once per section; a segment keeps
-    the section's index and its piece number, and ``frag`` only when its
-    chunk id is not ``chunk_id(rel_path, anchor, part)`` (issue #7).
+    Counting segments or vectors reads the whole segments table (~50 MB per
+    corpus copy, issue #7); documents.n_segments sums the same number, and
+    n_segments bounds the vector count until the max_embedded check needs the
+    exact figure (``embedded_exact``).
     """
-    import json
 
-    from .anchors import chunk_id, slug_path
+    docs: int
+    segments: int
+    embedded: int
+    embedded_exact: bool = False
 
-    index: dict[tuple[tuple[str, ...], str], int] = {}
-    rows = []
-    for seg in segments:
-        key = (seg.heading_path, seg.anchor)
-        section = None
-        if key != ((), ""):
-            section = index.get(key)
-            if section is None:
-                section = index[key] = len(index)
-        derived = chunk_id(rel_path, seg.anchor, seg.part)
-        frag = None if seg.chunk_id == derived else seg.chunk_id[len(rel_path) :]
-        rows.append((
-            section, seg.part if seg.part != 1 else None, frag,
-            seg.start_line, seg.end_line - seg.start_line,
-            seg.char_start, seg.char_end - seg.char_start,
-            seg.page, seg.slide, seg.sheet,
-            json.dumps(list(seg.line_cells)) if seg.line_cells else None,
-        ))  # fmt: skip
-    if not index:
-        return None, tuple(rows)
-    # Most anchors are the slugs of their headings: then the path alone is kept.
-    # Sections share parents, so each path's slug extends its parent's (memo).
-    slugs: dict[tuple[str, ...], str] = {(): ""}
+    @classmethod
+    def of(cls, store: Index) -> _Fill:
+        n_docs, n_segments = store.fill_counts()
+        return cls(n_docs, n_segments, n_segments)
 
-    def slug_of(path: tuple[str, ...]) -> str:
-        got = slugs.get(path)
-        if got is None:
-            parent = slug_of(path[:-1])
-            own = slug_path(path[-1:])
-            got = slugs[path] = f"{parent}/{own}" if parent else own
-        return got
 
-    listed = json.dumps(
-        [list(h) if h and a == slug_of(h) else [list(h), a] for h, a in index],
-        ensure_ascii=False,
-    )
-    return zlib.compress(listed.encode("utf-8"), 9), tuple(rows)
+Remember = Callable[[Job, str, str, str | None], None]
+
+
+def _apply_one(
+    store: Index, cfg: Config, prep: Prepared, rid: int,
+    known: dict[int, dict[str, Fingerprint]], result: ScanResult, fill: _Fill,
+    remember: Remember, skips: dict[int, dict[str, Any]],
+) -> None:  # fmt: skip
+    """Store one prepared file (or its skip), within the index's caps."""
+    job = prep.job
+    old = known[rid].get(job.rel_path)
+    if prep.same and old is not None:
+        store.touch_document(old.id, job.size, job.mtime_ns)
+        result.unchanged += 1
+        return
+    if prep.skip:
+        result.skip(prep.skip, job.path, prep.message)
+        remember(job, prep.skip, prep.message, prep.hash)
+        if old is not None:  # a file that turned bad loses its stale rows
+            fill.segments -= store.segment_count(old.id)
+            remove_document(store, cfg, old.id)
+            known[rid].pop(job.rel_path, None)
+            fill.docs -= 1
+            result.removed += 1
+        return
+    if old is not None:
+        fill.segments -= store.segment_count(old.id)
+        remove_document(store, cfg, old.id)
+        fill.docs -= 1
+    elif fill.docs >= cfg.max_docs:
+        message = f"index holds max_docs={cfg.max_docs}"
+        result.skip(SkipReason.MAX_DOCS, job.path, message)
+        remember(job, SkipReason.MAX_DOCS, message, None)
+        return
+    if fill.segments + len(prep.segments) > cfg.max_segments:
+        message = f"index holds max_segments={cfg.max_segments}"
+        result.skip(SkipReason.MAX_SEGMENTS, job.path, message)
+        remember(job, SkipReason.MAX_SEGMENTS, message, None)
+        if old is not None:
+            known[rid].pop(job.rel_path, None)
+            result.removed += 1
+        return
+    vectors = _within_max_embedded(store, cfg, prep, result, fill)
+    _store_prepared(store, rid, prep, vectors)
+    if job.rel_path in skips.get(rid, ()):
+        store.clear_skip(rid, job.rel_path)
+    for key, value in prep.notes:
+        # Indexed, but not whole: a capped sheet or PDF is never silent (#4).
+        reason = SkipReason.TRUNCATED if key == "truncated" else SkipReason.PARTIAL
+        result.skip(reason, job.path, f"{key}: {value}")
+    if prep.notes:
+        keys = [k for k, _ in prep.notes]
+        reason = SkipReason.TRUNCATED if "truncated" in keys else SkipReason.PARTIAL
+        message = "; ".join(f"{k}: {v}" for k, v in prep.notes)
+        remember(job, reason, message, prep.hash)
+    if len(vectors or ()) < len(prep.vectors or ()):
+        message = f"max_embedded={cfg.max_embedded} reached"
+        remember(job, SkipReason.MAX_EMBEDDED, message, None)
+    fill.docs += 1
+    fill.segments += len(prep.segments)
+    fill.embedded += len(vectors or ())
+    result.segments += len(prep.segments)
+    result.embedded += len(vectors or ())
+    if old is not None:
+        result.updated += 1
+    else:
+        result.indexed += 1
+
+
+def _within_max_embedded(
+    store: Index, cfg: Config, prep: Prepared, result: ScanResult, fill: _Fill
+) -> tuple[bytes, ...] | None:
+    """The file's vectors, cut to what ``max_embedded`` leaves room for."""
+    vectors = prep.vectors
+    if vectors is None or fill.embedded + len(vectors) <= cfg.max_embedded:
+        return vectors
+    if not fill.embedded_exact:
+        fill.embedded, fill.embedded_exact = store.count_embedded(), True
+    if fill.embedded + len(vectors) > cfg.max_embedded:
+        room = max(0, cfg.max_embedded - fill.embedded)
+        vectors = vectors[:room]
+        result.skip(SkipReason.MAX_EMBEDDED, prep.job.path,
+                    f"max_embedded={cfg.max_embedded} reached")  # fmt: skip
+    return vectors
 
 
 def _store_prepared(
-    store: Store, root_id: int, prep: Prepared, vectors: tuple[bytes, ...] | None
+    store: Index, root_id: int, prep: Prepared, vectors: tuple[bytes, ...] | None
 ) -> None:
     job = prep.job
-    n_vec = len(vectors) if vectors is not None else 0
-    with store.atomic(savepoint=False):
-        first = store.next_segment_id()
-        doc_id = store.insert_document(
-            root_id, job.rel_path, prep.kind, prep.title, job.size, job.mtime_ns,
-            prep.hash, prep.body_z, prep.meta or {}, len(prep.rows), time.time(),
-            prep.sections, first,
-        )  # fmt: skip
-        rows = [
-            (doc_id, *row, vectors[i] if i < n_vec else None)  # type: ignore[index]
-            for i, row in enumerate(prep.rows)
-        ]
-        store.insert_segments(rows, first)
-        store.insert_fts(
-            (first + i, title, body) for i, (title, body) in enumerate(prep.fts)
+    store.add_document(
+        NewDocument(
+            root_id=root_id, rel_path=job.rel_path, kind=prep.kind, title=prep.title,
+            size=job.size, mtime_ns=job.mtime_ns, hash=prep.hash, body=prep.body_z,
+            segments=prep.segments, fts=prep.fts, vectors=vectors or (),
+            meta=prep.meta or {}, indexed_at=time.time(),
         )
+    )  # fmt: skip
 
 
-def remove_document(store: Store, cfg: Config, doc_id: int) -> None:
+def remove_document(store: Index, cfg: Config, doc_id: int) -> None:
     """Delete a document with its FTS rows (tokens recomputed from the stored text)."""
     doc = store.document(doc_id)
     if doc is None:
         return
     body = store.body(doc_id)
-    doc_title = title_text(doc["title"], doc["rel_path"])
+    doc_title = title_text(doc.title, doc.rel_path)
     rows = [
         (
             seg.id,
@@ -963,6 +834,4 @@ def remove_document(store: Store, cfg: Config, doc_id: int) -> None:
         )
         for seg in store.segments_of(doc_id)
     ]
-    with store.atomic(savepoint=False):
-        store.delete_fts(rows)
-        store.delete_document(doc_id)
+    store.delete_document(doc_id, rows)

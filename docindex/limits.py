@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from .errors import BadInputError
 
 if TYPE_CHECKING:
-    from .search import QueryOptions
+    from .models import QueryOptions
 
 MAX_QUERY_CHARS = 4096  # a query, a heading to look up, a --where value
 MAX_PATH_CHARS = 4096  # a FILE argument (Linux PATH_MAX)

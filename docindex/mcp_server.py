@@ -418,7 +418,7 @@ class Tools:
 
 
 def _to_text(value: Any) -> str:
-    from .render import to_json
+    from .serialize import to_json
 
     return to_json(value)
 

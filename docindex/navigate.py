@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import DocindexError, MisuseError, OutsideRootsError
@@ -27,136 +26,22 @@ from .limits import (
     check_path,
     check_range,
 )
+from .models.navigation import (
+    Chunk,
+    DocumentInfo,
+    DocumentList,
+    DocumentRef,
+    Outline,
+    OutlineEntry,
+    Related,
+    RelatedHit,
+    Section,
+    Shown,
+)
 from .segment import markdown_headings
-from .store import SegmentRow, Store
+from .store import DocFilter, Index, SegmentRow
 
 MARKDOWN_KINDS = ("md", "docx", "html", "odt")  # one unit whose text has ``#`` headings
-
-
-@dataclass(frozen=True, slots=True)
-class OutlineEntry:
-    """One heading: its level (1-6), text, 1-based line and the chunk it opens."""
-
-    level: int
-    text: str
-    line: int
-    chunk_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class Outline:
-    """A document's title and headings (``docindex outline --json``)."""
-
-    path: str
-    rel_path: str
-    title: str
-    outline: list[OutlineEntry]
-
-
-@dataclass(frozen=True, slots=True)
-class Chunk:
-    """One segment with its text and location."""
-
-    chunk_id: str
-    position: int
-    start_line: int
-    end_line: int
-    heading_path: list[str]
-    text: str
-    page: int | None = None
-    slide: int | None = None
-    sheet: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Shown:
-    """A chunk plus neighbours of the same file: chunk ``position`` of ``total``."""
-
-    path: str
-    rel_path: str
-    title: str
-    type: str
-    position: int
-    total: int
-    chunk: Chunk
-    before: list[Chunk]
-    after: list[Chunk]
-
-
-@dataclass(frozen=True, slots=True)
-class Section:
-    """A heading's section with its start and end lines (``docindex section``)."""
-
-    path: str
-    rel_path: str
-    heading: str
-    level: int
-    start_line: int
-    end_line: int
-    include_subsections: bool
-    chunk_ids: list[str]
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class DocumentInfo:
-    """One indexed document (``docindex list --json``)."""
-
-    path: str
-    rel_path: str
-    title: str
-    type: str
-    size: int
-    segments: int
-
-
-@dataclass(frozen=True, slots=True)
-class DocumentList:
-    """A page of documents, the total that match, and whether more follow."""
-
-    documents: list[DocumentInfo]
-    total: int
-    has_more: bool
-
-
-@dataclass(frozen=True, slots=True)
-class RelatedHit:
-    """A chunk near the source by vector, with its cosine score in [0, 1]."""
-
-    path: str
-    rel_path: str
-    chunk_id: str
-    line: int
-    start_line: int
-    end_line: int
-    title: str
-    heading_path: list[str]
-    score: float
-    snippet: str
-    page: int | None = None
-    slide: int | None = None
-    sheet: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Related:
-    """Nearest chunks to ``source`` (a chunk id or a file's rel_path)."""
-
-    source: str
-    hits: list[RelatedHit]
-
-
-@dataclass(frozen=True, slots=True)
-class _Doc:
-    id: int
-    root: str
-    rel_path: str
-    title: str
-    kind: str
-
-    @property
-    def path(self) -> str:
-        return _join(self.root, self.rel_path)
 
 
 # -- resolving arguments inside the roots ---------------------------------------
@@ -218,22 +103,22 @@ def resolve_inside(roots: Sequence[str], arg: str, cwd: Path | None = None) -> P
     return Path(_join(root, rel)) if rel != "." else Path(root)
 
 
-def _root_ids(store: Store, roots: Sequence[str]) -> dict[str, int]:
+def _root_ids(store: Index, roots: Sequence[str]) -> dict[str, int]:
     known = {path: rid for rid, path in store.roots().items()}
     return {r: known[r] for r in roots if r in known}
 
 
-def _doc_of(store: Store, doc_id: int) -> _Doc:
+def _doc_of(store: Index, doc_id: int) -> DocumentRef:
     row = store.document(doc_id)
     if row is None:  # deleted between two statements
         raise DocindexError("the document is no longer in the index")
-    title = row["title"] or row["rel_path"].rsplit("/", 1)[-1]
-    return _Doc(doc_id, row["root"], row["rel_path"], title, row["kind"])
+    title = row.title or row.rel_path.rsplit("/", 1)[-1]
+    return DocumentRef(doc_id, row.root, row.rel_path, title, row.kind)
 
 
 def resolve_file(
-    store: Store, roots: Sequence[str], arg: str, *, cwd: Path | None = None
-) -> _Doc:
+    store: Index, roots: Sequence[str], arg: str, *, cwd: Path | None = None
+) -> DocumentRef:
     """The indexed document ``arg`` names (relative to a root, or absolute in one).
 
     Args:
@@ -264,7 +149,7 @@ def resolve_file(
 
 
 def _chunk_rows(
-    store: Store, roots: Sequence[str], arg: str, cwd: Path | None
+    store: Index, roots: Sequence[str], arg: str, cwd: Path | None
 ) -> list[SegmentRow]:
     """Segments whose chunk id is ``arg``; its path part is checked against the roots.
 
@@ -302,7 +187,7 @@ def _line_suffix(target: str) -> tuple[str, int | None]:
     return target, None
 
 
-def _chunk(store: Store, row: SegmentRow, position: int) -> Chunk:
+def _chunk(store: Index, row: SegmentRow, position: int) -> Chunk:
     text = store.body(row.doc_id)[row.char_start : row.char_end]
     return Chunk(
         chunk_id=row.chunk_id, position=position, start_line=row.start_line,
@@ -327,14 +212,14 @@ def _opening_chunk(segments: list[SegmentRow], line: int) -> str:
     return segments[-1].chunk_id if segments else ""
 
 
-def _doc_headings(store: Store, doc: _Doc) -> list[tuple[int, str, int]]:
+def _doc_headings(store: Index, doc: DocumentRef) -> list[tuple[int, str, int]]:
     if doc.kind not in MARKDOWN_KINDS:
         return []
     return [(lvl, txt, i + 1) for lvl, txt, i in _headings(store.body(doc.id))]
 
 
 def outline(
-    store: Store, roots: Sequence[str], file: str, *, depth: int = 6,
+    store: Index, roots: Sequence[str], file: str, *, depth: int = 6,
     cwd: Path | None = None,
 ) -> Outline:  # fmt: skip
     """Title and headings (level <= ``depth``) of one document, with lines.
@@ -364,7 +249,7 @@ def outline(
 
 
 def section(
-    store: Store, roots: Sequence[str], file: str, heading: str, *,
+    store: Index, roots: Sequence[str], file: str, heading: str, *,
     include_subsections: bool = True, cwd: Path | None = None,
 ) -> Section:  # fmt: skip
     """The section under ``heading`` (case-insensitive; first match in the file).
@@ -416,7 +301,7 @@ def section(
 
 
 def show(
-    store: Store, roots: Sequence[str], target: str, *, context: int = 0,
+    store: Index, roots: Sequence[str], target: str, *, context: int = 0,
     cwd: Path | None = None,
 ) -> Shown:  # fmt: skip
     """A chunk (by id, or ``FILE[:LINE]``) plus ``context`` chunks either side.
@@ -492,7 +377,7 @@ def _segment_at(segments: list[SegmentRow], line: int | None) -> int:
 
 
 def list_documents(
-    store: Store, roots: Sequence[str], *, path_glob: str | None = None,
+    store: Index, roots: Sequence[str], *, path_glob: str | None = None,
     types: Sequence[str] = (), limit: int = 50, offset: int = 0,
 ) -> DocumentList:  # fmt: skip
     """Indexed documents under the roots, sorted by root and path.
@@ -511,39 +396,34 @@ def list_documents(
     check_length("path", path_glob, MAX_GLOB_CHARS)
     check_range("limit", limit, 1, MAX_LIST)
     check_range("offset", offset, 0, MAX_OFFSET)
-    where, params = _doc_filter(store, roots, path_glob, types)
-    rows, total = store.documents(where, params, limit=limit, offset=offset)
+    only = _doc_filter(store, roots, path_glob, types)
+    rows, total = store.documents(only, limit=limit, offset=offset)
     docs = [
         DocumentInfo(
-            path=_join(r["root"], r["rel_path"]),
-            rel_path=r["rel_path"],
-            title=r["title"] or r["rel_path"].rsplit("/", 1)[-1],
-            type=r["type"],
-            size=int(r["size"]),
-            segments=int(r["segments"]),
-        )  # fmt: skip
+            path=_join(r.root, r.rel_path),
+            rel_path=r.rel_path,
+            title=r.title or r.rel_path.rsplit("/", 1)[-1],
+            type=r.kind,
+            size=r.size,
+            segments=r.n_segments,
+        )
         for r in rows
     ]
     return DocumentList(docs, total, offset + len(docs) < total)
 
 
 def _doc_filter(
-    store: Store, roots: Sequence[str], path_glob: str | None, types: Sequence[str]
-) -> tuple[str, tuple[object, ...]]:
-    ids = list(_root_ids(store, roots).values()) or [-1]
-    clauses = [f"d.root_id IN ({','.join('?' * len(ids))})"]
-    params: list[object] = list(ids)
-    if types:
-        clauses.append(f"d.kind IN ({','.join('?' * len(types))})")
-        params.extend(t.lower().lstrip(".") for t in types)
-    if path_glob:
-        clauses.append("d.rel_path GLOB ?")
-        params.append(path_glob)
-    return " AND ".join(clauses), tuple(params)
+    store: Index, roots: Sequence[str], path_glob: str | None, types: Sequence[str]
+) -> DocFilter:
+    return DocFilter(
+        root_ids=tuple(_root_ids(store, roots).values()),
+        kinds=tuple(types),
+        path_glob=path_glob,
+    )
 
 
 def related(
-    store: Store, roots: Sequence[str], target: str, *, top: int = 10,
+    store: Index, roots: Sequence[str], target: str, *, top: int = 10,
     same_file: bool = False, cwd: Path | None = None,
 ) -> Related:  # fmt: skip
     """Chunks nearest by vector to a chunk, or to a file's centroid.
@@ -584,10 +464,10 @@ def related(
     if norm == 0:
         return Related(source, [])
     query /= norm
-    where, params = _doc_filter(store, roots, None, ())
+    only = _doc_filter(store, roots, None, ())
     if not same_file:
-        where, params = f"{where} AND d.id != ?", (*params, doc_id)
-    ids, cand = store.all_vectors(where, params)
+        only = only._replace(except_doc=doc_id)
+    ids, cand = store.all_vectors(only)
     if not ids:
         return Related(source, [])
     sims = dequantize(cand, dim) @ query
@@ -604,7 +484,7 @@ def related(
     return Related(source, hits)
 
 
-def _related_hit(store: Store, row: SegmentRow, score: float) -> RelatedHit:
+def _related_hit(store: Index, row: SegmentRow, score: float) -> RelatedHit:
     text = store.body(row.doc_id)[row.char_start : row.char_end]
     snippet = " ".join(text.split())[:200]
     return RelatedHit(

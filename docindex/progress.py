@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .indexer import Progress
+from .models import Progress
 
 
 class ScanProgress:

@@ -2,43 +2,19 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from typing import Any
 
 from .models import Hit, ScanResult
+from .serialize import hit_dict as hit_dict  # re-exported: the old home
+from .serialize import to_dict as to_dict
+from .serialize import to_json as to_json
 
 _MARK = re.compile(r"\*\*(.+?)\*\*")
 
 
-def hit_dict(hit: Hit) -> dict[str, Any]:
-    """A hit as its documented JSON object (``from`` for ``from_``; absent locations dropped)."""
-    data = dataclasses.asdict(hit)
-    data["from"] = data.pop("from_")
-    for key in ("page", "slide", "sheet", "cell", "explain"):
-        if data[key] is None:
-            del data[key]
-    return data
-
-
-def to_json(value: Any) -> str:
-    """Serialise dataclasses/dicts as one compact JSON document (UTF-8 kept)."""
-    if isinstance(value, dict | list) or (
-        dataclasses.is_dataclass(value) and not isinstance(value, type)
-    ):
-        value = _asdict(value)
-    return json.dumps(value, ensure_ascii=False, sort_keys=False)
-
-
 SCHEMA_VERSION = 1  # of every command's --json output (README: JSON output)
-
-
-def to_dict(value: Any) -> Any:
-    """A result as the plain JSON-ready value ``to_json`` would serialise."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return _asdict(value)
-    return _asdict(value) if isinstance(value, dict | list) else value
 
 
 def cli_json(value: Any) -> str:
@@ -47,20 +23,6 @@ def cli_json(value: Any) -> str:
     if isinstance(data, dict):
         data = {"schema_version": SCHEMA_VERSION, **data}
     return json.dumps(data, ensure_ascii=False)
-
-
-def _asdict(value: Any) -> Any:
-    if isinstance(value, Hit):
-        return hit_dict(value)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {
-            f.name: _asdict(getattr(value, f.name)) for f in dataclasses.fields(value)
-        }
-    if isinstance(value, list):
-        return [_asdict(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _asdict(v) for k, v in value.items()}
-    return value
 
 
 def location(hit: Hit) -> str:

@@ -17,7 +17,7 @@ from .workspace import add_root, canonical
 
 if TYPE_CHECKING:
     from .config import Config
-    from .store import Store
+    from .store import Index
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +39,7 @@ class RootChange:
     old: str | None = None
 
 
-def list_roots(store: Store, roots: tuple[str, ...]) -> list[RootInfo]:
+def list_roots(store: Index, roots: tuple[str, ...]) -> list[RootInfo]:
     """The configured roots with document counts, then any stray root rows."""
     counts = store.root_documents()
     shown = list(roots) + [r for r in counts if r not in roots and counts[r]]
@@ -63,7 +63,7 @@ def find(roots: tuple[str, ...], path: str | Path) -> str:
     )
 
 
-def add(store: Store, cfg: Config, path: str | Path) -> tuple[Config, RootChange]:
+def add(store: Index, cfg: Config, path: str | Path) -> tuple[Config, RootChange]:
     """Remember a new root (scanned by the next ``docindex scan``).
 
     Raises:
@@ -77,7 +77,7 @@ def add(store: Store, cfg: Config, path: str | Path) -> tuple[Config, RootChange
     return new, RootChange("add", canonical(path), 0)
 
 
-def remove(store: Store, cfg: Config, path: str | Path) -> tuple[Config, RootChange]:
+def remove(store: Index, cfg: Config, path: str | Path) -> tuple[Config, RootChange]:
     """Forget a root and remove its documents from the index (never its files)."""
     from .indexer import remove_document
 
@@ -97,7 +97,7 @@ def remove(store: Store, cfg: Config, path: str | Path) -> tuple[Config, RootCha
 
 
 def move(
-    store: Store, cfg: Config, old: str | Path, new: str | Path, *, db: Path
+    store: Index, cfg: Config, old: str | Path, new: str | Path, *, db: Path
 ) -> tuple[Config, RootChange]:
     """Point root ``old`` at folder ``new``, keeping every document and vector.
 
@@ -125,7 +125,7 @@ def move(
     return moved, RootChange("move", target, kept, old=root)
 
 
-def _remember(store: Store, cfg: Config) -> None:
+def _remember(store: Index, cfg: Config) -> None:
     """Write the roots into the index's remembered settings (other keys untouched)."""
     settings = dict(store.get_meta("settings") or cfg.index_settings())
     settings["roots"] = list(cfg.roots)

@@ -44,20 +44,22 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-import sys
 import threading
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from .config import Config
-from .embed import embedder_for as _embedder
+from .embed import NgramEmbedder
+from .embedder import Embedder, choose
+from .embedder import embedder_for as _embedder
 from .models import FoldedHit, Hit
+from .models import QueryOptions as QueryOptions  # re-exported: the old home
+from .models import QueryResult as QueryResult
 from .query import NO_WORDS, ParsedQuery, normalized_words, parse_query, phrase_pattern
-from .snippet import best_line, make_snippet, match_spans
-from .store import SegmentRow, Store
+from .snippet import best_line, make_snippet, match_spans, open_fence
+from .store import DocFilter, Index, SegmentRow
 from .tokenize import STOPWORDS, terms
 
 MODES = ("auto", "lexical", "semantic")
@@ -67,41 +69,6 @@ MAX_TOP = 1000
 FOLD_SHOWN = 5  # folded hits a shown hit lists (all are counted in folded_count)
 PURE_PYTHON_MAX = 600  # candidates scored without numpy in a fresh process
 PURE_PYTHON_QUERIES = 3  # ... for its first queries; later ones import numpy
-_SEEN = [0]  # semantic rankings computed by this process
-
-
-@dataclass(frozen=True, slots=True)
-class QueryOptions:
-    """How to run one query."""
-
-    top: int = 10
-    mode: str = "auto"
-    snippet_chars: int = 200
-    highlight: bool = True
-    min_score: float = 0.0
-    files: bool = False
-    explain: bool = False
-    types: tuple[str, ...] = ()
-    path_glob: str | None = None
-    where: tuple[tuple[str, str], ...] = ()
-    offset: int = 0
-    per_doc: int = 2  # hits a document shows in a page; 0 = no limit (issue #19)
-
-
-@dataclass(slots=True)
-class QueryResult:
-    """What ``docindex query`` prints (``--json`` keys are these field names)."""
-
-    query: str
-    mode: str
-    used: list[str] = field(default_factory=list)
-    degraded: bool = False
-    took_ms: float = 0.0
-    total: int = 0
-    hits: list[Hit] = field(default_factory=list)
-    next_offset: int | None = None
-    next_cursor: str | None = None
-    hint: dict[str, Any] | None = None
 
 
 def quote_fts(term: str) -> str:
@@ -136,48 +103,9 @@ def rrf(
     return {doc: min(1.0, s / best) for doc, s in scores.items()}
 
 
-def _filters(opts: QueryOptions) -> tuple[str, tuple[Any, ...]]:
-    """SQL over ``documents d`` for --type, --path and --where (pushed down)."""
-    clauses: list[str] = []
-    params: list[Any] = []
-    if opts.types:
-        clauses.append(f"d.kind IN ({','.join('?' * len(opts.types))})")
-        params.extend(t.lower().lstrip(".") for t in opts.types)
-    if opts.path_glob:
-        clause, values = path_clause(opts.path_glob)
-        clauses.append(clause)
-        params.extend(values)
-    for key, value in opts.where:
-        clauses.append(
-            "EXISTS (SELECT 1 FROM facets x WHERE x.doc_id = d.id AND x.key = ? "
-            "AND x.value = ?)"
-        )
-        params.extend((key, value))
-    return " AND ".join(clauses), tuple(params)
-
-
-_GLOB_CHARS = frozenset("*?[")
-
-
-def path_clause(path: str) -> tuple[str, tuple[Any, ...]]:
-    """SQL over ``d.rel_path`` for ``--path`` (issue #19).
-
-    A pattern with ``*``, ``?`` or ``[`` is a glob (SQLite GLOB: ``*`` also
-    crosses ``/``); anything else is an exact file or a folder prefix, with or
-    without its trailing slash (``en/apisix`` and ``en/apisix/`` are the
-    same). A leading ``./`` is ignored.
-    """
-    path = path.replace("\\", "/")
-    while path.startswith("./"):
-        path = path[2:]
-    if _GLOB_CHARS & set(path):
-        return "d.rel_path GLOB ?", (path,)
-    folder = path.rstrip("/")
-    if not folder:
-        return "1", ()
-    return "(d.rel_path = ? OR substr(d.rel_path, 1, ?) = ?)", (
-        folder, len(folder) + 1, folder + "/",
-    )  # fmt: skip
+def _doc_filter(opts: QueryOptions) -> DocFilter:
+    """--type, --path and --where as the storage's document filter (pushed down)."""
+    return DocFilter(kinds=opts.types, path=opts.path_glob, facets=opts.where)
 
 
 def fuse_scores(
@@ -231,7 +159,7 @@ def _fuse(lists: dict[str, list[tuple[int, float]]], cfg: Config) -> dict[int, f
 
 
 def _best_per_document(
-    store: Store, ranked: list[tuple[int, float]], want: int
+    store: Index, ranked: list[tuple[int, float]], want: int
 ) -> tuple[list[tuple[int, float]], dict[int, SegmentRow]]:
     """Keep each document's best segment (``ranked`` is best first).
 
@@ -274,7 +202,7 @@ _RawLists = dict[str, dict[int, tuple[int, float]]]  # list -> id -> (rank, raw)
 
 
 def _document_scores(
-    store: Store, fused: dict[int, float], lists: dict[str, list[tuple[int, float]]],
+    store: Index, fused: dict[int, float], lists: dict[str, list[tuple[int, float]]],
     qterms: list[str], cfg: Config, mode: str, size: int,
 ) -> tuple[dict[int, int], dict[int, float], dict[str, list[tuple[int, float]]]]:  # fmt: skip
     """Score the documents of the best fused segments as whole documents.
@@ -305,7 +233,7 @@ def _document_scores(
     if not shown:
         return {}, {}, {}
 
-    from .indexer import title_text
+    from .analyze import title_text
 
     def tok(text: str) -> Counter[str]:
         return Counter(terms(text, cjk_ngram=cfg.cjk_ngram, use_stem=cfg.stem))
@@ -340,7 +268,7 @@ def _document_scores(
 
 
 def _rank_documents(
-    store: Store, fused: dict[int, float], lists: dict[str, list[tuple[int, float]]],
+    store: Index, fused: dict[int, float], lists: dict[str, list[tuple[int, float]]],
     qterms: list[str], cfg: Config, opts: QueryOptions,
 ) -> tuple[list[tuple[int, float]], dict[int, SegmentRow], _RawLists]:  # fmt: skip
     """``--files``: whole documents (``_document_scores``), each shown by its best segment.
@@ -365,7 +293,7 @@ def _rank_documents(
 
 
 def _rank_chunks(
-    store: Store, fused: dict[int, float], lists: dict[str, list[tuple[int, float]]],
+    store: Index, fused: dict[int, float], lists: dict[str, list[tuple[int, float]]],
     qterms: list[str], cfg: Config, opts: QueryOptions,
 ) -> tuple[list[tuple[int, float]], dict[int, tuple[int, float]]]:  # fmt: skip
     """The chunk list, each chunk's score knowing its document (issue #21).
@@ -430,7 +358,7 @@ def _body_counts(body: str, cjk_ngram: int, use_stem: bool) -> Counter[str]:
 
 
 def _doc_bm25(
-    store: Store, weights: Mapping[str, float], counts: Mapping[int, Counter[str]],
+    store: Index, weights: Mapping[str, float], counts: Mapping[int, Counter[str]],
     fields: Mapping[int, Counter[str]] | None = None,
 ) -> dict[int, float]:  # fmt: skip
     """Weighted BM25F of whole documents (k1 = DOC_K1, b = DOC_B).
@@ -468,7 +396,7 @@ def _doc_bm25(
 
 
 def _feedback_terms(
-    store: Store, qterms: list[str], scores: dict[int, float],
+    store: Index, qterms: list[str], scores: dict[int, float],
     counts: Mapping[int, Counter[str]], cfg: Config,
 ) -> dict[str, float]:  # fmt: skip
     """RM3-style query: the user's terms plus the top documents' salient terms.
@@ -538,7 +466,7 @@ def parse(text: str, cfg: Config) -> ParsedQuery:
 
 
 def search(
-    store: Store, query: str | ParsedQuery, cfg: Config, opts: QueryOptions, *,
+    store: Index, query: str | ParsedQuery, cfg: Config, opts: QueryOptions, *,
     hint: bool = True,
 ) -> QueryResult:  # fmt: skip
     """Run one query against an open index.
@@ -564,7 +492,7 @@ def search(
     check_query(typed, opts)  # before anything scales with the input (issue #17)
     started = time.perf_counter()
     parsed = query if isinstance(query, ParsedQuery) else parse(query, cfg)
-    text, opts = parsed.positive_text, _utf8_options(opts)
+    opts = _utf8_options(opts)
     result = QueryResult(query=parsed.text, mode=opts.mode)
     qterms = list(parsed.tokens)
     if not parsed.searchable or not qterms:
@@ -580,56 +508,8 @@ def search(
         }  # fmt: skip
         result.took_ms = _ms(started)
         return result
-    where, params = _filters(opts)
-    pool = max(200, min(2000, (opts.top + opts.offset) * 20))
-    lists: dict[str, list[tuple[int, float]]] = {}
-    semantic: list[tuple[int, float]] | None = None
-    every_vector = (
-        opts.mode == "semantic"
-        and not parsed.constrained  # phrases, + and - need the lexical filter
-        and store.max_segment_id() <= ALL_VECTORS_MAX
-    )
-    if every_vector:
-        # Pure semantic ranking scores every vector (one matrix product), so a
-        # query with no word in common with a document can still find it. Past
-        # ALL_VECTORS_MAX reading every vector costs seconds (bench/query_speed.py)
-        # and the lexical candidates (a larger pool) are scored instead.
-        semantic = _semantic(store, text, cfg, None, where, params, pool)
-    if opts.mode != "semantic" or not every_vector or semantic is None:
-        match = fts_match(parsed)
-        size = SEMANTIC_POOL if opts.mode == "semantic" else pool
-        lists["lexical"] = store.lexical(match, size, cfg.title_weight, where, params)
-        if parsed.phrases or parsed.excluded:
-            lists["lexical"] = _verified(store, parsed, lists["lexical"])
-    if opts.mode == "semantic" and not every_vector:
-        candidates = [sid for sid, _ in lists.pop("lexical")]
-        semantic = _semantic(store, text, cfg, candidates, where, params, pool)
-        if semantic is None:
-            lexical = store.lexical(match, pool, cfg.title_weight, where, params)
-            if parsed.phrases or parsed.excluded:
-                lexical = _verified(store, parsed, lexical)
-            lists["lexical"] = lexical
-    # Language gate (issue #9): an English-only neural model gets no weight
-    # on a mostly-CJK or mostly-[UNK] query; --explain shows it as "gate".
-    gate = _dense_gate(cfg, text) if opts.mode == "auto" else None
-    result.degraded = _provider_degraded(cfg)  # minilm chosen but not installed
-    if gate is not None:
-        semantic = []
-        # The n-gram vectors' small gain on CJK should survive the gate: score
-        # the lexical candidates with n-gram vectors made on the fly (#9).
-        fallback = _ngram_fallback(store, text, cfg, lists.get("lexical", []))
-        if fallback:
-            lists["ngram"] = fallback
-    elif opts.mode == "auto":
-        # auto re-scores the lexical candidates by cosine; scoring every vector
-        # costs more and gained nothing measurable (bench/eval.py, issue #3).
-        candidates = [sid for sid, _ in lists["lexical"]]
-        semantic = _semantic(store, text, cfg, candidates, where, params, pool)
-    if opts.mode in ("auto", "semantic"):
-        if semantic is None:
-            result.degraded = True
-        elif semantic:
-            lists["semantic"] = semantic
+    lists, gate, degraded = _lists(store, parsed, cfg, opts)
+    result.degraded = degraded
     result.used = [name for name, pairs in lists.items() if pairs]
     fused = _fuse(lists, cfg)
     raw = {
@@ -655,9 +535,92 @@ def search(
         extra = [sid for s in shown for sid, _ in folded.get(s, ())[:FOLD_SHOWN]]
         rows = store.segments_by_id(shown + extra)
     result.total = len(ranked)
-    page = ranked[opts.offset : opts.offset + opts.top]
     if opts.offset + opts.top < len(ranked):
         result.next_offset = opts.offset + opts.top
+    page = ranked[opts.offset : opts.offset + opts.top]
+    result.hits = _page_hits(
+        store, page, rows, raw, gate, folded, qterms, cfg, opts, doc_raw
+    )
+    if hint and not result.hits and opts.offset == 0:
+        result.hint = _zero_hint(store, parsed, cfg, opts)
+    result.took_ms = _ms(started)
+    return result
+
+
+Ranked = list[tuple[int, float]]  # (segment id, score) best first
+
+
+def _lists(
+    store: Index, parsed: ParsedQuery, cfg: Config, opts: QueryOptions
+) -> tuple[dict[str, Ranked], str | None, bool]:
+    """The ranked lists to fuse, the language gate (or None) and ``degraded``.
+
+    Lists: ``lexical`` (bm25), ``semantic`` (cosine) and, for a gated neural
+    query, ``ngram`` (n-gram vectors made on the fly).
+    """
+    text = parsed.positive_text
+    only = _doc_filter(opts)
+    pool = max(200, min(2000, (opts.top + opts.offset) * 20))
+    lists: dict[str, Ranked] = {}
+    semantic: Ranked | None = None
+    every_vector = (
+        opts.mode == "semantic"
+        and not parsed.constrained  # phrases, + and - need the lexical filter
+        and store.max_segment_id() <= ALL_VECTORS_MAX
+    )
+    if every_vector:
+        # Pure semantic ranking scores every vector (one matrix product), so a
+        # query with no word in common with a document can still find it. Past
+        # ALL_VECTORS_MAX reading every vector costs seconds (bench/query_speed.py)
+        # and the lexical candidates (a larger pool) are scored instead.
+        semantic = _semantic(store, text, cfg, None, only, pool)
+    if opts.mode != "semantic" or not every_vector or semantic is None:
+        match = fts_match(parsed)
+        size = SEMANTIC_POOL if opts.mode == "semantic" else pool
+        lists["lexical"] = store.lexical(match, size, cfg.title_weight, only)
+        if parsed.phrases or parsed.excluded:
+            lists["lexical"] = _verified(store, parsed, lists["lexical"])
+    if opts.mode == "semantic" and not every_vector:
+        candidates = [sid for sid, _ in lists.pop("lexical")]
+        semantic = _semantic(store, text, cfg, candidates, only, pool)
+        if semantic is None:
+            lexical = store.lexical(match, pool, cfg.title_weight, only)
+            if parsed.phrases or parsed.excluded:
+                lexical = _verified(store, parsed, lexical)
+            lists["lexical"] = lexical
+    # Language gate (issue #9): an English-only neural model gets no weight
+    # on a mostly-CJK or mostly-[UNK] query; --explain shows it as "gate".
+    gate = _dense_gate(cfg, text) if opts.mode == "auto" else None
+    degraded = _provider_degraded(cfg)  # minilm chosen but not installed
+    if gate is not None:
+        semantic = []
+        # The n-gram vectors' small gain on CJK should survive the gate: score
+        # the lexical candidates with n-gram vectors made on the fly (#9).
+        fallback = _ngram_fallback(store, text, cfg, lists.get("lexical", []))
+        if fallback:
+            lists["ngram"] = fallback
+    elif opts.mode == "auto":
+        # auto re-scores the lexical candidates by cosine; scoring every vector
+        # costs more and gained nothing measurable (bench/eval.py, issue #3).
+        candidates = [sid for sid, _ in lists["lexical"]]
+        semantic = _semantic(store, text, cfg, candidates, only, pool)
+    if opts.mode in ("auto", "semantic"):
+        if semantic is None:
+            degraded = True
+        elif semantic:
+            lists["semantic"] = semantic
+    return lists, gate, degraded
+
+
+def _page_hits(
+    store: Index, page: Ranked, rows: dict[int, SegmentRow],
+    raw: dict[str, dict[int, tuple[int, float]]], gate: str | None,
+    folded: dict[int, Ranked], qterms: list[str], cfg: Config, opts: QueryOptions,
+    doc_raw: dict[int, tuple[int, float]],
+) -> list[Hit]:  # fmt: skip
+    """The page's hits, with ``--explain`` details (the hit's document's rank
+    and score in ``document``, #21) and folded hits (#19)."""
+    hits: list[Hit] = []
     for sid, score in page:
         row = rows.get(sid) or store.segments_by_id([sid]).get(sid)
         if row is None:
@@ -681,11 +644,8 @@ def search(
                 for fsid, fs in folded[sid][:FOLD_SHOWN]
                 if (r := rows.get(fsid)) is not None
             ])  # fmt: skip
-        result.hits.append(hit)
-    if hint and not result.hits and opts.offset == 0:
-        result.hint = _zero_hint(store, parsed, cfg, opts)
-    result.took_ms = _ms(started)
-    return result
+        hits.append(hit)
+    return hits
 
 
 def fts_match(parsed: ParsedQuery) -> str:
@@ -706,7 +666,7 @@ def fts_match(parsed: ParsedQuery) -> str:
 
 
 def _verified(
-    store: Store, parsed: ParsedQuery, pairs: list[tuple[int, float]]
+    store: Index, parsed: ParsedQuery, pairs: list[tuple[int, float]]
 ) -> list[tuple[int, float]]:
     """``pairs`` whose segment text holds every phrase and no excluded phrase.
 
@@ -738,7 +698,7 @@ def _verified(
 
 
 def fold_per_document(
-    store: Store, ranked: list[tuple[int, float]], per_doc: int
+    store: Index, ranked: list[tuple[int, float]], per_doc: int
 ) -> tuple[list[tuple[int, float]], dict[int, list[tuple[int, float]]]]:
     """At most ``per_doc`` hits per document; the rest fold behind them (issue #19).
 
@@ -787,11 +747,14 @@ def _utf8_options(opts: QueryOptions) -> QueryOptions:
 
 
 def _zero_hint(
-    store: Store, parsed: ParsedQuery, cfg: Config, opts: QueryOptions
-) -> Any:
+    store: Index, parsed: ParsedQuery, cfg: Config, opts: QueryOptions
+) -> dict[str, Any]:
     from .hints import zero_result_hint
 
-    return zero_result_hint(store, parsed, cfg, opts)
+    def run(relaxed: QueryOptions) -> QueryResult:
+        return search(store, parsed, cfg, relaxed, hint=False)
+
+    return zero_result_hint(store, parsed, cfg, opts, run)
 
 
 def _dense_gate(cfg: Config, text: str) -> str | None:
@@ -807,7 +770,7 @@ def _dense_weight(cfg: Config) -> float:
     """``neural_weight`` for the minilm list (SciFact: 2.0 > 1.5 > 1.0), else
     ``semantic_weight`` (issue #9)."""
     embedder = _embedder(cfg)
-    if getattr(embedder, "name", "") == "minilm":
+    if embedder is not None and embedder.name == "minilm":
         return cfg.neural_weight
     return cfg.semantic_weight
 
@@ -816,7 +779,7 @@ _FALLBACK = threading.local()  # NgramEmbedders are not thread-safe
 
 
 def _ngram_fallback(
-    store: Store, text: str, cfg: Config, lexical: list[tuple[int, float]]
+    store: Index, text: str, cfg: Config, lexical: list[tuple[int, float]]
 ) -> list[tuple[int, float]]:
     """Cosine of n-gram vectors made now for the lexical candidates (gated queries).
 
@@ -826,8 +789,8 @@ def _ngram_fallback(
     """
     if not lexical:
         return []
+    from .analyze import embed_input, title_text
     from .embed import NgramEmbedder, dequantize, quantize
-    from .indexer import embed_input, title_text
 
     key = (cfg.embedding_dim, cfg.cjk_ngram, cfg.stem)
     cache: dict[tuple[int, int, bool], Any] | None = getattr(_FALLBACK, "cache", None)
@@ -856,18 +819,18 @@ def _ngram_fallback(
 
 
 def _provider_degraded(cfg: Config) -> bool:
-    return bool(getattr(_embedder(cfg), "degraded", None))
+    return not choose(cfg).available
 
 
 def _semantic(
-    store: Store, text: str, cfg: Config, candidates: list[int] | None,
-    where: str, params: tuple[Any, ...], limit: int,
+    store: Index, text: str, cfg: Config, candidates: list[int] | None,
+    only: DocFilter, limit: int,
 ) -> list[tuple[int, float]] | None:  # fmt: skip
     """Cosine ranking, best first (positive cosines only, at most ``limit``).
 
     Args:
         candidates: segment ids to score, or None for every vector (filtered
-            by ``where``).
+            by ``only``).
 
     Returns:
         None when the semantic path is unavailable (provider ``none`` or an
@@ -881,46 +844,72 @@ def _semantic(
         recorded != embedder.params()
     ):
         return None  # vectors from another model (or minilm not installed): issue #9
-    if candidates is None:
-        ids, blobs = store.all_vectors(where, params)
-        if not ids and not where:
-            return None
-    elif candidates:
-        ids, blobs = store.vectors(candidates)
-        if not ids and store.counts()["embedded"] == 0:
-            return None  # an index scanned without vectors (e.g. max_embedded = 0)
-    else:
-        return []
+    found = _stored_vectors(store, candidates, only)
+    if found is None:
+        return None
+    ids, blobs = found
     if not ids:
         return []
     qt = embedder.query_terms(text)
     n_total = max(1, store.max_segment_id())  # ~count(*), without a table scan
     dfs = store.doc_freqs(qt)
     idf = {t: math.log(1 + n_total / (1 + dfs.get(t, 0))) for t in qt}
-    _SEEN[0] += 1
+    ngram = embedder if isinstance(embedder, NgramEmbedder) else None
+    if ngram is not None:
+        ngram.queries_ranked += 1
     if (
-        embedder.name == "ngram"
+        ngram is not None
         and len(ids) <= PURE_PYTHON_MAX
-        and "numpy" not in sys.modules
-        and _SEEN[0] <= PURE_PYTHON_QUERIES
+        and not ngram.numpy_used
+        and ngram.queries_ranked <= PURE_PYTHON_QUERIES
     ):
         # A one-shot `docindex query` would spend ~0.1 s importing numpy to
         # score a few hundred candidates; pure Python does it in ~2 ms (#7).
         # A process that keeps querying (MCP, --queries, a library user) pays
         # the import once and saves those ms on every later query.
-        from .embed import cosine_int8
+        return _cosines_pure(ngram, text, idf, ids, blobs, limit)
+    return _cosines_numpy(embedder, text, idf, ids, blobs, limit)
 
-        qlist = embedder.query_vector(text, weights=idf)
-        if not any(qlist):
-            return []
-        pure = sorted(
-            (
-                (sid, sim)
-                for sid, sim in zip(ids, cosine_int8(qlist, blobs), strict=True)
-            ),
-            key=lambda pair: (-pair[1], pair[0]),
-        )
-        return [(sid, sim) for sid, sim in pure[:limit] if sim > 0]
+
+def _stored_vectors(
+    store: Index, candidates: list[int] | None, only: DocFilter
+) -> tuple[list[int], list[bytes]] | None:
+    """(ids, blobs) to score; None when the index has no vectors to use."""
+    if candidates is None:
+        ids, blobs = store.all_vectors(only)
+        if not ids and not only:
+            return None
+    elif candidates:
+        ids, blobs = store.vectors(candidates)
+        if not ids and store.counts().embedded == 0:
+            return None  # an index scanned without vectors (e.g. max_embedded = 0)
+    else:
+        return [], []
+    return ids, blobs
+
+
+def _cosines_pure(
+    ngram: NgramEmbedder, text: str, idf: dict[str, float], ids: list[int],
+    blobs: list[bytes], limit: int,
+) -> list[tuple[int, float]]:  # fmt: skip
+    """``_cosines_numpy`` without numpy, for a few hundred candidates."""
+    from .embed import cosine_int8
+
+    qlist = ngram.query_vector(text, weights=idf)
+    if not any(qlist):
+        return []
+    pure = sorted(
+        ((sid, sim) for sid, sim in zip(ids, cosine_int8(qlist, blobs), strict=True)),
+        key=lambda pair: (-pair[1], pair[0]),
+    )
+    return [(sid, sim) for sid, sim in pure[:limit] if sim > 0]
+
+
+def _cosines_numpy(
+    embedder: Embedder, text: str, idf: dict[str, float], ids: list[int],
+    blobs: list[bytes], limit: int,
+) -> list[tuple[int, float]]:  # fmt: skip
+    """The best ``limit`` positive cosines of the query with the stored vectors."""
     import numpy as np
 
     from .embed import dequantize
@@ -938,7 +927,7 @@ def _semantic(
 
 
 def _hit(
-    store: Store, row: SegmentRow, score: float, qterms: list[str], cfg: Config,
+    store: Index, row: SegmentRow, score: float, qterms: list[str], cfg: Config,
     opts: QueryOptions, raw: dict[str, dict[int, tuple[int, float]]],
     explain: dict[str, Any] | None,
 ) -> Hit:  # fmt: skip
@@ -946,7 +935,14 @@ def _hit(
     text = body[row.char_start : row.char_end]
     qset = set(qterms)
     spans = match_spans(text, qset, cfg)
-    snippet = make_snippet(text, qset, opts.snippet_chars, opts.highlight, cfg, spans)
+    fence = ""
+    if row.char_start and ("```" in text or "~~~" in text):
+        # A chunk cut from a long fenced block starts inside it: its first
+        # closing fence must not read as an opening one (issue #19).
+        fence = open_fence(body[: row.char_start])
+    snippet = make_snippet(
+        text, qset, opts.snippet_chars, opts.highlight, cfg, spans, fence
+    )
     offset_line = best_line(text, qset, cfg, spans)
     line = row.start_line + offset_line
     cell = None

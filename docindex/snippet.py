@@ -115,31 +115,53 @@ def display_text(text: str) -> str:
 _FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
-def _display_lines(text: str) -> list[tuple[str, bool]]:
-    """``display_text`` line by line, each with whether it is fenced code.
+def _fence_step(line: str, fence: str) -> tuple[str, bool]:
+    """The fence open after ``line`` (``""`` for none) and whether it is a fence line.
 
-    Fences open and close as CommonMark says: the closing fence uses the
-    same character, at least as many times, and carries no info string.
+    As CommonMark says: the closing fence uses the same character, at least
+    as many times, and carries no info string; a backtick fence's info string
+    holds no backtick.
     """
-    if not any(c in text for c in "`~|#{\\"):
-        return [(line, False) for line in text.split("\n")]
-    out: list[tuple[str, bool]] = []
+    opened = _FENCE_OPEN.match(line)
+    if not opened:
+        return fence, False
+    mark = opened.group(1)
+    rest = line[opened.end() :]
+    if fence:
+        if mark[0] == fence[0] and len(mark) >= len(fence) and not rest.strip():
+            return "", True
+        return fence, False
+    if mark[0] == "`" and "`" in rest:
+        return "", False  # inline code, not a fence
+    return mark, True
+
+
+def open_fence(text: str) -> str:
+    """The code fence still open at the end of ``text`` (``""`` when none).
+
+    A chunk can start inside a long fenced block; the text before it says so.
+    """
     fence = ""
     for line in text.split("\n"):
-        opened = _FENCE_OPEN.match(line)
-        if fence:
-            if (
-                opened
-                and opened.group(1)[0] == fence[0]
-                and len(opened.group(1)) >= len(fence)
-                and not line[opened.end() :].strip()
-            ):
-                fence = ""
-            else:
-                out.append((line, True))
+        fence, _ = _fence_step(line, fence)
+    return fence
+
+
+def _display_lines(text: str, fence: str = "") -> list[tuple[str, bool]]:
+    """``display_text`` line by line, each with whether it is fenced code.
+
+    ``fence`` is the fence open where ``text`` starts (``open_fence``).
+    """
+    if not fence and not any(c in text for c in "`~|#{\\"):
+        return [(line, False) for line in text.split("\n")]
+    out: list[tuple[str, bool]] = []
+    for line in text.split("\n"):
+        inside = bool(fence)
+        fence, marker = _fence_step(line, fence)
+        if marker:
             continue
-        if opened and not (opened.group(1)[0] == "`" and "`" in line[opened.end() :]):
-            fence = opened.group(1)
+        if inside:
+            out.append((line, True))
             continue
         if _TABLE_RULE.fullmatch(line):
             continue
@@ -170,23 +192,31 @@ def _in_code(ranges: list[tuple[int, int]], offset: int) -> bool:
     return i >= 0 and ranges[i][0] <= offset <= ranges[i][1]
 
 
+def _after_code(ranges: list[tuple[int, int]], offset: int) -> int:
+    """Start of the line after the last code range that ends before ``offset``."""
+    i = bisect.bisect_right(ranges, (offset + 1, -1)) - 1
+    return ranges[i][1] + 1 if i >= 0 and ranges[i][1] < offset else 0
+
+
 def make_snippet(
     text: str, qset: set[str], chars: int, highlight: bool, cfg: Any,
-    spans: list[tuple[int, int, str]] | None = None,
+    spans: list[tuple[int, int, str]] | None = None, fence: str = "",
 ) -> str:  # fmt: skip
     """A one-line window of about ``chars`` characters around the densest matches.
 
-    ``spans`` may pass ``match_spans(text, qset, cfg)`` already computed.
+    ``spans`` may pass ``match_spans(text, qset, cfg)`` already computed;
+    ``fence`` is the code fence open where ``text`` starts (``open_fence``).
     The window is placed on ``display_text(text)``: no fence lines, heading
     marks or anchors (issue #19).
     """
     chars = max(20, chars)
-    lines = _display_lines(text)
+    lines = _display_lines(text, fence)
     shown = "\n".join(line for line, _ in lines)
     if shown != text:
         text, spans = shown, None
     if spans is None:
         spans = match_spans(text, qset, cfg)
+    floor = 0
     if not spans:
         start = _first_prose(text)
     if spans:
@@ -194,18 +224,20 @@ def make_snippet(
         # then more distinct terms, then more matches (issue #19: snippets
         # from the best-matching prose lines).
         code_at = _code_offsets(lines)
-        best: tuple[int, int, int, int] = (-1, -1, -1, 0)
+        best: tuple[int, int, int, int, int] = (-1, -1, -1, 0, 0)
         for i, (s, _, _) in enumerate(spans):
-            window_start = max(0, s - chars // 4)
-            inside = [sp for sp in spans[i:] if sp[1] <= window_start + chars]
             prose = 0 if _in_code(code_at, s) else 1
+            # A window on prose does not reach back into the code before it.
+            low = _after_code(code_at, s) if prose else 0
+            window_start = max(low, s - chars // 4)
+            inside = [sp for sp in spans[i:] if sp[1] <= window_start + chars]
             score = (prose, len({t for _, _, t in inside}), len(inside))
             if score > best[:3]:
-                best = (*score, window_start)
-        start = best[3]
+                best = (*score, window_start, low)
+        start, floor = best[3], best[4]
     end = min(len(text), start + chars)
     if end - start < chars:
-        start = max(0, end - chars)
+        start = max(floor, end - chars)
     # Do not cut a latin word in half at either edge.
     while start > 0 and text[start - 1].isalnum() and not is_cjk(text[start - 1]):
         start -= 1

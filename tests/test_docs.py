@@ -37,4 +37,4 @@ def test_readme_starts_with_the_two_commands() -> None:
 
 def test_chinese_readme_is_real() -> None:
     text = (ROOT / "README.zh.md").read_text(encoding="utf-8")
-    assert len(text) > 3000 and "安装" in text or "检索" in text
+    assert len(text) > 3000 and "安装" in text and "检索" in text

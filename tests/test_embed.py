@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from docindex.embed import NgramEmbedder, dequantize, make_embedder, quantize
+from docindex.embed import PURE_TOKENS_MAX, NgramEmbedder, dequantize, quantize
+from docindex.embedder import make_embedder
 
 TEXTS = [
     "Indexing documents with SQLite FTS5",
@@ -193,13 +194,12 @@ def test_pure_python_rows_equal_the_numpy_path(rows, params) -> None:
 
 
 def _pure_rows(emb: NgramEmbedder, words: list, runs: list) -> list[bytes]:
-    """quantized_rows' numpy-free path, whatever is imported."""
-    from docindex.embed import _quantize_row, _unit_row
-
-    return [
-        _quantize_row(_unit_row(emb._row_sums(w, r), emb.dim), emb.bits)
-        for w, r in zip(words, runs, strict=True)
-    ]
+    """quantized_rows' numpy-free path: a fresh instance, a small batch, not bulk."""
+    fresh = NgramEmbedder(dim=emb.dim, cjk_ngram=emb.cjk_ngram, bits=emb.bits)
+    assert not fresh.numpy_used and sum(map(len, words)) < PURE_TOKENS_MAX
+    rows = fresh.quantized_rows(words, runs)
+    assert not fresh.numpy_used  # it took the pure-Python path
+    return rows
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 17])

@@ -386,3 +386,18 @@ def test_html_sphinx_like_chrome_is_dropped() -> None:
     )
     text = extract("s.html", page.encode()).units[0].text
     assert text.split("\n") == ["", "## Intro", "bodyword"]
+
+
+def test_html_text_after_a_hidden_element_appears_once() -> None:
+    # mdBook's table of contents: a hidden section number before each title.
+    page = (
+        "<html><body><ol><li><a href='a.html'><strong aria-hidden='true'>12.2."
+        "</strong> Reading a File</a></li></ol>\n<nav>menu</nav>after nav\n"
+        "<p>kept <span hidden>gone</span> too</p></body></html>"
+    )
+    lines = extract("toc.html", page.encode()).units[0].text.split("\n")
+    assert [line for line in lines if line] == [
+        "Reading a File",
+        "after nav",
+        "kept too",
+    ]

@@ -725,15 +725,15 @@ def test_file_that_vanishes_between_walk_and_read(tmp_path: Path) -> None:
 
 
 def test_prepare_on_missing_path_and_fifo(tmp_path: Path) -> None:
-    from docindex.indexer import _Job, prepare
+    from docindex.indexer import Job, prepare
 
     cfg = Config()
-    missing = prepare(_Job(str(tmp_path / "nope.md"), "nope.md", str(tmp_path), 1, 1,
+    missing = prepare(Job(str(tmp_path / "nope.md"), "nope.md", str(tmp_path), 1, 1,
                            None), cfg)  # fmt: skip
     assert missing.skip == "error"
     os.mkfifo(tmp_path / "p.md")
     started = time.perf_counter()
-    fifo = prepare(_Job(str(tmp_path / "p.md"), "p.md", str(tmp_path), 1, 1, None), cfg)
+    fifo = prepare(Job(str(tmp_path / "p.md"), "p.md", str(tmp_path), 1, 1, None), cfg)
     assert fifo.skip == "unsupported"
     assert time.perf_counter() - started < 2
 

@@ -82,19 +82,23 @@ def test_fts_rows_of_a_cjk_heavy_file_are_what_delete_replays() -> None:
     ]
     doc = "# 标题 Title\n\n" + "\n\n".join(paras[:30]) + "\n\n## 第二 Part\n\n"
     doc += "\n\n".join(paras[30:]) + "\n\n## English\n\nonly latin words here\n"
+    from docindex import analyze
+    from docindex.extract import ExtractLimits, get_extractor
+
     cfg = Config(roots=("/x",))
-    extracted = indexer._extract("md", doc.encode(), "a.md", cfg)
+    extracted = get_extractor("md")(doc.encode(), "a.md", ExtractLimits())
     _, segments = segment_document(extracted, "a.md", cfg.segment_chars)
     assert len(segments) > 3
     runs = [term_parts(s.text)[1] for s in segments]
-    assert sum(len(r) for rs in runs for r in rs) >= indexer.CJK_NUMPY_MIN
-    doc_title = indexer.title_text(extracted.title, "a.md")
-    fts, vectors = indexer._tokens_and_vectors(
-        cfg, extracted.title, doc_title, segments
+    assert sum(len(r) for rs in runs for r in rs) >= analyze.CJK_NUMPY_MIN
+    doc_title = analyze.title_text(extracted.title, "a.md")
+    # bulk: as in a scan's worker process, where numpy is loaded
+    fts, vectors = analyze.analyze_segments(
+        cfg, extracted.title, doc_title, segments, bulk=True
     )
     assert vectors is not None and len(vectors) == len(segments)
     assert list(fts) == [
-        indexer.fts_row(cfg, doc_title, s.heading_path, s.text) for s in segments
+        analyze.fts_row(cfg, doc_title, s.heading_path, s.text) for s in segments
     ]
     assert any(not rs for rs in runs)  # a segment without CJK text is covered too
 
@@ -255,7 +259,7 @@ def test_caps_hold_without_counting_the_segments_table(
     with Store.open(tmp_path / "c.db", create=True) as store:
         result = indexer.scan(store, cfg)
         counts = store.counts()
-        assert result.embedded == counts["embedded"] == 7
+        assert result.embedded == counts.embedded == 7
         assert "max-embedded" in result.skipped
-        assert counts["segments"] == result.segments <= 40
-        assert store.fill_counts() == (counts["documents"], counts["segments"])
+        assert counts.segments == result.segments <= 40
+        assert store.fill_counts() == (counts.documents, counts.segments)

@@ -19,21 +19,24 @@ import pytest
 from conftest import run
 
 from docindex.config import Config
-from docindex.embed import embedder_for
+from docindex.embedder import embedder_for
 from docindex.limits import MAX_QUERY_CHARS
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 GUIDE = "# Install\n\nRun pip install docindex.\n\n## On Linux\n\nUse pip3.\n"
-_HWM = (
-    "import atexit, sys\n"
-    "def _hwm():\n"
-    "    for line in open('/proc/self/status'):\n"
-    "        if line.startswith('VmHWM'):\n"
-    "            sys.stderr.write('\\nVMHWM ' + line.split()[1] + '\\n')\n"
-    "atexit.register(_hwm)\n"
-    "from docindex.cli import cli\n"
-    "cli(prog_name='docindex')\n"
-)
+
+
+def _bench(name: str) -> Any:
+    """A ``bench/`` script as a module, so tests share its helpers."""
+    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# Runs the CLI and reports the child's own peak RSS (VmHWM) on stderr at exit.
+_HWM: str = _bench("hostile_table")._WRAPPER
 
 
 @pytest.fixture
@@ -236,10 +239,7 @@ def test_mcp_rejects_hostile_arguments_by_name(index: tuple[Path, Path]) -> None
 
 @pytest.mark.slow
 def test_mcp_server_answers_1024_pipelined_calls_without_error(tmp_path: Path) -> None:
-    spec = importlib.util.spec_from_file_location("mcp_load", BENCH / "mcp_load.py")
-    assert spec is not None and spec.loader is not None
-    load = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(load)
+    load = _bench("mcp_load")
     if not load.CORPUS.is_dir():
         pytest.skip("needs ../shared/corpus")
     root, db = tmp_path / "docs", tmp_path / "i.db"

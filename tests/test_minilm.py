@@ -63,7 +63,7 @@ SENTENCES = [*REFERENCE["sentences"], "short", "a much longer sentence " * 20]
 @needs_onnx
 def test_default_int8_onnx_core_agrees_with_numpy(numpy_embedder: Any) -> None:
     from docindex.config import Config
-    from docindex.indexer import _embedder
+    from docindex.embedder import embedder_for as _embedder
 
     onnx = _embedder(Config(embedding_provider="minilm"))  # shared with the CLI tests
     assert (onnx.backend, onnx.int8) == ("onnx", True)

@@ -326,8 +326,7 @@ def test_hint_min_score_and_no_hint_with_hits(many: Path) -> None:
 
 def test_stored_chunk_ids_and_headings_equal_the_segmenter(tree: Tree) -> None:
     """The index rebuilds ids from sections + part (+ frag): no drift (issue #7)."""
-    from docindex.indexer import segment_columns
-    from docindex.store import Store
+    from docindex.store import Store, encode_segments
 
     texts = {
         "dup.md": "pre\n# A\nx\n## B\ny\n## B\nz\n# A\nw\n",
@@ -354,5 +353,4 @@ def test_stored_chunk_ids_and_headings_equal_the_segmenter(tree: Tree) -> None:
                 assert store.segments_by_chunk_id(seg.chunk_id)[0].id == seg.id
     # A safety-net id (dedup beyond the segmenter's anchors) is kept verbatim.
     seg = Segment(0, "x", 1, 1, ("A",), "f.md#a~9", anchor="a", part=1)
-    _, rows = segment_columns([seg], "f.md")
-    assert rows[0][2] == "#a~9"
+    assert encode_segments([seg], "f.md").column(0, "frag") == "#a~9"

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from docindex.search import fuse_scores, rrf
-from docindex.snippet import make_snippet
+from docindex.snippet import make_snippet, open_fence
 
 DOCS = {
     "fetch.md": "# Fetching data\n\nThe client fetched the data and fetches more later.\n",
@@ -233,6 +233,17 @@ def test_window_prefers_prose_to_fenced_code() -> None:
         "```sh\nrate limit\n```\nNo match.", {"rate"}, 60, True, CFG
     )
     assert "**rate**" in code_only and "```" not in code_only
+
+
+def test_a_chunk_that_starts_inside_a_fence_knows_it() -> None:
+    # The chunk begins in the middle of a long fenced block (the text before
+    # it opened the fence): its first fence line closes, the prose follows.
+    body = "# T\n\n```json\n" + '{"rate": 1}\n' * 30 + "```\n\nSet the rate per user.\n"
+    start = body.index('{"rate": 1}\n' * 20)
+    fence = open_fence(body[:start])
+    assert fence == "```"
+    snippet = make_snippet(body[start:], {"rate"}, 40, True, CFG, None, fence)
+    assert "per user" in snippet and "{" not in snippet
 
 
 def test_no_highlight_leaves_text_plain(indexed: Path) -> None:

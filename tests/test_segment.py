@@ -106,7 +106,11 @@ def test_slugify() -> None:
 
 
 def test_markdown_title_is_the_first_h1_outside_fences_in_400_lines() -> None:
-    from docindex.extract.markdown import _first_h1
+    from docindex.extract import ExtractLimits, get_extractor
+
+    def _first_h1(text: str) -> str | None:
+        """The title the Markdown extractor gives a file without front matter."""
+        return get_extractor("md")(text.encode(), "a.md", ExtractLimits()).title
 
     assert _first_h1("# Title\n\ntext") == "Title"
     assert _first_h1("```sh\n# not a title\n```\n# Real ##") == "Real"

@@ -93,7 +93,9 @@ def _tree(base: Path, n_files: int) -> Tree:
 
 @pytest.fixture(scope="module")
 def small_tree(tmp_path_factory: pytest.TempPathFactory) -> Tree:
-    return _tree(tmp_path_factory.mktemp("small"), 300)
+    # 1,000 files: with numpy in the workers (#18's explicit bulk path) 300
+    # files were all stored before the signal came.
+    return _tree(tmp_path_factory.mktemp("small"), 1000)
 
 
 @pytest.fixture(scope="module")
@@ -163,7 +165,10 @@ def check_after(tree: Tree, tmp_path: Path) -> None:
 
 def _catchable(tree: Tree, tmp_path: Path, sig: int, twice: bool = False) -> None:
     code, err, took = signal_scan(tree, tmp_path, sig, twice=twice)
-    assert code == 128 + sig, (code, err)
+    # A second signal that lands while the interpreter shuts down (its
+    # handlers are back to the default) ends the process by that signal,
+    # which a shell reports as 128+N as well.
+    assert code == 128 + sig or (twice and code == -sig), (code, err)
     lines = [ln for ln in err.splitlines() if ln.strip()]
     if twice:
         assert lines and lines[-1].startswith("interrupted"), err

@@ -6,14 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from docindex import migrations
 from docindex.errors import (
     ForeignDatabaseError,
     IndexCorruptError,
     IndexNotFoundError,
     SchemaTooNewError,
 )
-from docindex.store import Store
+from docindex.store import Store, migrations
 
 
 def test_migrate_blank_gives_final_schema(tmp_path: Path) -> None:
@@ -149,13 +148,18 @@ def test_new_index_reclaims_free_pages_after_a_big_change(tmp_path: Path) -> Non
 
 def test_body_cache_follows_writes_of_other_connections(tmp_path: Path) -> None:
     """A reader that keeps its Store open never pairs old text with new offsets."""
-    from docindex.store import compress_body
+    from docindex.store import EncodedSegments, NewDocument, compress_body
 
     path = tmp_path / "i.db"
     with Store.open(path, create=True) as writer, Store.open(path) as reader:
         rid = writer.root_id("/r")
-        doc = writer.insert_document(rid, "a.md", "md", None, 1, 1, "h", "old text",
-                                     {}, 0, 0.0)  # fmt: skip
+        doc = writer.add_document(
+            NewDocument(
+                root_id=rid, rel_path="a.md", kind="md", title=None, size=1,
+                mtime_ns=1, hash="h", body=compress_body("old text"),
+                segments=EncodedSegments(),
+            )
+        )  # fmt: skip
         assert reader.body(doc) == "old text"
         writer.conn.execute(
             "UPDATE documents SET body = ? WHERE id = ?", (compress_body("new"), doc)

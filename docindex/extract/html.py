@@ -231,6 +231,7 @@ def _blocks(root: Any) -> Iterator[tuple[int, int, str]]:
     row_line = 0
 
     started = False  # the current block has non-blank text
+    dropped = False  # the last "start" was skipped as boilerplate
 
     def add(text: str | None, at: int) -> None:
         nonlocal line, started
@@ -259,8 +260,11 @@ def _blocks(root: Any) -> Iterator[tuple[int, int, str]]:
         at = el.sourceline or line or 1
         if event == "start":
             if _dropped(el, tag):
+                # lxml still sends this element's "end" event, next: the
+                # tail is added there, once (it was added twice: "12.2.
+                # Reading a File Reading a File" in mdBook's table of contents).
                 walker.skip_subtree()
-                add(el.tail, at)  # the tail follows the dropped element
+                dropped = True
                 continue
             if tag in BLOCK_TAGS or tag in _HEADINGS or tag in _CELLS:
                 text = take()
@@ -271,6 +275,10 @@ def _blocks(root: Any) -> Iterator[tuple[int, int, str]]:
                 elif tag == "pre":
                     pre += 1
             add(el.text, at)
+            continue
+        if dropped:
+            dropped = False
+            add(el.tail, at)  # the tail follows the dropped element
             continue
         if tag in _CELLS or tag in BLOCK_TAGS or tag in _HEADINGS:
             text = take()

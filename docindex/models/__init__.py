@@ -6,7 +6,10 @@ between its modules is one of these dataclasses.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +138,66 @@ def _escapes_only(text: str) -> bool:
     )
 
 
+class SkipReason(StrEnum):
+    """Why a file is not in the index, or not wholly (the closed set, issue #18).
+
+    The value is the key ``docindex scan --json`` counts under (``skipped``)
+    and reports in ``errors``; ``message`` says what it means.
+    """
+
+    IGNORED = "ignored"
+    HIDDEN = "hidden"
+    SYMLINK = "symlink"
+    TOO_LARGE = "too-large"
+    BINARY = "binary"
+    UNSUPPORTED = "unsupported"
+    EMPTY = "empty"
+    MAX_DOCS = "max-docs"
+    MAX_SEGMENTS = "max-segments"
+    MAX_EMBEDDED = "max-embedded"
+    MISSING_ROOT = "missing-root"
+    WALK_LIMIT = "walk-limit"
+    BAD_NAME = "bad-name"
+    ERROR = "error"
+    CORRUPT = "corrupt"
+    ENCRYPTED = "encrypted"
+    NO_TEXT_LAYER = "no-text-layer"
+    ZIP_BOMB = "zip-bomb"
+    TIMEOUT = "timeout"
+    TRUNCATED = "truncated"
+    PARTIAL = "partial"
+
+    @property
+    def message(self) -> str:
+        """A one-line explanation for people."""
+        return _SKIP_MESSAGES[self]
+
+
+_SKIP_MESSAGES = {
+    SkipReason.IGNORED: "excluded by a default, --exclude or .gitignore rule",
+    SkipReason.HIDDEN: "a hidden file or folder (hidden = true indexes them)",
+    SkipReason.SYMLINK: "a symbolic link, not followed (or a directory cycle)",
+    SkipReason.TOO_LARGE: "over max_file_bytes",
+    SkipReason.BINARY: "binary content",
+    SkipReason.UNSUPPORTED: "not a regular file, or a type docindex cannot read",
+    SkipReason.EMPTY: "no text",
+    SkipReason.MAX_DOCS: "the index holds max_docs documents",
+    SkipReason.MAX_SEGMENTS: "the index holds max_segments segments",
+    SkipReason.MAX_EMBEDDED: "the index holds max_embedded vectors",
+    SkipReason.MISSING_ROOT: "the root is not a directory",
+    SkipReason.WALK_LIMIT: "max_depth or max_walked_files reached",
+    SkipReason.BAD_NAME: "the file name is not valid UTF-8",
+    SkipReason.ERROR: "could not be read or extracted",
+    SkipReason.CORRUPT: "a damaged or mislabelled file",
+    SkipReason.ENCRYPTED: "encrypted (password-protected)",
+    SkipReason.NO_TEXT_LAYER: "no text layer (a scan; needs OCR)",
+    SkipReason.ZIP_BOMB: "an archive over the decompression limits",
+    SkipReason.TIMEOUT: "extraction took over extract_timeout_s",
+    SkipReason.TRUNCATED: "indexed in part: max_sheet_rows or max_pdf_pages",
+    SkipReason.PARTIAL: "indexed, but some pages could not be read",
+}
+
+
 @dataclass(frozen=True, slots=True)
 class SkipRecord:
     """A file the index left out (or kept only in part), as ``docindex skipped`` lists it.
@@ -175,10 +238,75 @@ class ScanResult:
     interrupted: bool = False  # stopped on request; what it did is committed (#17)
     pending: int = 0  # files it walked but left for the next scan (when interrupted)
 
-    def skip(self, reason: str, path: str | None = None, message: str = "") -> None:
-        """Count a skipped file under ``reason`` and keep a message for real errors."""
+    def skip(
+        self, reason: SkipReason | str, path: str | None = None, message: str = ""
+    ) -> None:
+        """Count a skipped file under ``reason`` and keep a message for real errors.
+
+        Raises:
+            ValueError: ``reason`` is not a SkipReason value.
+        """
+        reason = SkipReason(reason)
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
         if path is not None and message:
             self.errors.append(
                 {"path": printable(path), "reason": reason, "message": message}
             )
+
+
+# -- scanning ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """A progress event: ``done`` files of ``total`` (None while walking)."""
+
+    phase: str
+    done: int
+    total: int | None
+    path: str = ""
+
+
+ProgressFn = Callable[[Progress], None]
+
+
+# -- queries ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class QueryOptions:
+    """How to run one query."""
+
+    top: int = 10
+    mode: str = "auto"
+    snippet_chars: int = 200
+    highlight: bool = True
+    min_score: float = 0.0
+    files: bool = False
+    explain: bool = False
+    types: tuple[str, ...] = ()
+    path_glob: str | None = None
+    where: tuple[tuple[str, str], ...] = ()
+    offset: int = 0
+    per_doc: int = 2  # hits a document shows in a page; 0 = no limit (issue #19)
+
+
+@dataclass(slots=True)
+class QueryResult:
+    """What ``docindex query`` prints (``--json`` keys are these field names)."""
+
+    query: str
+    mode: str
+    used: list[str] = field(default_factory=list)
+    degraded: bool = False
+    took_ms: float = 0.0
+    total: int = 0
+    hits: list[Hit] = field(default_factory=list)
+    next_offset: int | None = None
+    next_cursor: str | None = None
+    hint: dict[str, Any] | None = None
+
+
+# The navigation results (outline, show, section, list, related) are in
+# ``models/navigation.py``: a query never needs them, and each frozen dataclass
+# costs about a millisecond to create at import (the one-shot query budget, #7).

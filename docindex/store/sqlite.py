@@ -16,13 +16,11 @@ import shlex
 import sqlite3
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import migrations
-from .config import DEFAULT_DB_DIR
-from .errors import (
+from ..config import DEFAULT_DB_DIR
+from ..errors import (
     DocindexError,
     ForeignDatabaseError,
     IndexBusyError,
@@ -30,54 +28,29 @@ from .errors import (
     IndexNotFoundError,
     SchemaTooNewError,
 )
-from .models import SkipRecord, printable
+from ..models import SkipRecord, printable
+from . import migrations
+from .records import (
+    SEGMENT_COLUMNS,
+    DocFilter,
+    Fingerprint,
+    IndexCounts,
+    SegmentRow,
+    SkipRow,
+    StoredDocument,
+)
+
+if TYPE_CHECKING:
+    from .encoding import NewDocument
 
 SQLITE_HEADER = b"SQLite format 3\x00"
+_INSERT_SEGMENT = (
+    f"INSERT INTO segments (id, doc_id, {', '.join(SEGMENT_COLUMNS)}, vec) "
+    f"VALUES ({', '.join('?' * (len(SEGMENT_COLUMNS) + 3))})"
+)
+_ALL = DocFilter()
 _MAX_VARS = 900
 FTS_HASHSIZE = 16 * 1024 * 1024
-
-
-@dataclass(frozen=True, slots=True)
-class SkipRow:
-    """A skipped file's record as a rescan needs it."""
-
-    reason: str
-    message: str
-    size: int | None
-    mtime_ns: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class DocRow:
-    """The fingerprint of an indexed document, for incremental scans."""
-
-    id: int
-    size: int
-    mtime_ns: int
-    hash: str
-
-
-@dataclass(frozen=True, slots=True)
-class SegmentRow:
-    """A stored segment with what a hit needs to be rendered."""
-
-    id: int
-    doc_id: int
-    ordinal: int
-    chunk_id: str
-    start_line: int
-    end_line: int
-    char_start: int
-    char_end: int
-    heading: tuple[str, ...]
-    page: int | None
-    slide: int | None
-    sheet: str | None
-    cells: tuple[str, ...] | None
-    root: str
-    rel_path: str
-    title: str | None
-    kind: str
 
 
 def translate(exc: sqlite3.Error, path: Path | str) -> DocindexError:
@@ -508,13 +481,16 @@ class Store:
         )
         self.conn.execute("DELETE FROM roots WHERE path = ?", (root,))
 
-    def fingerprints(self, root_id: int) -> dict[str, DocRow]:
+    def fingerprints(self, root_id: int) -> dict[str, Fingerprint]:
         """rel_path -> fingerprint for every document of a root."""
         rows = self.conn.execute(
             "SELECT rel_path, id, size, mtime_ns, hash FROM documents WHERE root_id = ?",
             (root_id,),
         )
-        return {r[0]: DocRow(r[1], r[2], r[3], r[4]) for r in rows}
+        return {
+            rel_path: Fingerprint(doc_id, size, mtime_ns, hash_)
+            for rel_path, doc_id, size, mtime_ns, hash_ in rows
+        }
 
     def touch_document(self, doc_id: int, size: int, mtime_ns: int) -> None:
         """Record a new stat fingerprint for unchanged content."""
@@ -523,35 +499,46 @@ class Store:
             (size, mtime_ns, doc_id),
         )
 
-    def insert_document(
-        self, root_id: int, rel_path: str, kind: str, title: str | None, size: int,
-        mtime_ns: int, hash_: str, body: str | bytes, meta: dict[str, str],
-        n_segments: int, indexed_at: float, sections: bytes | None = None,
-        first_segment: int = 0,
-    ) -> int:  # fmt: skip
-        """Insert a document row and its facets; return its id.
+    def add_document(self, doc: NewDocument) -> int:
+        """Insert a document, its facets, segments, FTS rows and vectors; return its id.
 
-        ``body`` is the text, or the text already compressed with
-        ``compress_body`` (the indexer compresses in its worker processes).
-        ``sections`` is ``indexer.segment_columns``'s compressed section list;
-        the document's segments will take ids ``first_segment`` onwards.
+        One transaction (no SAVEPOINT inside a scan's: FTS5 flushes at each,
+        issue #7). The segments take consecutive ids from the next free one,
+        recorded as the document's ``first_segment``.
         """
-        cur = self.conn.execute(
-            "INSERT INTO documents (root_id, rel_path, kind, title, size, mtime_ns, "
-            "hash, body, meta, n_segments, indexed_at, sections, first_segment) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                root_id, rel_path, kind, title, size, mtime_ns, hash_,
-                body if isinstance(body, bytes) else compress_body(body),
-                json.dumps(meta, ensure_ascii=False) if meta else None,
-                n_segments, indexed_at, sections, first_segment,
-            ),
-        )  # fmt: skip
-        doc_id = int(cur.lastrowid or 0)
-        if meta:
+        meta = doc.meta
+        rows = doc.segments.rows
+        vectors = doc.vectors
+        n_vec = len(vectors)
+        with self.atomic(savepoint=False):
+            first = self.next_segment_id()
+            cur = self.conn.execute(
+                "INSERT INTO documents (root_id, rel_path, kind, title, size, mtime_ns, "
+                "hash, body, meta, n_segments, indexed_at, sections, first_segment) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    doc.root_id, doc.rel_path, doc.kind, doc.title, doc.size,
+                    doc.mtime_ns, doc.hash, doc.body,
+                    json.dumps(meta, ensure_ascii=False) if meta else None,
+                    len(rows), doc.indexed_at, doc.segments.sections, first,
+                ),
+            )  # fmt: skip
+            doc_id = int(cur.lastrowid or 0)
+            if meta:
+                self.conn.executemany(
+                    "INSERT INTO facets (doc_id, key, value) VALUES (?, ?, ?)",
+                    [(doc_id, k, v) for k, v in meta.items()],
+                )
             self.conn.executemany(
-                "INSERT INTO facets (doc_id, key, value) VALUES (?, ?, ?)",
-                [(doc_id, k, v) for k, v in meta.items()],
+                _INSERT_SEGMENT,
+                [
+                    (first + i, doc_id, *row, vectors[i] if i < n_vec else None)
+                    for i, row in enumerate(rows)
+                ],
+            )
+            self.conn.executemany(
+                "INSERT INTO fts (rowid, title, body) VALUES (?, ?, ?)",
+                [(first + i, title, body) for i, (title, body) in enumerate(doc.fts)],
             )
         return doc_id
 
@@ -559,30 +546,6 @@ class Store:
         """The id the next inserted segment gets."""
         first = self.conn.execute("SELECT coalesce(max(id), 0) + 1 FROM segments")
         return int(first.fetchone()[0])
-
-    def insert_segments(
-        self, rows: Sequence[tuple[Any, ...]], start: int | None = None
-    ) -> int:
-        """Insert one document's segments with consecutive ids; return the first.
-
-        Rows are ``(doc_id, *segment_columns(...), vec)``; the first id is
-        ``start`` or ``next_segment_id()``, the document's ``first_segment``.
-        """
-        if start is None:
-            start = self.next_segment_id()
-        self.conn.executemany(
-            "INSERT INTO segments (id, doc_id, section, part, frag, "
-            "start_line, lines, char_start, chars, page, slide, sheet, cells, "
-            "vec) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(start + i, *row) for i, row in enumerate(rows)],
-        )
-        return start
-
-    def insert_fts(self, rows: Iterable[tuple[int, str, str]]) -> None:
-        """Insert (rowid, title_tokens, body_tokens) into the contentless FTS table."""
-        self.conn.executemany(
-            "INSERT INTO fts (rowid, title, body) VALUES (?, ?, ?)", rows
-        )
 
     def tune_fts_for_bulk(self) -> None:
         """Let FTS5 buffer 16 MB of terms before it writes a segment (issue #7).
@@ -600,19 +563,32 @@ class Store:
                 "INSERT INTO fts (fts, rank) VALUES ('hashsize', ?)", (FTS_HASHSIZE,)
             )
 
-    def delete_fts(self, rows: Iterable[tuple[int, str, str]]) -> None:
-        """Remove FTS rows by replaying the exact tokens they were indexed with."""
-        self.conn.executemany(
-            "INSERT INTO fts (fts, rowid, title, body) VALUES ('delete', ?, ?, ?)", rows
-        )
+    def delete_document(
+        self, doc_id: int, fts: Iterable[tuple[int, str, str]] = ()
+    ) -> None:
+        """Delete a document with its segments (by id range), facets and FTS rows.
 
-    def delete_document(self, doc_id: int) -> None:
-        """Delete a document, its segments (by id range) and facets (cascade); FTS rows go first."""
-        self._bodies.pop(doc_id, None)
-        span = self._span(doc_id)
-        if span is not None:
-            self.conn.execute("DELETE FROM segments WHERE id >= ? AND id < ?", span)
-        self.conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
+        The FTS table is contentless: its rows go by replaying the exact
+        (segment id, title tokens, body tokens) they were indexed with, which
+        the caller recomputes from the stored text (``fts``).
+        """
+        with self.atomic(savepoint=False):
+            self.conn.executemany(
+                "INSERT INTO fts (fts, rowid, title, body) VALUES ('delete', ?, ?, ?)",
+                fts,
+            )
+            self._bodies.pop(doc_id, None)
+            span = self._span(doc_id)
+            if span is not None:
+                self.conn.execute("DELETE FROM segments WHERE id >= ? AND id < ?", span)
+            self.conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
+
+    def segment_count(self, doc_id: int) -> int:
+        """A document's number of segments (0 when it is not indexed)."""
+        row = self.conn.execute(
+            "SELECT n_segments FROM documents WHERE id = ?", (doc_id,)
+        ).fetchone()
+        return int(row[0]) if row else 0
 
     def _span(self, doc_id: int) -> tuple[int, int] | None:
         """The document's segment ids as a half-open range (consecutive ids)."""
@@ -623,22 +599,45 @@ class Store:
         ).fetchone()
         return (int(row[0]), int(row[1])) if row else None
 
-    def document(self, doc_id: int) -> dict[str, Any] | None:
-        """A document's row as a dict (body decompressed), or None."""
+    def document(self, doc_id: int) -> StoredDocument | None:
+        """A document's row (without its body), or None."""
+        return next(iter(self._documents("d.id = ?", (doc_id,))), None)
+
+    def _documents(
+        self, where: str, params: Sequence[object], tail: str = ""
+    ) -> list[StoredDocument]:
         cur = self.conn.execute(
-            "SELECT d.id, d.rel_path, d.kind, d.title, d.size, d.mtime_ns, d.hash, "
-            "d.meta, d.n_segments, r.path FROM documents d JOIN roots r "
-            "ON r.id = d.root_id WHERE d.id = ?",
-            (doc_id,),
+            "SELECT d.id, r.path, d.rel_path, d.kind, d.title, d.size, d.mtime_ns, "
+            "d.hash, d.meta, d.n_segments FROM documents d JOIN roots r "
+            f"ON r.id = d.root_id WHERE {where} {tail}",
+            tuple(params),
         )
-        row = cur.fetchone()
-        if row is None:
-            return None
-        keys = ("id", "rel_path", "kind", "title", "size", "mtime_ns", "hash",
-                "meta", "n_segments", "root")  # fmt: skip
-        out = dict(zip(keys, row, strict=True))
-        out["meta"] = json.loads(out["meta"]) if out["meta"] else {}
-        return out
+        return [
+            StoredDocument(
+                int(doc_id),
+                root,
+                rel_path,
+                kind,
+                title,
+                int(size),
+                int(mtime_ns),
+                hash_,
+                json.loads(meta) if meta else {},
+                int(n_segments),
+            )  # fmt: skip
+            for (
+                doc_id,
+                root,
+                rel_path,
+                kind,
+                title,
+                size,
+                mtime_ns,
+                hash_,
+                meta,
+                n_segments,
+            ) in cur  # fmt: skip
+        ]
 
     def find_document(self, root_id: int, rel_path: str) -> int | None:
         """Id of the document at (root, rel_path), or None."""
@@ -709,7 +708,7 @@ class Store:
         ]
 
     def _segment_rows(self, where: str, params: tuple[Any, ...]) -> list[SegmentRow]:
-        from .anchors import chunk_id
+        from ..anchors import chunk_id
 
         sql = (
             "SELECT s.id, s.doc_id, s.id - d.first_segment, s.section, s.part, s.frag, "
@@ -721,37 +720,38 @@ class Store:
         )
         rows = []
         parsed: dict[int, list[Any]] = {}  # doc id -> its sections, per call
-        for r in self.conn.execute(sql, params):
-            sections = parsed.get(r[1])
+        for (
+            sid, doc_id, ordinal, section, part, frag, start_line, end_line,
+            char_start, char_end, page, slide, sheet, cells, root, rel_path,
+            title, kind, sections_blob,
+        ) in self.conn.execute(sql, params):  # fmt: skip
+            sections = parsed.get(doc_id)
             if sections is None:
-                sections = parsed[r[1]] = (
-                    json.loads(zlib.decompress(r[18])) if r[18] else []
-                )
-            heading, anchor = _section(sections, r[3])
-            rel_path = r[15]
-            if r[5] is not None:
-                cid = rel_path + r[5]
+                sections = parsed[doc_id] = _decode_sections(sections_blob)
+            heading, anchor = _decode_section(sections, section)
+            if frag is not None:
+                cid = rel_path + frag
             else:
-                cid = chunk_id(rel_path, anchor, r[4] or 1)
+                cid = chunk_id(rel_path, anchor, part or 1)
             rows.append(
                 SegmentRow(
-                    r[0],
-                    r[1],
-                    r[2],
+                    sid,
+                    doc_id,
+                    ordinal,
                     cid,
-                    r[6],
-                    r[7],
-                    r[8],
-                    r[9],
+                    start_line,
+                    end_line,
+                    char_start,
+                    char_end,
                     tuple(heading),
-                    r[10],
-                    r[11],
-                    r[12],
-                    tuple(json.loads(r[13])) if r[13] else None,
-                    r[14],
+                    page,
+                    slide,
+                    sheet,
+                    tuple(json.loads(cells)) if cells else None,
+                    root,
                     rel_path,
-                    r[16],
-                    r[17],
+                    title,
+                    kind,
                 )  # fmt: skip
             )
         return rows
@@ -759,10 +759,15 @@ class Store:
     # -- search ------------------------------------------------------------
 
     def lexical(
-        self, match: str, limit: int, title_weight: float, where: str = "",
-        params: tuple[Any, ...] = (),
+        self, match: str, limit: int, title_weight: float,
+        only: DocFilter = _ALL,
     ) -> list[tuple[int, float]]:  # fmt: skip
-        """(segment id, bm25) best first; bm25 is negated so higher is better."""
+        """(segment id, bm25) best first; bm25 is negated so higher is better.
+
+        ``match`` is an FTS5 query (callers quote user text); ``only`` keeps
+        the segments of the documents it selects.
+        """
+        where, params = _filter_sql(only)
         if where:
             sql = (
                 "SELECT f.rowid, -bm25(fts, ?, 1.0) AS s FROM fts f "
@@ -807,14 +812,15 @@ class Store:
         found = self.segments_by_id(ids)
         return [found[i] for i in ids if i in found]
 
-    def set_vectors(self, rows: Iterable[tuple[bytes, int]]) -> None:
-        """Store (vector blob, segment id) pairs."""
-        self.conn.executemany("UPDATE segments SET vec = ? WHERE id = ?", rows)
+    def set_vectors(self, ids: Sequence[int], blobs: Sequence[bytes]) -> None:
+        """Store each segment's vector blob (``ids[i]`` gets ``blobs[i]``)."""
+        self.conn.executemany(
+            "UPDATE segments SET vec = ? WHERE id = ?", zip(blobs, ids, strict=True)
+        )
 
-    def all_vectors(
-        self, where: str = "", params: tuple[Any, ...] = ()
-    ) -> tuple[list[int], list[bytes]]:
-        """Every stored vector (optionally filtered through documents ``d``)."""
+    def all_vectors(self, only: DocFilter = _ALL) -> tuple[list[int], list[bytes]]:
+        """Every stored vector (of the documents ``only`` selects)."""
+        where, params = _filter_sql(only)
         sql = "SELECT s.id, s.vec FROM segments s"
         if where:
             sql += f" JOIN documents d ON d.id = s.doc_id WHERE s.vec IS NOT NULL AND {where}"
@@ -858,17 +864,17 @@ class Store:
         """Largest segment id: a bound on the segment count without a table scan."""
         return int(self.conn.execute("SELECT max(id) FROM segments").fetchone()[0] or 0)
 
-    def counts(self) -> dict[str, int]:
+    def counts(self) -> IndexCounts:
         """Document, segment, vector and root counts."""
         c = self.conn.execute
-        return {
-            "documents": int(c("SELECT count(*) FROM documents").fetchone()[0]),
-            "segments": int(c("SELECT count(*) FROM segments").fetchone()[0]),
-            "embedded": int(
+        return IndexCounts(
+            documents=int(c("SELECT count(*) FROM documents").fetchone()[0]),
+            segments=int(c("SELECT count(*) FROM segments").fetchone()[0]),
+            embedded=int(
                 c("SELECT count(*) FROM segments WHERE vec IS NOT NULL").fetchone()[0]
             ),
-            "roots": int(c("SELECT count(*) FROM roots").fetchone()[0]),
-        }
+            roots=int(c("SELECT count(*) FROM roots").fetchone()[0]),
+        )
 
     def kinds(self) -> dict[str, int]:
         """Document count per kind."""
@@ -880,22 +886,20 @@ class Store:
         }
 
     def documents(
-        self, where: str = "", params: tuple[Any, ...] = (), limit: int = -1,
-        offset: int = 0,
-    ) -> tuple[list[dict[str, Any]], int]:  # fmt: skip
-        """Documents (without bodies) matching ``where`` and the total count."""
+        self, only: DocFilter = _ALL, limit: int = -1, offset: int = 0
+    ) -> tuple[list[StoredDocument], int]:
+        """Documents ``only`` selects, by root and path, and their total count."""
+        where, params = _filter_sql(only)
         cond = f"WHERE {where}" if where else ""
         total = self.conn.execute(
             f"SELECT count(*) FROM documents d {cond}", params
         ).fetchone()[0]
-        rows = self.conn.execute(
-            "SELECT d.id, r.path, d.rel_path, d.title, d.kind, d.size, d.n_segments "
-            f"FROM documents d JOIN roots r ON r.id = d.root_id {cond} "
-            "ORDER BY r.path, d.rel_path LIMIT ? OFFSET ?",
+        docs = self._documents(
+            where or "1",
             (*params, limit, offset),
+            "ORDER BY r.path, d.rel_path LIMIT ? OFFSET ?",
         )
-        keys = ("id", "root", "rel_path", "title", "type", "size", "segments")
-        return [dict(zip(keys, r, strict=True)) for r in rows], int(total)
+        return docs, int(total)
 
     def facet_counts(self) -> list[tuple[str, int, int]]:
         """(key, documents, distinct values) per facet, most documents first."""
@@ -942,25 +946,13 @@ class Store:
         with contextlib.suppress(sqlite3.Error):
             self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
-    def documents_at(self, pairs: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
-        """Kind and facets of the documents at (root path, rel_path) pairs (issue #6).
-
-        Returns dicts with ``id``, ``root``, ``rel_path``, ``kind`` and ``meta``
-        (the front-matter facets), in the order of ``pairs``; unknown pairs are
-        left out.
-        """
-        out: list[dict[str, Any]] = []
+    def documents_at(self, pairs: Sequence[tuple[str, str]]) -> list[StoredDocument]:
+        """The documents at (root path, rel_path) pairs, in order; unknown pairs left out."""
+        out: list[StoredDocument] = []
         for root, rel_path in pairs:
-            row = self.conn.execute(
-                "SELECT d.id, d.kind, d.meta FROM documents d JOIN roots r "
-                "ON r.id = d.root_id WHERE r.path = ? AND d.rel_path = ?",
-                (root, rel_path),
-            ).fetchone()
-            if row is not None:
-                out.append({
-                    "id": int(row[0]), "root": root, "rel_path": rel_path,
-                    "kind": row[1], "meta": json.loads(row[2]) if row[2] else {},
-                })  # fmt: skip
+            out.extend(
+                self._documents("r.path = ? AND d.rel_path = ?", (root, rel_path))
+            )
         return out
 
     # -- document-level statistics (issue #3, ``--files`` ranking) ---------
@@ -1034,18 +1026,6 @@ class Store:
         return out
 
 
-def _section(sections: list[Any], index: int | None) -> tuple[list[str], str]:
-    """(heading path, anchor) of a stored section; see indexer.segment_columns."""
-    if index is None:
-        return [], ""
-    entry = sections[index]
-    if not entry or isinstance(entry[0], str):  # a bare heading path
-        from .anchors import slug_path
-
-        return entry, slug_path(entry)
-    return entry[0], entry[1]
-
-
 def _roll_back_hot_journal(path: Path, busy_timeout: float) -> None:
     """Roll back a journal left by a killed writer, so a read-only open works.
 
@@ -1109,6 +1089,85 @@ def _varints(blob: bytes) -> list[int]:
             out.append(value)
             value = 0
     return out
+
+
+# A stored section: a bare heading path (its anchor is the path's slug), or
+# [heading path, anchor] (``encoding.encode_segments``).
+Section = list[str] | list[list[str] | str]
+
+
+def _decode_sections(blob: bytes | None) -> list[Section]:
+    """A document's stored section list (``encode_segments``)."""
+    return json.loads(zlib.decompress(blob)) if blob else []
+
+
+def _decode_section(
+    sections: Sequence[Section], index: int | None
+) -> tuple[list[str], str]:
+    """(heading path, anchor) of a stored section."""
+    if index is None:
+        return [], ""
+    entry = sections[index]
+    if not entry or isinstance(entry[0], str):  # a bare heading path
+        from ..anchors import slug_path
+
+        path: list[str] = entry  # type: ignore[assignment]
+        return path, slug_path(path)
+    return entry[0], entry[1]  # type: ignore[return-value]
+
+
+_GLOB_CHARS = frozenset("*?[")
+
+
+def _path_clause(path: str) -> tuple[str, tuple[Any, ...]]:
+    """SQL over ``d.rel_path`` for ``--path`` (issue #19).
+
+    A pattern with ``*``, ``?`` or ``[`` is a glob (SQLite GLOB: ``*`` also
+    crosses ``/``); anything else is an exact file or a folder prefix, with or
+    without its trailing slash (``en/apisix`` and ``en/apisix/`` are the
+    same). A leading ``./`` is ignored.
+    """
+    path = path.replace("\\", "/")
+    while path.startswith("./"):
+        path = path[2:]
+    if _GLOB_CHARS & set(path):
+        return "d.rel_path GLOB ?", (path,)
+    folder = path.rstrip("/")
+    if not folder:
+        return "1", ()
+    return "(d.rel_path = ? OR substr(d.rel_path, 1, ?) = ?)", (
+        folder, len(folder) + 1, folder + "/",
+    )  # fmt: skip
+
+
+def _filter_sql(only: DocFilter) -> tuple[str, tuple[object, ...]]:
+    """SQL over ``documents d`` for a DocFilter (pushed down into each query)."""
+    clauses: list[str] = []
+    params: list[object] = []
+    if only.root_ids is not None:
+        ids = list(only.root_ids) or [-1]
+        clauses.append(f"d.root_id IN ({','.join('?' * len(ids))})")
+        params.extend(ids)
+    if only.kinds:
+        clauses.append(f"d.kind IN ({','.join('?' * len(only.kinds))})")
+        params.extend(t.lower().lstrip(".") for t in only.kinds)
+    if only.path_glob:
+        clauses.append("d.rel_path GLOB ?")
+        params.append(only.path_glob)
+    if only.path:
+        clause, values = _path_clause(only.path)
+        clauses.append(clause)
+        params.extend(values)
+    for key, value in only.facets:
+        clauses.append(
+            "EXISTS (SELECT 1 FROM facets x WHERE x.doc_id = d.id AND x.key = ? "
+            "AND x.value = ?)"
+        )
+        params.extend((key, value))
+    if only.except_doc is not None:
+        clauses.append("d.id != ?")
+        params.append(only.except_doc)
+    return " AND ".join(clauses), tuple(params)
 
 
 def _chunks(ids: Sequence[Any]) -> Iterator[Sequence[Any]]:

@@ -1,0 +1,64 @@
+"""Storage: the index's schema, row format and every SQL statement (issue #18).
+
+``Index`` (``interface.py``) is the typed interface the core uses; ``Store``
+(``sqlite.py``) implements it on one SQLite file; ``records.py`` holds the
+dataclasses that cross it; ``encoding.py`` the segment row format;
+``migrations.py`` the schema. ``from docindex.store import Store`` keeps
+working as before.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .interface import Index
+from .records import (
+    DocFilter,
+    DocRow,
+    Fingerprint,
+    IndexCounts,
+    SegmentColumns,
+    SegmentRow,
+    SkipRow,
+    StoredDocument,
+)
+from .sqlite import Store, compress_body, repair_hint, translate
+
+if TYPE_CHECKING:
+    from .encoding import EncodedSegments, NewDocument, encode_segments
+
+_WRITE_SIDE = {"EncodedSegments", "NewDocument", "encode_segments"}
+
+
+def __getattr__(name: str) -> Any:
+    """The write side (``encoding.py``) on first use: a query never needs it."""
+    if name in _WRITE_SIDE:
+        from . import encoding
+
+        return getattr(encoding, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = [
+    "DocFilter",
+    "DocRow",
+    "EncodedSegments",
+    "Fingerprint",
+    "Index",
+    "IndexCounts",
+    "NewDocument",
+    "SegmentColumns",
+    "SegmentRow",
+    "SkipRow",
+    "Store",
+    "StoredDocument",
+    "compress_body",
+    "encode_segments",
+    "repair_hint",
+    "translate",
+]
+
+
+def _implements_index(store: Store) -> Index:
+    """Never called: mypy checks here that ``Store`` implements ``Index``."""
+    return store

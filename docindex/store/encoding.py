@@ -1,0 +1,109 @@
+"""The write side: a document in stored form, built in the scan's workers.
+
+How segments are stored: a section list per document, a few columns per
+segment. ``encode_segments`` is a pure function (no connection) that the
+indexer calls in its worker processes; ``Store`` decodes the sections when it
+reads segments. Moved here from ``indexer.segment_columns`` (issue #18) so the
+storage package alone knows its row format.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .records import SEGMENT_COLUMNS, SegmentColumns
+
+if TYPE_CHECKING:
+    from ..models import Segment
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedSegments:
+    """A document's segments in stored form (``encode_segments``)."""
+
+    sections: bytes | None = None
+    rows: tuple[SegmentColumns, ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def column(self, index: int, name: str) -> object:
+        """Segment ``index``'s stored value of column ``name`` (SEGMENT_COLUMNS)."""
+        return self.rows[index][SEGMENT_COLUMNS.index(name)]
+
+
+@dataclass(frozen=True, slots=True)
+class NewDocument:
+    """A document to insert, with its segments and their FTS rows and vectors.
+
+    ``body`` is the text compressed with ``compress_body`` (the indexer
+    compresses in its worker processes). ``fts`` holds one pre-tokenised
+    (title, body) pair per segment; ``vectors`` at most one blob per segment,
+    in order (fewer when ``max_embedded`` cut them).
+    """
+
+    root_id: int
+    rel_path: str
+    kind: str
+    title: str | None
+    size: int
+    mtime_ns: int
+    hash: str
+    body: bytes
+    segments: EncodedSegments
+    fts: tuple[tuple[str, str], ...] = ()
+    vectors: tuple[bytes, ...] = ()
+    meta: dict[str, str] = field(default_factory=dict)
+    indexed_at: float = 0.0
+
+
+def encode_segments(segments: Sequence[Segment], rel_path: str) -> EncodedSegments:
+    """A document's section list (zlib JSON) and its segments' stored columns.
+
+    Heading paths and anchors are stored once per section; a segment keeps
+    the section's index and its piece number, and ``frag`` only when its
+    chunk id is not ``chunk_id(rel_path, anchor, part)`` (issue #7).
+    """
+    from ..anchors import chunk_id, slug_path
+
+    index: dict[tuple[tuple[str, ...], str], int] = {}
+    rows: list[SegmentColumns] = []
+    for seg in segments:
+        key = (seg.heading_path, seg.anchor)
+        section = None
+        if key != ((), ""):
+            section = index.get(key)
+            if section is None:
+                section = index[key] = len(index)
+        derived = chunk_id(rel_path, seg.anchor, seg.part)
+        frag = None if seg.chunk_id == derived else seg.chunk_id[len(rel_path) :]
+        rows.append((
+            section, seg.part if seg.part != 1 else None, frag,
+            seg.start_line, seg.end_line - seg.start_line,
+            seg.char_start, seg.char_end - seg.char_start,
+            seg.page, seg.slide, seg.sheet,
+            json.dumps(list(seg.line_cells)) if seg.line_cells else None,
+        ))  # fmt: skip
+    if not index:
+        return EncodedSegments(None, tuple(rows))
+    # Most anchors are the slugs of their headings: then the path alone is kept.
+    # Sections share parents, so each path's slug extends its parent's (memo).
+    slugs: dict[tuple[str, ...], str] = {(): ""}
+
+    def slug_of(path: tuple[str, ...]) -> str:
+        got = slugs.get(path)
+        if got is None:
+            parent = slug_of(path[:-1])
+            own = slug_path(path[-1:])
+            got = slugs[path] = f"{parent}/{own}" if parent else own
+        return got
+
+    listed = json.dumps(
+        [list(h) if h and a == slug_of(h) else [list(h), a] for h, a in index],
+        ensure_ascii=False,
+    )
+    return EncodedSegments(zlib.compress(listed.encode("utf-8"), 9), tuple(rows))

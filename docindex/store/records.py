@@ -1,0 +1,129 @@
+"""The records that cross the storage interface (issue #18).
+
+Callers pass and receive these, never row tuples: only the storage package
+knows its columns. The one exception is internal to it: ``SegmentColumns``
+rows, built by ``encoding.encode_segments`` and read by ``Store``. The write
+side's records (``NewDocument``, ``EncodedSegments``) are in ``encoding.py``:
+a query never builds them, and each frozen dataclass costs about a
+millisecond at import (the one-shot query budget, issue #7). For the same
+reason the small read-side records are NamedTuples (immutable, typed, about
+five times cheaper to define); ``SegmentRow`` stays a dataclass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+
+class Fingerprint(NamedTuple):
+    """The fingerprint of an indexed document, for incremental scans."""
+
+    id: int
+    size: int
+    mtime_ns: int
+    hash: str
+
+
+DocRow = Fingerprint  # the name before issue #18
+
+
+class SkipRow(NamedTuple):
+    """A skipped file's record as a rescan needs it (issue #23)."""
+
+    reason: str
+    message: str
+    size: int | None
+    mtime_ns: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentRow:
+    """A stored segment with what a hit needs to be rendered."""
+
+    id: int
+    doc_id: int
+    ordinal: int
+    chunk_id: str
+    start_line: int
+    end_line: int
+    char_start: int
+    char_end: int
+    heading: tuple[str, ...]
+    page: int | None
+    slide: int | None
+    sheet: str | None
+    cells: tuple[str, ...] | None
+    root: str
+    rel_path: str
+    title: str | None
+    kind: str
+
+
+# One segment as stored, between its ``doc_id`` and its vector: a plain tuple
+# in this column order, because a scan builds one per segment in its worker
+# processes and pickles them back (a NamedTuple made that 26x slower). Only
+# ``encoding.encode_segments`` builds them and only ``Store`` reads them.
+SEGMENT_COLUMNS = (
+    "section", "part", "frag", "start_line", "lines", "char_start", "chars",
+    "page", "slide", "sheet", "cells",
+)  # fmt: skip
+SegmentColumns = tuple[
+    int | None, int | None, str | None, int, int, int, int, int | None, int | None,
+    str | None, str | None,
+]  # fmt: skip
+
+
+class StoredDocument(NamedTuple):
+    """A document's row (without its body)."""
+
+    id: int
+    root: str
+    rel_path: str
+    kind: str
+    title: str | None
+    size: int
+    mtime_ns: int
+    hash: str
+    meta: dict[str, str]
+    n_segments: int
+
+
+class DocFilter(NamedTuple):
+    """Which documents a search or a listing keeps; empty keeps all.
+
+    Args:
+        root_ids: only documents of these roots (None: any root).
+        kinds: document kinds (``md``, ``.pdf``...; case and dot ignored).
+        path_glob: SQLite GLOB over the root-relative path (``list --path``).
+        path: ``query --path``: a glob when it has ``*``, ``?`` or ``[``,
+            else a file or a folder prefix (issue #19).
+        facets: (key, value) front-matter pairs a document must all have.
+        except_doc: leave out this document (``related`` without ``--same-file``).
+    """
+
+    root_ids: tuple[int, ...] | None = None
+    kinds: tuple[str, ...] = ()
+    path_glob: str | None = None
+    path: str | None = None
+    facets: tuple[tuple[str, str], ...] = ()
+    except_doc: int | None = None
+
+    def __bool__(self) -> bool:
+        return bool(
+            self.root_ids is not None
+            or self.kinds
+            or self.path_glob
+            or self.path
+            or self.facets
+            or self.except_doc is not None
+        )
+
+
+class IndexCounts(NamedTuple):
+    """Documents, segments, segments with a vector, and roots."""
+
+    documents: int
+    segments: int
+    embedded: int
+    roots: int
