@@ -23,7 +23,7 @@ from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .analyze import analyze_segments, title_text
+from .analyze import analyze_segments, document_fields, document_terms, title_text
 from .analyze import embed_input as embed_input  # re-exported: the old home
 from .analyze import fts_row as fts_row
 from .config import Config
@@ -47,6 +47,7 @@ from .store import (
     compress_body,
     encode_segments,
 )
+from .tokenize import stopword_terms
 
 if TYPE_CHECKING:  # imported where used: a query needs none of them (issue #7)
     from .extract import ExtractLimits
@@ -94,6 +95,8 @@ class Prepared:
     fts: tuple[tuple[str, str], ...] = ()
     vectors: tuple[bytes, ...] | None = None
     notes: tuple[tuple[str, str], ...] = ()
+    fields: tuple[str, str] = ("", "")  # the document's FTS fields (#21)
+    terms: str = ""  # its salient terms (analyze.document_terms)
 
 
 def _limits(cfg: Config) -> ExtractLimits:
@@ -190,11 +193,13 @@ def _index_parts(
     fts, vectors = analyze_segments(
         cfg, extracted.title, doc_title, segments, bulk=bulk
     )
+    fields = document_fields(cfg, doc_title, (s.heading_path for s in segments))
     return Prepared(
         job, hash=digest, kind=extracted.kind, title=extracted.title,
         meta=_facets(extracted.meta), notes=_notes(extracted.meta),
         body_z=compress_body(body), segments=encode_segments(segments, job.rel_path),
-        fts=fts, vectors=vectors,
+        fts=fts, vectors=vectors, fields=fields,
+        terms=document_terms(fts, stopword_terms(cfg.stem)),
     )  # fmt: skip
 
 
@@ -815,7 +820,8 @@ def _store_prepared(
             root_id=root_id, rel_path=job.rel_path, kind=prep.kind, title=prep.title,
             size=job.size, mtime_ns=job.mtime_ns, hash=prep.hash, body=prep.body_z,
             segments=prep.segments, fts=prep.fts, vectors=vectors or (),
-            meta=prep.meta or {}, indexed_at=time.time(),
+            meta=prep.meta or {}, indexed_at=time.time(), fields=prep.fields,
+            terms=prep.terms,
         )
     )  # fmt: skip
 
@@ -827,11 +833,13 @@ def remove_document(store: Index, cfg: Config, doc_id: int) -> None:
         return
     body = store.body(doc_id)
     doc_title = title_text(doc.title, doc.rel_path)
+    segments = store.segments_of(doc_id)
     rows = [
         (
             seg.id,
             *fts_row(cfg, doc_title, seg.heading, body[seg.char_start : seg.char_end]),
         )
-        for seg in store.segments_of(doc_id)
+        for seg in segments
     ]
-    store.delete_document(doc_id, rows)
+    fields = document_fields(cfg, doc_title, (seg.heading for seg in segments))
+    store.delete_document(doc_id, rows, fields)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .records import (
     DocFilter,
+    DocHit,
     Fingerprint,
     IndexCounts,
     SegmentRow,
@@ -78,8 +79,9 @@ class Index(Protocol):
         """Insert a document with its segments, postings and vectors; its id."""
 
     def delete_document(
-        self, doc_id: int, fts: Iterable[tuple[int, str, str]] = ()
-    ) -> None:
+        self, doc_id: int, fts: Iterable[tuple[int, str, str]] = (),
+        fields: tuple[str, str] | None = None,
+    ) -> None:  # fmt: skip
         """Delete a document, its segments, postings and facets."""
 
     def document(self, doc_id: int) -> StoredDocument | None:
@@ -136,9 +138,28 @@ class Index(Protocol):
 
     # -- postings (full-text search)
     def lexical(
-        self, match: str, limit: int, title_weight: float, only: DocFilter = ...
-    ) -> list[tuple[int, float]]:
-        """(segment id, bm25 score) best first for an FTS5 query."""
+        self, match: str, limit: int, title_weight: float, only: DocFilter = ...,
+        within: Sequence[int] | None = None,
+    ) -> list[tuple[int, float]]:  # fmt: skip
+        """(segment id, bm25 score) best first for an FTS5 query (of ``within``)."""
+
+    def document_lexical(
+        self,
+        match: str,
+        limit: int,
+        weights: tuple[float, float, float],
+        only: DocFilter = ...,
+    ) -> list[DocHit]:
+        """The best documents by field-weighted bm25 (title, headings, body)."""
+
+    def document_terms(self, doc_ids: Sequence[int]) -> dict[int, str]:
+        """doc id -> its stored salient terms."""
+
+    def document_freqs(self, terms: Sequence[str]) -> dict[str, int]:
+        """Documents holding each term."""
+
+    def document_stats(self) -> tuple[int, float]:
+        """(documents, mean body terms per document)."""
 
     def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
         """Segments holding each term."""
