@@ -14,29 +14,25 @@ Weighted Reciprocal Rank Fusion (``rrf``, ``k = cfg.rrf_k``) is the other
 fusion (``fusion = "rrf"``); on the evaluation sets it ranked worse than the
 score fusion because the n-gram list is weaker than bm25 (see bench/eval.py).
 
-Documents (``_document_scores``): the documents of the best fused segments
-(``max(DOC_POOL, 2 x (top + offset))`` of them) are re-scored by BM25F over
-the whole document text and its fields (title, file name, best section's
-heading path; an occurrence there counts FIELD_WEIGHT times), ``k1 = DOC_K1``,
-``b = DOC_B``::
-
-    bm25(D) = sum_t w_t * idf(t) * f(t,D) * (k1 + 1) / (f(t,D) + K(D))
-    K(D)    = k1 * (1 - b + b * |D| / avgdl)
-    idf(t)  = log(1 + (N - n(t) + 0.5) / (n(t) + 0.5))
-
-with N documents in the index, n(t) of them holding t, |D| the document's
-terms (fields included) and avgdl the index mean; each document's semantic score is its best
-segment cosine, and the two are fused as above, then divided by the best
-document's fused score, so the top document scores 1.0. ``w_t`` is 1 for the user's terms; in
-``auto`` mode a second, RM3-style pass adds FEEDBACK_TERMS terms from the
-FEEDBACK_DOCS best documents, the user's terms keeping FEEDBACK_ORIGINAL of
-the weight (``_feedback_terms``). On SciFact whole-document bm25 beat the best
-segment's bm25 by ~3 points nDCG@10 and the feedback added ~1.4.
+Documents (issue #21): every document is also one row of ``doc_fts`` (title
+with file name, headings, body; pre-tokenised like segments). In ``auto`` and
+``lexical`` mode a query first ranks documents by FTS5's
+``bm25(doc_fts, *FIELD_WEIGHTS)`` (BM25F-like: a field weight per column,
+``k1 = 1.2``, ``b = 0.75``), keeps the ``max(DOC_POOL, 2 x (top + offset))``
+best, and computes the segments' bm25 for those documents' segments alone
+(``_document_stage``): FTS5 spends most of a broad query on per-row bm25, so
+this costs less than ranking every matching segment. Each document's
+semantic score is its best segment cosine; the two are fused as above and
+divided by the best document's score. In ``auto`` mode an RM3-style pass
+(``_with_feedback``) adds FEEDBACK_TERMS terms from the FEEDBACK_DOCS best
+documents' stored salient terms (``documents.terms``, written at index
+time: nothing is tokenised per query), the user's terms keeping
+FEEDBACK_ORIGINAL of the weight.
 
 ``--files`` ranks these documents (``_rank_documents``). The default chunk
-list (``_rank_chunks``, issue #21) gives each chunk CHUNK_DOC_WEIGHT of its
-document's score, the rest its own fused score, so it ranks documents nearly
-as well without collapsing to one chunk per document.
+list (``_rank_chunks``) gives each chunk CHUNK_DOC_WEIGHT of its document's
+score, the rest its own fused score, so it ranks documents nearly as well
+as ``--files`` without collapsing to one chunk per document.
 """
 
 from __future__ import annotations
@@ -193,14 +189,15 @@ FEEDBACK_DOCS = 3
 FEEDBACK_TERMS = 20
 FEEDBACK_ORIGINAL = 0.5  # share of the query weight kept by the user's terms
 FEEDBACK_MIN_DOCS = 50  # no feedback in a smaller index
+FEEDBACK_MIN_TERMS = 4  # nor for a shorter query (a name: bench/known_titles.py)
 # bm25(doc_fts, title and file name, headings, body) column weights (issue #21).
 # On SciFact a title weight of 1.0 cost 2 points nDCG@10 (its titles restate
 # the abstracts); the known-item sets need the fields (bench/known_items.py).
 FIELD_WEIGHTS = (0.2, 0.2, 1.0)
-CHUNK_DOC_WEIGHT = 0.7  # share of a chunk's score that is its document's
-# The chunk list's documents get no feedback: it gained SciFact 1 point
-# nDCG@10 and cost ~25% of a query's time (bench/query_speed.py, issue #21).
-CHUNK_FEEDBACK = False
+CHUNK_DOC_WEIGHT = 0.6  # share of a chunk's score that is its document's
+# Feedback for the chunk list's documents too: +1 point nDCG@10 on SciFact
+# (0.692 -> 0.702), one ``doc_vocab`` lookup per added term (~2 ms).
+CHUNK_FEEDBACK = True
 _RawLists = dict[str, dict[int, tuple[int, float]]]  # list -> id -> (rank, raw)
 
 
@@ -285,6 +282,8 @@ def _with_feedback(
     per query term plus the rest from the added terms. Nothing is tokenised
     at query time (issue #21). On SciFact the feedback adds ~1.5 points.
     """
+    if len(set(qterms)) < FEEDBACK_MIN_TERMS:
+        return lexical
     n_docs, mean_len = store.document_stats()
     if n_docs < FEEDBACK_MIN_DOCS:
         # FTS5's idf is ~0 for a term in half the documents: in a small

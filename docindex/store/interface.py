@@ -164,12 +164,6 @@ class Index(Protocol):
     def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
         """Segments holding each term."""
 
-    def doc_doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
-        """Documents holding each term."""
-
-    def doc_stats(self) -> tuple[int, float]:
-        """(documents, mean terms per document)."""
-
     def tune_fts_for_bulk(self) -> None:
         """Prepare the postings for many inserts."""
 

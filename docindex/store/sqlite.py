@@ -1040,58 +1040,6 @@ class Store:
         body = totals[3] if len(totals) > 3 else 0
         return n_docs, body / max(1, n_docs)
 
-    # -- document-level statistics (issue #3, ``--files`` ranking) ---------
-
-    def doc_stats(self) -> tuple[int, float]:
-        """(documents, mean terms per document), cached until the index changes.
-
-        Both come from FTS5's own totals (the ``averages`` record, row 1 of
-        ``fts_data``: row count, then total tokens per column) and the
-        document count; the cache is keyed on ``PRAGMA data_version`` and this
-        connection's ``total_changes``, so a write by any connection refreshes it.
-        """
-        version = self._version()
-        cached = getattr(self, "_doc_stats", None)
-        if cached is not None and cached[0] == version:
-            hit: tuple[int, float] = cached[1]
-            return hit
-        n_docs = int(self.conn.execute("SELECT count(*) FROM documents").fetchone()[0])
-        row = self.conn.execute("SELECT block FROM fts_data WHERE id = 1").fetchone()
-        totals = _varints(row[0]) if row and row[0] else []
-        body_terms = totals[2] if len(totals) > 2 else 0
-        stats = (n_docs, body_terms / max(1, n_docs))
-        self._doc_stats = (version, stats)
-        return stats
-
-    def doc_doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
-        """Number of documents (not segments) containing each term.
-
-        One FTS5 MATCH per term joined to its segments' documents (about 1 us
-        per matching segment); memoised until the index changes.
-        """
-        version = self._version()
-        memo: dict[str, int] | None = None
-        cached = getattr(self, "_doc_dfs", None)
-        if cached is not None and cached[0] == version:
-            memo = cached[1]
-        if memo is None or len(memo) > 100_000:
-            memo = {}
-            self._doc_dfs = (version, memo)
-        out: dict[str, int] = {}
-        for term in terms:
-            n = memo.get(term)
-            if n is None:
-                n = memo[term] = int(
-                    self.conn.execute(
-                        "SELECT count(DISTINCT s.doc_id) FROM fts f JOIN segments s "
-                        "ON s.id = f.rowid WHERE fts MATCH ?",
-                        ('"' + term.replace('"', '""') + '"',),
-                    ).fetchone()[0]
-                )
-            if n:
-                out[term] = n
-        return out
-
     def _version(self) -> tuple[int, int]:
         """Changes when any connection (or this one) writes to the index."""
         return (
