@@ -13,6 +13,7 @@ import os
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from .errors import DocindexError, MisuseError, OutsideRootsError
 from .limits import (
@@ -212,10 +213,48 @@ def _opening_chunk(segments: list[SegmentRow], line: int) -> str:
     return segments[-1].chunk_id if segments else ""
 
 
-def _doc_headings(store: Index, doc: DocumentRef) -> list[tuple[int, str, int]]:
-    if doc.kind not in MARKDOWN_KINDS:
-        return []
-    return [(lvl, txt, i + 1) for lvl, txt, i in _headings(store.body(doc.id))]
+class _Heading(NamedTuple):
+    """A heading of a document: where it starts and, past Markdown, its segment."""
+
+    level: int
+    text: str
+    line: int  # 1-based, within ``unit`` when there is one
+    unit: str | None = None  # EPUB chapter file: its lines restart at 1
+    segment: int | None = None  # index of the first segment under it
+
+
+def _heading_chunk(segments: list[SegmentRow], head: _Heading) -> str:
+    if head.segment is not None:
+        return segments[head.segment].chunk_id
+    return _opening_chunk(segments, head.line)
+
+
+def _doc_headings(
+    store: Index, doc: DocumentRef, segments: list[SegmentRow]
+) -> list[_Heading]:
+    """Headings of ``doc``: parsed from its Markdown body, else its segments'.
+
+    Multi-unit documents (EPUB chapters) keep each unit's own lines, so the
+    body cannot be read as one Markdown text; their segments carry the heading
+    path the extractor saw, and a heading starts where a path first names it.
+    """
+    if doc.kind in MARKDOWN_KINDS:
+        return [
+            _Heading(lvl, txt, i + 1) for lvl, txt, i in _headings(store.body(doc.id))
+        ]
+    heads: list[_Heading] = []
+    previous: tuple[str, ...] = ()
+    for index, seg in enumerate(segments):
+        path = seg.heading[:6]
+        same = 0
+        while same < min(len(path), len(previous)) and path[same] == previous[same]:
+            same += 1
+        heads.extend(
+            _Heading(level + 1, path[level], seg.start_line, seg.sheet, index)
+            for level in range(same, len(path))
+        )
+        previous = path
+    return heads
 
 
 def outline(
@@ -241,9 +280,9 @@ def outline(
     doc = resolve_file(store, roots, file, cwd=cwd)
     segments = store.segments_of(doc.id)
     entries = [
-        OutlineEntry(level, text, line, _opening_chunk(segments, line))
-        for level, text, line in _doc_headings(store, doc)
-        if level <= depth
+        OutlineEntry(h.level, h.text, h.line, _heading_chunk(segments, h), h.unit)
+        for h in _doc_headings(store, doc, segments)
+        if h.level <= depth
     ]
     return Outline(doc.path, doc.rel_path, doc.title, entries)
 
@@ -264,36 +303,60 @@ def section(
     """
     check_length("section", heading, MAX_QUERY_CHARS)
     doc = resolve_file(store, roots, file, cwd=cwd)
-    heads = _doc_headings(store, doc)
+    segments = store.segments_of(doc.id)
+    heads = _doc_headings(store, doc, segments)
     wanted = heading.strip().casefold()
-    index = next((i for i, h in enumerate(heads) if h[1].casefold() == wanted), None)
+    index = next((i for i, h in enumerate(heads) if h.text.casefold() == wanted), None)
     if index is None:
         index = next(
-            (i for i, h in enumerate(heads) if wanted in h[1].casefold()), None
+            (i for i, h in enumerate(heads) if wanted in h.text.casefold()), None
         )
     if index is None:
         raise MisuseError(
             f"no heading {heading!r} in {doc.rel_path}; see its headings with "
             f"`docindex outline {shlex.quote(doc.rel_path)}`"
         )
-    level, text, start = heads[index]
+    head = heads[index]
+    after = next(
+        (
+            h
+            for h in heads[index + 1 :]
+            if not include_subsections or h.level <= head.level
+        ),
+        None,
+    )
+    if head.segment is not None:
+        body = store.body(doc.id)
+        return _segment_section(doc, segments, head, after, include_subsections, body)
     body_lines = store.body(doc.id).split("\n")
-    end = len(body_lines)
-    for lvl, _, line in heads[index + 1 :]:
-        if not include_subsections or lvl <= level:
-            end = line - 1
-            break
+    start, end = head.line, len(body_lines) if after is None else after.line - 1
     while end > start and not body_lines[end - 1].strip():
         end -= 1
     chunk_ids = [
-        s.chunk_id
-        for s in store.segments_of(doc.id)
-        if s.start_line <= end and s.end_line >= start
+        s.chunk_id for s in segments if s.start_line <= end and s.end_line >= start
     ]
     return Section(
-        path=doc.path, rel_path=doc.rel_path, heading=text, level=level,
+        path=doc.path, rel_path=doc.rel_path, heading=head.text, level=head.level,
         start_line=start, end_line=end, include_subsections=include_subsections,
         chunk_ids=chunk_ids, text="\n".join(body_lines[start - 1 : end]),
+    )  # fmt: skip
+
+
+def _segment_section(
+    doc: DocumentRef, segments: list[SegmentRow], head: _Heading,
+    after: _Heading | None, include_subsections: bool, body: str,
+) -> Section:  # fmt: skip
+    """A section read from whole segments (a multi-unit document)."""
+    assert head.segment is not None
+    stop = len(segments) if after is None or after.segment is None else after.segment
+    part = segments[head.segment : max(stop, head.segment + 1)]
+    return Section(
+        path=doc.path, rel_path=doc.rel_path, heading=head.text, level=head.level,
+        start_line=part[0].start_line, end_line=part[-1].end_line,
+        include_subsections=include_subsections,
+        chunk_ids=[s.chunk_id for s in part],
+        text="\n\n".join(body[s.char_start : s.char_end].strip() for s in part),
+        unit=head.unit,
     )  # fmt: skip
 
 

@@ -278,7 +278,8 @@ def print_outline(console: Any, outline: Any) -> None:
     for entry in outline.outline:
         line = Text("  " * (entry.level - 1))
         line.append(entry.text)
-        line.append(f"  :{entry.line}", style="cyan")
+        where = f"{entry.unit}:{entry.line}" if entry.unit else f":{entry.line}"
+        line.append(f"  {where}", style="cyan")
         line.append(f"  {entry.chunk_id}", style="dim")
         console.print(line, soft_wrap=True)
 
@@ -304,7 +305,8 @@ def print_section(console: Any, section: Any) -> None:
     """A section's heading, line range and text."""
     from rich.text import Text
 
-    head = Text(f"{section.rel_path}:{section.start_line}-{section.end_line}",
+    unit = f"  {section.unit}" if section.unit else ""
+    head = Text(f"{section.rel_path}:{section.start_line}-{section.end_line}{unit}",
                 style="bold magenta")  # fmt: skip
     head.append(f"  {section.heading}", style="dim")
     console.print(head, soft_wrap=True)

@@ -11,12 +11,17 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class OutlineEntry:
-    """One heading: its level (1-6), text, 1-based line and the chunk it opens."""
+    """One heading: its level (1-6), text, 1-based line and the chunk it opens.
+
+    ``unit`` names the part whose lines ``line`` counts (an EPUB chapter's
+    file); None when the document's lines are one sequence.
+    """
 
     level: int
     text: str
     line: int
     chunk_id: str
+    unit: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +77,7 @@ class Section:
     include_subsections: bool
     chunk_ids: list[str]
     text: str
+    unit: str | None = None  # as in OutlineEntry
 
 
 @dataclass(frozen=True, slots=True)
