@@ -1,17 +1,22 @@
 """Retrieval quality: ``docindex eval`` in every mode next to a BM25 baseline (issue #3).
 
-Runs, in one go, on ``../shared/eval/scifact`` (all 300 judged test queries)
-and ``../shared/eval/zh-cmrc2018`` (300 judged queries sampled with seed 13):
+Runs, in one go, on ``../shared/eval/scifact`` (all 300 judged test queries),
+``../shared/eval/zh-cmrc2018`` and ``../shared/eval/ko-korquad1`` (300 judged
+queries each, sampled with seed 13):
 
-- ``docindex eval SET --mode all --json`` (a subprocess: exactly what users run);
-- a BM25 baseline with bm25s over the same documents (title + text) and the
+- ``docindex eval SET --mode MODES --json`` (a subprocess: exactly what users
+  run), both views (the default chunk list and ``--files``, issue #21);
+- BM25 baselines with bm25s over the same documents (title + text) and the
   same queries: PyStemmer's Snowball English stemmer and English stopwords
-  for latin sets, character unigrams + bigrams for CJK sets.
+  for latin sets; character unigrams + bigrams for CJK sets, and for Korean
+  also plain words (whitespace/punctuation-separated, case-folded: "word
+  BM25", the baseline of issue #21).
 
 Prints one table (nDCG@10, Recall@100, MRR@10). Needs the ``dev`` extra
 (bm25s, PyStemmer). Skips with a message when ``../shared`` is absent.
 
-Usage: python bench/eval.py [--json] [--sets scifact,zh-cmrc2018]
+Usage: python bench/eval.py [--json] [--sets scifact,zh-cmrc2018,ko-korquad1]
+                          [--modes all|auto|lexical|semantic]
 """
 
 from __future__ import annotations
@@ -26,7 +31,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "eval"
-SETS = {"scifact": None, "zh-cmrc2018": 300}  # name -> sampled queries (None: all)
+# name -> sampled queries (None: all)
+SETS: dict[str, int | None] = {"scifact": None, "zh-cmrc2018": 300, "ko-korquad1": 300}
 SEED = 13
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 _CJK_RUN = re.compile(
@@ -46,8 +52,21 @@ def cjk_tokens(text: str) -> list[str]:
     return out
 
 
-def bm25_baseline(folder: Path, n_queries: int | None) -> dict[str, float]:
-    """nDCG@10 / Recall@100 / MRR@10 of bm25s on a BEIR set (same queries as eval)."""
+_WORD = re.compile(r"[^\W_]+")
+
+
+def word_tokens(text: str) -> list[str]:
+    """Case-folded words split at whitespace and punctuation (Korean word BM25)."""
+    return _WORD.findall(text.casefold())
+
+
+def bm25_baseline(
+    folder: Path, n_queries: int | None, words: bool = False
+) -> dict[str, object]:
+    """nDCG@10 / Recall@100 / MRR@10 of bm25s on a BEIR set (same queries as eval).
+
+    ``words``: plain word tokens instead of the set's usual tokens.
+    """
     import bm25s
     import Stemmer
 
@@ -69,7 +88,10 @@ def bm25_baseline(folder: Path, n_queries: int | None) -> dict[str, float]:
     started = time.perf_counter()
     retriever = bm25s.BM25()
     queries = [data.queries[q] for q in qids]
-    if cjk:
+    if words:
+        retriever.index([word_tokens(t) for t in texts], show_progress=False)
+        q_tokens = [word_tokens(q) for q in queries]
+    elif cjk:
         retriever.index([cjk_tokens(t) for t in texts], show_progress=False)
         q_tokens = [cjk_tokens(q) for q in queries]
     else:
@@ -98,16 +120,20 @@ def bm25_baseline(folder: Path, n_queries: int | None) -> dict[str, float]:
         mrr += mrr_at_k(ranked, rels, 10)
     n = max(1, len(qids))
     return {
-        "mode": "bm25s" + (" (char 1+2-grams)" if cjk else " (Snowball)"),
+        "mode": "bm25s"
+        + (" (words)" if words else " (char 1+2-grams)" if cjk else " (Snowball)"),
+        "view": "",
         "ndcg_at_10": round(ndcg / n, 4), "recall_at_100": round(recall / n, 4),
         "mrr_at_10": round(mrr / n, 4), "queries": len(qids),
         "seconds": round(time.perf_counter() - started, 1),
     }  # fmt: skip
 
 
-def docindex_eval(folder: Path, n_queries: int | None) -> dict[str, object]:
-    """Run ``docindex eval --mode all --json`` as a user would."""
-    cmd = [sys.executable, "-m", "docindex", "eval", str(folder), "--mode", "all",
+def docindex_eval(
+    folder: Path, n_queries: int | None, modes: str = "all"
+) -> dict[str, object]:
+    """Run ``docindex eval --mode MODES --json`` (both views) as a user would."""
+    cmd = [sys.executable, "-m", "docindex", "eval", str(folder), "--mode", modes,
            "--json", "--seed", str(SEED)]  # fmt: skip
     if n_queries:
         cmd += ["--queries", str(n_queries)]
@@ -124,6 +150,9 @@ def main() -> int:
     parser.add_argument(
         "--sets", default=",".join(SETS), help="comma-separated set names"
     )
+    parser.add_argument(
+        "--modes", default="all", choices=("all", "auto", "lexical", "semantic")
+    )
     args = parser.parse_args()
     if not SHARED.is_dir():
         print(f"skipped: shared evaluation data not found at {SHARED}", file=sys.stderr)
@@ -136,15 +165,20 @@ def main() -> int:
             continue
         n = SETS.get(name)
         print(f"{name}: docindex eval ...", file=sys.stderr, flush=True)
-        report = docindex_eval(folder, n)
+        report = docindex_eval(folder, n, args.modes)
         for m in report["modes"]:  # type: ignore[union-attr]
             rows.append({"set": name, **m})
         print(f"{name}: bm25s baseline ...", file=sys.stderr, flush=True)
         rows.append({"set": name, **bm25_baseline(folder, n)})
+        if name.startswith("ko"):
+            rows.append({"set": name, **bm25_baseline(folder, n, words=True)})
     if args.json:
         print(json.dumps(rows, ensure_ascii=False))
         return 0
-    header = f"{'set':<13} {'engine':<26} {'nDCG@10':>8} {'R@100':>7} {'MRR@10':>7} {'queries':>7}"
+    header = (
+        f"{'set':<13} {'engine':<26} {'view':<7} {'nDCG@10':>8} {'R@100':>7} "
+        f"{'MRR@10':>7} {'queries':>7}"
+    )
     print(header)
     print("-" * len(header))
     for r in rows:
@@ -152,7 +186,7 @@ def main() -> int:
             r["mode"] if str(r["mode"]).startswith("bm25s") else f"docindex {r['mode']}"
         )
         print(
-            f"{r['set']:<13} {engine:<26} {r['ndcg_at_10']:>8.4f} "
+            f"{r['set']:<13} {engine:<26} {r['view']:<7} {r['ndcg_at_10']:>8.4f} "
             f"{r['recall_at_100']:>7.4f} {r['mrr_at_10']:>7.4f} {r['queries']:>7}"
         )
     return 0

@@ -7,8 +7,10 @@ scan's worker processes; the search uses the same ``title_text`` and
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Iterator, Sequence
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 from .config import Config
@@ -49,6 +51,45 @@ def fts_row(
         " ".join(terms(head, cjk_ngram=n, use_stem=use_stem)),
         " ".join(terms(text, cjk_ngram=n, use_stem=use_stem)),
     )
+
+
+def document_fields(
+    cfg: Config, doc_title: str, headings: Iterable[Sequence[str]]
+) -> tuple[str, str]:
+    """Pre-tokenised (title and file name, headings) of a document's FTS row.
+
+    Each heading counts once however many segments sit under it (issue #21);
+    the same function rebuilds them to delete the row.
+    """
+    seen: dict[str, None] = {}
+    for path in headings:
+        for head in path:
+            seen.setdefault(head)
+    n, use_stem = cfg.cjk_ngram, cfg.stem
+    return (
+        " ".join(terms(doc_title, cjk_ngram=n, use_stem=use_stem)),
+        " ".join(terms("\n".join(seen), cjk_ngram=n, use_stem=use_stem)),
+    )
+
+
+TERMS_KEPT = 128  # salient terms stored per document (query feedback, #21)
+
+
+def document_terms(fts: Sequence[tuple[str, str]], skip: frozenset[str]) -> str:
+    """A document's length in body terms and its TERMS_KEPT most frequent terms.
+
+    JSON ``[length, {term: count}]``, one- character terms and ``skip``
+    (stopwords as index terms) left out. Query feedback reads these instead of
+    tokenising document bodies at query time; on SciFact 128 terms ranked as
+    well as every term (64 lost 0.6 points nDCG@10 of ``--files``).
+    """
+    counts = Counter(t for _, body in fts for t in body.split())
+    length = sum(counts.values())
+    kept = sorted(
+        ((t, n) for t, n in counts.items() if len(t) > 1 and t not in skip),
+        key=lambda tn: (-tn[1], tn[0]),
+    )[:TERMS_KEPT]
+    return json.dumps([length, dict(kept)], ensure_ascii=False, separators=(",", ":"))
 
 
 def embed_input(title: str | None, heading: Sequence[str], text: str) -> str:

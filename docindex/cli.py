@@ -756,28 +756,38 @@ def mcp(roots: tuple[str, ...], db: str | None) -> None:
     show_default=True,
     help="Seed for --queries sampling (same seed, same queries).",
 )
+@click.option(
+    "--view",
+    type=click.Choice(["chunks", "files", "both"]),
+    default="both",
+    show_default=True,
+    help="Score the default chunk list (documents in the order of their best "
+    "chunk), --files, or both.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 @json_option
-def eval_(folder: Path, mode: str, n_queries: int | None, seed: int, quiet: bool,
-          as_json: bool) -> None:  # fmt: skip
+def eval_(folder: Path, mode: str, n_queries: int | None, seed: int, view: str,
+          quiet: bool, as_json: bool) -> None:  # fmt: skip
     """Measure ranking quality on a BEIR-layout judged set in FOLDER.
 
     FOLDER holds corpus.jsonl, queries-test.jsonl or queries.jsonl, and
     qrels/test.tsv. A throwaway index is built in a temporary folder, the judged
-    queries run with --files --top 100, and nDCG@10, Recall@100 and MRR@10 are
-    printed per mode. There is no --db: eval never reads or writes your index
-    (DOCINDEX_DB is ignored). Ranking settings come from DOCINDEX_* variables
-    (e.g. DOCINDEX_SEMANTIC_WEIGHT=0.3).
+    queries run with --top 100, and nDCG@10, Recall@100 and MRR@10 are printed
+    per mode and view: "chunks" reads the default chunk list as documents in the
+    order of their best chunk, "files" is query --files. There is no --db: eval
+    never reads or writes your index (DOCINDEX_DB is ignored). Ranking settings
+    come from DOCINDEX_* variables (e.g. DOCINDEX_SEMANTIC_WEIGHT=0.3).
     """
     from .config import Config, from_env
-    from .evaluate import MODES, evaluate
+    from .evaluate import MODES, VIEWS, evaluate
     from .render import print_eval
 
     modes = MODES if mode == "all" else (mode,)
+    views = VIEWS if view == "both" else (view,)
     progress = _progress(not (as_json or quiet))
     with progress as on_progress:
         report = evaluate(
-            folder, modes=modes, n_queries=n_queries, seed=seed,
+            folder, modes=modes, views=views, n_queries=n_queries, seed=seed,
             cfg=from_env(Config()), on_progress=_eval_progress(on_progress),
         )  # fmt: skip
     if as_json:

@@ -5,12 +5,15 @@ A set is a folder with ``corpus.jsonl`` (``{"_id", "title", "text"}``),
 ``qrels/test.tsv`` (header, then ``query-id corpus-id score``). The harness
 writes each document to ``<id>.md`` as ``# title`` plus text in a throwaway
 folder, scans it with the normal indexer (so the figures measure exactly what
-users get), runs the judged queries with document ranking (``--files``,
-top 100) and reports, per mode:
+users get), runs the judged queries (top 100) and reports, per mode and view:
 
 - nDCG@10 with linear gains and a ``log2(rank + 1)`` discount;
 - Recall@100: share of a query's relevant documents found in the top 100;
 - MRR@10: reciprocal rank of the first relevant document in the top 10.
+
+Two views (issue #21): ``files`` ranks documents (``query --files``);
+``chunks`` is the default chunk list of ``query``, read as the documents in
+the order of their best chunk (what a reader of the default output meets).
 
 Sets with more judged queries than ``n_queries`` are sampled with
 ``random.Random(seed)`` over the sorted query ids, so a run is repeatable.
@@ -28,11 +31,16 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .config import Config
 from .errors import DocindexError
 
+if TYPE_CHECKING:
+    from .store import Index as _Store
+
 MODES = ("auto", "lexical", "semantic")
+VIEWS = ("chunks", "files")
 DEFAULT_SEED = 13
 _SAFE_STEM = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,150}")
 
@@ -56,9 +64,10 @@ class BeirSet:
 
 @dataclass(frozen=True, slots=True)
 class ModeScore:
-    """Metrics of one mode, averaged over the queries run."""
+    """Metrics of one mode in one view, averaged over the queries run."""
 
     mode: str
+    view: str
     ndcg_at_10: float
     recall_at_100: float
     mrr_at_10: float
@@ -203,6 +212,7 @@ def evaluate(
     folder: Path,
     *,
     modes: Sequence[str] = MODES,
+    views: Sequence[str] = VIEWS,
     n_queries: int | None = None,
     seed: int = DEFAULT_SEED,
     cfg: Config | None = None,
@@ -214,6 +224,8 @@ def evaluate(
     Args:
         folder: the BEIR-layout set.
         modes: which search modes to score.
+        views: ``chunks`` (documents in the order of their best chunk in the
+            default chunk list) and/or ``files`` (``--files``).
         n_queries: sample this many judged queries (None: all of them).
         seed: the sampling seed.
         cfg: settings (ranking weights, embedder); roots are replaced.
@@ -222,26 +234,24 @@ def evaluate(
         on_progress: called with (phase, done, total).
 
     Returns:
-        An EvalReport with one ModeScore per mode, in the order given.
+        An EvalReport with one ModeScore per mode and view, in the order given.
     """
     data = load_beir(folder)
     qids = sample_queries(list(data.queries), n_queries, seed)
     report = EvalReport(data.name, len(data.corpus), len(qids), len(data.queries), seed)
     if workdir is not None:
-        return _evaluate_in(data, qids, modes, cfg or Config(), Path(workdir), report,
-                            on_progress)  # fmt: skip
+        return _evaluate_in(data, qids, modes, views, cfg or Config(), Path(workdir),
+                            report, on_progress)  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="docindex-eval-") as tmp:
-        return _evaluate_in(data, qids, modes, cfg or Config(), Path(tmp), report,
-                            on_progress)  # fmt: skip
+        return _evaluate_in(data, qids, modes, views, cfg or Config(), Path(tmp),
+                            report, on_progress)  # fmt: skip
 
 
 def _evaluate_in(
-    data: BeirSet, qids: list[str], modes: Sequence[str], cfg: Config, work: Path,
-    report: EvalReport, on_progress: EvalProgress | None,
+    data: BeirSet, qids: list[str], modes: Sequence[str], views: Sequence[str],
+    cfg: Config, work: Path, report: EvalReport, on_progress: EvalProgress | None,
 ) -> EvalReport:  # fmt: skip
     from .indexer import scan
-    from .models import QueryOptions
-    from .search import search
     from .store import Store
 
     docs = work / "docs"
@@ -256,33 +266,47 @@ def _evaluate_in(
         ))  # fmt: skip
         report.index_ms = round((time.perf_counter() - started) * 1000, 1)
         for mode in modes:
-            opts = QueryOptions(top=100, mode=mode, files=True, snippet_chars=20,
-                                highlight=False)  # fmt: skip
-            ndcg: list[float] = []
-            recall: list[float] = []
-            mrr: list[float] = []
-            took: list[float] = []
-            degraded = 0
-            for i, qid in enumerate(qids, start=1):
-                t0 = time.perf_counter()
-                result = search(store, data.queries[qid], cfg, opts)
-                took.append((time.perf_counter() - t0) * 1000)
-                degraded += result.degraded
-                ranked = [_doc_id(h.rel_path, stems) for h in result.hits]
-                rels = data.qrels[qid]
-                ndcg.append(ndcg_at_k(ranked, rels, 10))
-                recall.append(recall_at_k(ranked, rels, 100))
-                mrr.append(mrr_at_k(ranked, rels, 10))
-                if on_progress:
-                    on_progress(mode, i, len(qids))
-            n = max(1, len(qids))
-            report.modes.append(ModeScore(
-                mode=mode, ndcg_at_10=round(sum(ndcg) / n, 4),
-                recall_at_100=round(sum(recall) / n, 4), mrr_at_10=round(sum(mrr) / n, 4),
-                queries=len(qids), degraded=degraded,
-                median_query_ms=round(statistics.median(took), 2) if took else 0.0,
-            ))  # fmt: skip
+            for view in views:
+                report.modes.append(_score(store, data, qids, stems, cfg, mode, view,
+                                           on_progress))  # fmt: skip
     return report
+
+
+def _score(
+    store: _Store, data: BeirSet, qids: list[str], stems: Mapping[str, str],
+    cfg: Config, mode: str, view: str, on_progress: EvalProgress | None,
+) -> ModeScore:  # fmt: skip
+    """Run the judged queries in one mode and view; average the metrics."""
+    from .models import QueryOptions
+    from .search import search
+
+    opts = QueryOptions(top=100, mode=mode, files=view == "files", snippet_chars=20,
+                        highlight=False)  # fmt: skip
+    ndcg: list[float] = []
+    recall: list[float] = []
+    mrr: list[float] = []
+    took: list[float] = []
+    degraded = 0
+    for i, qid in enumerate(qids, start=1):
+        t0 = time.perf_counter()
+        result = search(store, data.queries[qid], cfg, opts)
+        took.append((time.perf_counter() - t0) * 1000)
+        degraded += result.degraded
+        # the documents in the order of their first (best) hit
+        ranked = list(dict.fromkeys(_doc_id(h.rel_path, stems) for h in result.hits))
+        rels = data.qrels[qid]
+        ndcg.append(ndcg_at_k(ranked, rels, 10))
+        recall.append(recall_at_k(ranked, rels, 100))
+        mrr.append(mrr_at_k(ranked, rels, 10))
+        if on_progress:
+            on_progress(f"{mode}, {view}", i, len(qids))
+    n = max(1, len(qids))
+    return ModeScore(
+        mode=mode, view=view, ndcg_at_10=round(sum(ndcg) / n, 4),
+        recall_at_100=round(sum(recall) / n, 4), mrr_at_10=round(sum(mrr) / n, 4),
+        queries=len(qids), degraded=degraded,
+        median_query_ms=round(statistics.median(took), 2) if took else 0.0,
+    )  # fmt: skip
 
 
 def _doc_id(rel_path: str, stems: Mapping[str, str]) -> str:

@@ -22,7 +22,7 @@ from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .analyze import analyze_segments, title_text
+from .analyze import analyze_segments, document_fields, document_terms, title_text
 from .analyze import embed_input as embed_input  # re-exported: the old home
 from .analyze import fts_row as fts_row
 from .config import Config
@@ -46,6 +46,7 @@ from .store import (
     compress_body,
     encode_segments,
 )
+from .tokenize import stopword_terms
 
 if TYPE_CHECKING:  # imported where used: a query needs none of them (issue #7)
     from .extract import ExtractLimits
@@ -93,6 +94,8 @@ class Prepared:
     fts: tuple[tuple[str, str], ...] = ()
     vectors: tuple[bytes, ...] | None = None
     notes: tuple[tuple[str, str], ...] = ()
+    fields: tuple[str, str] = ("", "")  # the document's FTS fields (#21)
+    terms: str = ""  # its salient terms (analyze.document_terms)
 
 
 def _limits(cfg: Config) -> ExtractLimits:
@@ -191,11 +194,13 @@ def _index_parts(
     fts, vectors = analyze_segments(
         cfg, extracted.title, doc_title, segments, bulk=bulk
     )
+    fields = document_fields(cfg, doc_title, (s.heading_path for s in segments))
     return Prepared(
         job, hash=digest, kind=extracted.kind, title=extracted.title,
         meta=_facets(extracted.meta), notes=_notes(extracted.meta),
         body_z=compress_body(body), segments=encode_segments(segments, job.rel_path),
-        fts=fts, vectors=vectors,
+        fts=fts, vectors=vectors, fields=fields,
+        terms=document_terms(fts, stopword_terms(cfg.stem)),
     )  # fmt: skip
 
 
@@ -593,7 +598,7 @@ def _scan(
             if gone and _under(rel_path, prefixes):
                 store.clear_skip(rid, rel_path)  # the file is gone
     for doc_id in sorted(cleared):  # kept (interrupted, unpruned): rows back
-        store.restore_fts(fts_rows(store, cfg, doc_id))
+        store.restore_fts(doc_id, *document_fts(store, cfg, doc_id))
 
 
 def _remover(
@@ -872,28 +877,33 @@ def _store_prepared(
             root_id=root_id, rel_path=job.rel_path, kind=prep.kind, title=prep.title,
             size=job.size, mtime_ns=job.mtime_ns, hash=prep.hash, body=prep.body_z,
             segments=prep.segments, fts=prep.fts, vectors=vectors or (),
-            meta=prep.meta or {}, indexed_at=time.time(),
+            meta=prep.meta or {}, indexed_at=time.time(), fields=prep.fields,
+            terms=prep.terms,
         )
     )  # fmt: skip
 
 
-def fts_rows(store: Index, cfg: Config, doc_id: int) -> list[tuple[int, str, str]]:
-    """A stored document's FTS rows, recomputed from its stored text."""
+def document_fts(
+    store: Index, cfg: Config, doc_id: int
+) -> tuple[list[tuple[int, str, str]], tuple[str, str]]:
+    """A stored document's FTS rows and ``doc_fts`` fields, from its stored text."""
     doc = store.document(doc_id)
     if doc is None:
-        return []
+        return [], ("", "")
     body = store.body(doc_id)
     doc_title = title_text(doc.title, doc.rel_path)
-    return [
+    segments = store.segments_of(doc_id)
+    rows = [
         (
             seg.id,
             *fts_row(cfg, doc_title, seg.heading, body[seg.char_start : seg.char_end]),
         )
-        for seg in store.segments_of(doc_id)
+        for seg in segments
     ]
+    return rows, document_fields(cfg, doc_title, (seg.heading for seg in segments))
 
 
 def remove_document(store: Index, cfg: Config, doc_id: int) -> None:
     """Delete a document with its FTS rows (tokens recomputed from the stored text)."""
     if store.document(doc_id) is not None:
-        store.delete_document(doc_id, fts_rows(store, cfg, doc_id))
+        store.delete_document(doc_id, *document_fts(store, cfg, doc_id))

@@ -397,7 +397,7 @@ def print_related(console: Any, related: Any) -> None:
 
 
 def print_eval(console: Any, report: Any) -> None:
-    """``docindex eval``: one row per mode with nDCG@10, Recall@100 and MRR@10."""
+    """``docindex eval``: one row per mode and view: nDCG@10, Recall@100, MRR@10."""
     from rich.table import Table
 
     sampled = (
@@ -409,12 +409,12 @@ def print_eval(console: Any, report: Any) -> None:
         title=f"{report.dataset}: {report.documents} documents{sampled}",
         title_justify="left",
     )
-    for name in ("mode", "nDCG@10", "Recall@100", "MRR@10", "ms/query"):
-        table.add_column(name, justify="left" if name == "mode" else "right")
+    for name in ("mode", "view", "nDCG@10", "Recall@100", "MRR@10", "ms/query"):
+        table.add_column(name, justify="left" if name in ("mode", "view") else "right")
     for m in report.modes:
         mode = f"{m.mode} (degraded)" if m.degraded else m.mode
         table.add_row(
-            mode, f"{m.ndcg_at_10:.4f}", f"{m.recall_at_100:.4f}", f"{m.mrr_at_10:.4f}",
+            mode, m.view, f"{m.ndcg_at_10:.4f}", f"{m.recall_at_100:.4f}", f"{m.mrr_at_10:.4f}",
             f"{m.median_query_ms:.1f}",
         )  # fmt: skip
     console.print(table)

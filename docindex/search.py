@@ -14,33 +14,36 @@ Weighted Reciprocal Rank Fusion (``rrf``, ``k = cfg.rrf_k``) is the other
 fusion (``fusion = "rrf"``); on the evaluation sets it ranked worse than the
 score fusion because the n-gram list is weaker than bm25 (see bench/eval.py).
 
-``--files`` ranks documents (``_rank_documents``): the documents of the best
-fused segments (``max(DOC_POOL, 2 x (top + offset))`` of them) are re-scored by
-bm25 over the whole document text, ``k1 = DOC_K1``, ``b = DOC_B``::
+Documents (issue #21): every document is also one row of ``doc_fts`` (title
+with file name, headings, body; pre-tokenised like segments). In ``auto`` and
+``lexical`` mode a query first ranks documents by FTS5's
+``bm25(doc_fts, *FIELD_WEIGHTS)`` (BM25F-like: a field weight per column,
+``k1 = 1.2``, ``b = 0.75``), keeps the ``max(DOC_POOL, 2 x (top + offset))``
+best, and computes the segments' bm25 for those documents' segments alone
+(``_document_stage``): FTS5 spends most of a broad query on per-row bm25, so
+this costs less than ranking every matching segment. Each document's
+semantic score is its best segment cosine; the two are fused as above and
+divided by the best document's score. In ``auto`` mode an RM3-style pass
+(``_with_feedback``) adds FEEDBACK_TERMS terms from the FEEDBACK_DOCS best
+documents' stored salient terms (``documents.terms``, written at index
+time: nothing is tokenised per query), the user's terms keeping
+FEEDBACK_ORIGINAL of the weight.
 
-    bm25(D) = sum_t w_t * idf(t) * f(t,D) * (k1 + 1) / (f(t,D) + K(D))
-    K(D)    = k1 * (1 - b + b * |D| / avgdl)
-    idf(t)  = log(1 + (N - n(t) + 0.5) / (n(t) + 0.5))
-
-with N documents in the index, n(t) of them holding t, |D| the document's
-terms and avgdl the index mean; each document's semantic score is its best
-segment cosine, and the two are fused as above, then divided by the best
-document's fused score, so the top document scores 1.0. ``w_t`` is 1 for the user's terms; in
-``auto`` mode a second, RM3-style pass adds FEEDBACK_TERMS terms from the
-FEEDBACK_DOCS best documents, the user's terms keeping FEEDBACK_ORIGINAL of
-the weight (``_feedback_terms``). On SciFact whole-document bm25 beat the best
-segment's bm25 by ~3 points nDCG@10 and the feedback added ~1.4.
+``--files`` ranks these documents (``_rank_documents``). The default chunk
+list (``_rank_chunks``) gives each chunk CHUNK_DOC_WEIGHT of its document's
+score, the rest its own fused score, so it ranks documents nearly as well
+as ``--files`` without collapsing to one chunk per document.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import threading
 import time
-from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .config import Config
 from .embedder import Embedder, choose
@@ -50,8 +53,8 @@ from .models import QueryOptions as QueryOptions  # re-exported: the old home
 from .models import QueryResult as QueryResult
 from .query import NO_WORDS, ParsedQuery, normalized_words, parse_query, phrase_pattern
 from .snippet import best_line, make_snippet, match_spans, open_fence
-from .store import DocFilter, Index, SegmentRow
-from .tokenize import STOPWORDS, terms
+from .store import DocFilter, DocHit, Index, SegmentRow
+from .tokenize import stopword_terms
 
 if TYPE_CHECKING:  # imported where used: a lexical query needs no embedder (#24)
     from .embed import NgramEmbedder
@@ -181,72 +184,201 @@ def _best_per_document(
 
 # Document ranking for --files (issue #3): bm25 over whole documents, then
 # RM3-style feedback in auto mode. Chosen on SciFact / CMRC2018 (bench/eval.py).
-DOC_K1 = 1.2
+DOC_K1 = 1.2  # FTS5's bm25 constants; the feedback terms are scored alike
 DOC_B = 0.75
-DOC_POOL = 30  # documents re-ranked: at least this many, and twice the page
-FEEDBACK_DOCS = 5
+DOC_POOL = 30  # documents ranked: at least this many, and twice the page
+FEEDBACK_DOCS = 3
 FEEDBACK_TERMS = 20
-FEEDBACK_ORIGINAL = 0.7  # share of the query weight kept by the user's terms
+FEEDBACK_ORIGINAL = 0.5  # share of the query weight kept by the user's terms
+FEEDBACK_MIN_DOCS = 50  # no feedback in a smaller index
+FEEDBACK_MIN_TERMS = 4  # nor for a shorter query (a name: bench/known_titles.py)
+# bm25(doc_fts, title and file name, headings, body) column weights (issue #21).
+# On SciFact a title weight of 1.0 cost 2 points nDCG@10 (its titles restate
+# the abstracts); the known-item sets need the fields (bench/known_items.py).
+FIELD_WEIGHTS = (0.2, 0.2, 1.0)
+CHUNK_DOC_WEIGHT = 0.6  # share of a chunk's score that is its document's
+# Feedback for the chunk list's documents too: +1 point nDCG@10 on SciFact
+# (0.692 -> 0.702), one ``doc_vocab`` lookup per added term (~2 ms).
+CHUNK_FEEDBACK = True
 _RawLists = dict[str, dict[int, tuple[int, float]]]  # list -> id -> (rank, raw)
 
 
-def _rank_documents(
-    store: Index, fused: dict[int, float], lists: dict[str, list[tuple[int, float]]],
-    qterms: list[str], cfg: Config, opts: QueryOptions,
-) -> tuple[list[tuple[int, float]], dict[int, SegmentRow], _RawLists]:  # fmt: skip
-    """Re-rank the best candidate documents by document-level scores.
+class _Docs(NamedTuple):
+    """The document stage of a query (issue #21).
 
-    The documents of the best fused segments (at most ``max(DOC_POOL,
-    2 x (top + offset))``) are re-scored: lexically by bm25 over the whole
-    document text, semantically by the best cosine of their segments; the two
-    are fused like segment lists, then divided by the best document's score
-    (the top document scores 1.0). Each document is shown by its best segment.
+    ``hits``: the best documents by field-weighted bm25 (``doc_fts``);
+    ``doc_of``: segment id -> document id for their segments.
+    """
+
+    hits: list[DocHit]
+    doc_of: dict[int, int]
+
+
+def _document_stage(
+    store: Index, parsed: ParsedQuery, match: str, size: int, only: DocFilter
+) -> _Docs:
+    """The ``size`` best documents, ranked whole (title, headings, body)."""
+    if parsed.constrained:
+        # Document-level +word / -word / phrases would mean "anywhere in
+        # the document"; the prior ranks by the plain terms instead.
+        match = " OR ".join(_quote_term(t) for t in parsed.tokens)
+    hits = store.document_lexical(match, size, FIELD_WEIGHTS, only)
+    doc_of = {
+        sid: d.id
+        for d in hits
+        for sid in range(d.first_segment, d.first_segment + d.n_segments)
+    }
+    return _Docs(hits, doc_of)
+
+
+def _quote_term(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def _document_scores(
+    store: Index, docs: _Docs, lists: dict[str, list[tuple[int, float]]],
+    qterms: list[str], cfg: Config, feedback: bool,
+) -> tuple[dict[int, float], dict[str, list[tuple[int, float]]]]:  # fmt: skip
+    """Score the document stage's documents.
+
+    Lexically by ``bm25(doc_fts, FIELD_WEIGHTS)`` (title and file name,
+    headings, body: BM25F-like, computed by FTS5 from the index), with
+    RM3-style feedback in ``auto`` mode (``_with_feedback``); semantically by
+    the best cosine of their segments. The two are fused like segment
+    lists, then divided by the best document's score (the top one scores 1.0).
 
     Returns:
-        (best segment id, score) per document with a score >= ``min_score``,
-        best first; the rows of the page; and, per list, segment id ->
-        (document rank, raw document score) for ``--explain``.
+        (doc id -> score in [0, 1], the document-level lists for ``--explain``).
     """
-    order = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
-    size = max(DOC_POOL, 2 * (opts.top + opts.offset))
-    shown: dict[int, int] = {}  # doc id -> its best segment
-    doc_of: dict[int, int] = {}
-    for start in range(0, len(order), 500):
-        chunk = store.doc_ids_of([sid for sid, _ in order[start : start + 500]])
-        doc_of.update(chunk)
-        for sid, _ in order[start : start + 500]:
-            doc = chunk.get(sid)
-            if doc is not None and doc not in shown and len(shown) < size:
-                shown[doc] = sid
-        if len(shown) >= size:
-            break
-    if not shown:
-        return [], {}, {}
-    counts = {
-        doc: Counter(terms(store.body(doc), cjk_ngram=cfg.cjk_ngram, use_stem=cfg.stem))
-        for doc in shown
-    }
-    scores = _doc_bm25(store, {t: 1.0 for t in qterms}, counts)
-    if opts.mode == "auto" and FEEDBACK_DOCS > 0:
-        weights = _feedback_terms(store, qterms, scores, counts, cfg)
-        if weights:
-            scores = _doc_bm25(store, weights, counts)
+    lexical = {d.id: d.score for d in docs.hits if d.score > 0}
+    if not lexical:
+        return {}, {}
+    if feedback and FEEDBACK_DOCS > 0:
+        lexical = _with_feedback(store, lexical, qterms, cfg)
     doc_lists: dict[str, list[tuple[int, float]]] = {
-        "lexical": sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+        "lexical": sorted(lexical.items(), key=lambda kv: (-kv[1], kv[0]))
     }
     if lists.get("semantic"):
         best: dict[int, float] = {}
         for sid, cos in lists["semantic"]:
-            doc = doc_of.get(sid)
-            if doc in shown and cos > best.get(doc, 0.0):
+            doc = docs.doc_of.get(sid)
+            if doc is not None and cos > best.get(doc, 0.0):
                 best[doc] = cos
         doc_lists["semantic"] = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
     doc_scores = _fuse(doc_lists, cfg)
+    top = max(doc_scores.values(), default=0.0) or 1.0
+    return {doc: s / top for doc, s in doc_scores.items()}, doc_lists
+
+
+def _with_feedback(
+    store: Index, lexical: dict[int, float], qterms: list[str], cfg: Config
+) -> dict[int, float]:
+    """RM3-style re-scoring: the user's terms plus the top documents' salient terms.
+
+    The FEEDBACK_DOCS best documents vote for their stored salient terms
+    (``documents.terms``: count / length, weighted by ``exp(score - best)``);
+    of the 5 x FEEDBACK_TERMS most voted, the FEEDBACK_TERMS with the highest
+    vote x idf (idf from their share of the DOC_POOL best documents) are
+    added, each scored by bm25 (k1 = DOC_K1, b = DOC_B, the index's idf)
+    from the stored counts. A document then scores FEEDBACK_ORIGINAL of its bm25
+    per query term plus the rest from the added terms. Nothing is tokenised
+    at query time (issue #21). On SciFact the feedback adds ~1.5 points.
+    """
+    if len(set(qterms)) < FEEDBACK_MIN_TERMS:
+        return lexical
+    n_docs, mean_len = store.document_stats()
+    if n_docs < FEEDBACK_MIN_DOCS:
+        # FTS5's idf is ~0 for a term in half the documents: in a small
+        # folder the added terms would outweigh the user's.
+        return lexical
+    stored = {
+        doc: json.loads(v) for doc, v in store.document_terms(list(lexical)).items()
+    }
+    top = sorted(lexical, key=lambda d: (-lexical[d], d))[:FEEDBACK_DOCS]
+    best = lexical[top[0]]
+    skip = stopword_terms(cfg.stem)
+    votes: dict[str, float] = {}
+    for doc in top:
+        if doc not in stored:
+            continue
+        length, counts = stored[doc]
+        share = math.exp(lexical[doc] - best) / max(1, length)
+        for t, n in counts.items():
+            if t not in skip:
+                votes[t] = votes.get(t, 0.0) + share * n
+    if not votes:
+        return lexical
+    voted = sorted(votes, key=lambda t: (-votes[t], t))[: FEEDBACK_TERMS * 5]
+    # Choosing by global document frequencies would cost one ``doc_vocab``
+    # lookup per voted term (~0.1 ms each: FTS5 walks the term's postings);
+    # their share among the best DOC_POOL documents stands in for them.
+    pool = [d for d in sorted(lexical, key=lambda d: (-lexical[d], d)) if d in stored]
+    pool = pool[:DOC_POOL]
+    local = {t: sum(1 for d in pool if t in stored[d][1]) for t in voted}
+    scale = n_docs / max(1, len(pool))
+    chosen = sorted(
+        voted,
+        key=lambda t: (-votes[t] * math.log(1 + n_docs / (1 + local[t] * scale)), t),
+    )[:FEEDBACK_TERMS]
+    dfs = store.document_freqs(chosen)
+    total = sum(votes[t] for t in chosen) or 1.0
+    weight = {
+        t: (1 - FEEDBACK_ORIGINAL) * votes[t] / total
+        * max(1e-6, math.log((n_docs - dfs.get(t, 0) + 0.5) / (dfs.get(t, 0) + 0.5)))
+        for t in chosen
+    }  # fmt: skip
+    own = FEEDBACK_ORIGINAL / max(1, len(qterms))
+    out: dict[int, float] = {}
+    for doc, score in lexical.items():
+        extra = 0.0
+        if doc in stored:
+            length, counts = stored[doc]
+            norm = DOC_K1 * (1 - DOC_B + DOC_B * length / max(mean_len, 1.0))
+            for t, w in weight.items():
+                f = counts.get(t)
+                if f:
+                    extra += w * f * (DOC_K1 + 1) / (f + norm)
+        out[doc] = own * score + extra
+    return out
+
+
+def _doc_of(store: Index, docs: _Docs, ids: Sequence[int]) -> dict[int, int]:
+    """segment id -> doc id for ``ids``: the stage's ranges, the store for the rest."""
+    known = docs.doc_of
+    missing = [sid for sid in ids if sid not in known]
+    if not missing:
+        return known
+    out = dict(known)
+    for start in range(0, len(missing), 500):
+        out.update(store.doc_ids_of(missing[start : start + 500]))
+    return out
+
+
+def _rank_documents(
+    store: Index, docs: _Docs, fused: dict[int, float],
+    lists: dict[str, list[tuple[int, float]]], qterms: list[str], cfg: Config,
+    opts: QueryOptions,
+) -> tuple[list[tuple[int, float]], dict[int, SegmentRow], _RawLists]:  # fmt: skip
+    """``--files``: whole documents (``_document_scores``), each shown by its
+    best fused segment (its first one when none was fused).
+
+    Returns:
+        (segment id, score) per document with a score >= ``min_score``,
+        best first; the rows of the page; and, per list, segment id ->
+        (document rank, raw document score) for ``--explain``.
+    """
+    doc_scores, doc_lists = _document_scores(
+        store, docs, lists, qterms, cfg, opts.mode == "auto"
+    )
+    shown = {d.id: d.first_segment for d in docs.hits}
+    best: dict[int, float] = {}
+    for sid, s in fused.items():
+        doc = docs.doc_of.get(sid)
+        if doc is not None and s > best.get(doc, -1.0):
+            best[doc] = s
+            shown[doc] = sid
     ranked_docs = sorted(doc_scores.items(), key=lambda kv: (-kv[1], kv[0]))
-    top = ranked_docs[0][1] if ranked_docs and ranked_docs[0][1] > 0 else 1.0
-    ranked = [
-        (shown[doc], s / top) for doc, s in ranked_docs if s / top >= opts.min_score
-    ]
+    ranked = [(shown[doc], s) for doc, s in ranked_docs if s >= opts.min_score]
     page = ranked[opts.offset : opts.offset + opts.top]
     raw = {
         name: {shown[doc]: (i, s) for i, (doc, s) in enumerate(pairs, start=1)}
@@ -255,92 +387,56 @@ def _rank_documents(
     return ranked, store.segments_by_id([sid for sid, _ in page]), raw
 
 
-def _doc_bm25(
-    store: Index, weights: Mapping[str, float], counts: Mapping[int, Counter[str]]
-) -> dict[int, float]:
-    """Weighted bm25 (k1 = DOC_K1, b = DOC_B) of whole documents.
+def _rank_chunks(
+    store: Index, docs: _Docs, fused: dict[int, float],
+    lists: dict[str, list[tuple[int, float]]], qterms: list[str], cfg: Config,
+    opts: QueryOptions,
+) -> tuple[list[tuple[int, float]], dict[int, tuple[int, float]], dict[int, int]]:  # fmt: skip
+    """The chunk list, each chunk's score knowing its document (issue #21).
 
-    Term frequencies and lengths come from the documents' terms (``counts``);
-    idf from the number of documents holding the term in the whole index
-    (``Store.doc_doc_freqs``); the length pivot is the index's mean document
-    length in terms.
+    The stage's documents are scored as ``--files`` scores them
+    (``_document_scores``); a chunk then scores::
+
+        score(c) = (1 - CHUNK_DOC_WEIGHT) * fused(c) + CHUNK_DOC_WEIGHT * doc(D)
+
+    divided by the best chunk's, with ``doc(D)`` 0 for a document past the
+    stage. A document's chunks keep their own order, and chunks of different
+    documents interleave: the list does not collapse to one chunk per
+    document. Segment scores alone ranked SciFact 3.4 points below this; a
+    sum of a document's segment scores ranked worse than its best one.
+
+    Returns:
+        (segment id, score) best first, scores >= ``min_score``; segment id
+        -> (document rank, document score) for ``--explain``; segment id ->
+        doc id of the fused segments.
     """
-    n_docs, mean_len = store.doc_stats()
-    dfs = store.doc_doc_freqs(list(weights))
-    idf = {
-        t: w * math.log(1 + (n_docs - dfs[t] + 0.5) / (dfs[t] + 0.5))
-        for t, w in weights.items()
-        if dfs.get(t)
+    doc_scores, _ = _document_scores(
+        store, docs, lists, qterms, cfg, CHUNK_FEEDBACK and opts.mode == "auto"
+    )
+    doc_of = _doc_of(store, docs, list(fused))
+    w = CHUNK_DOC_WEIGHT
+    scores = {
+        sid: (1 - w) * s + w * doc_scores.get(doc_of.get(sid, -1), 0.0)
+        for sid, s in fused.items()
     }
-    scores: dict[int, float] = {}
-    for doc, tf in counts.items():
-        norm = DOC_K1 * (1 - DOC_B + DOC_B * sum(tf.values()) / max(mean_len, 1.0))
-        score = 0.0
-        for t, weight in idf.items():
-            f = tf.get(t)
-            if f:
-                score += weight * f * (DOC_K1 + 1) / (f + norm)
-        if score > 0:
-            scores[doc] = score
-    return scores
-
-
-def _feedback_terms(
-    store: Index, qterms: list[str], scores: dict[int, float],
-    counts: Mapping[int, Counter[str]], cfg: Config,
-) -> dict[str, float]:  # fmt: skip
-    """RM3-style query: the user's terms plus the top documents' salient terms.
-
-    The FEEDBACK_DOCS best documents vote for their terms (term frequency /
-    document length, weighted by ``exp(score - best)``); of the
-    5 x FEEDBACK_TERMS most voted, the FEEDBACK_TERMS with the highest
-    vote x idf are added. Stopwords and one-character
-    terms never are. Returns term -> weight (the user's terms share
-    FEEDBACK_ORIGINAL), or {} when there is nothing to add.
-    """
-    top = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:FEEDBACK_DOCS]
-    if not top:
-        return {}
-    best = top[0][1]
-    votes: dict[str, float] = {}
-    skip = _stopword_terms(cfg, STOPWORDS)
-    for doc, score in top:
-        tf = counts[doc]
-        share = math.exp(score - best) / max(1, sum(tf.values()))
-        for t, n in tf.items():
-            if len(t) > 1 and t not in skip:
-                votes[t] = votes.get(t, 0.0) + share * n
-    if not votes:
-        return {}
-    n_segments = max(1, store.max_segment_id())
-    # Only the most voted terms are looked up (a long document has thousands).
-    voted = sorted(votes, key=lambda t: (-votes[t], t))[: FEEDBACK_TERMS * 5]
-    dfs = store.doc_freqs(voted)
-    chosen = sorted(
-        voted,
-        key=lambda t: (-votes[t] * math.log(1 + n_segments / (1 + dfs.get(t, 0))), t),
-    )[:FEEDBACK_TERMS]
-    total = sum(votes[t] for t in chosen)
-    weights = {t: FEEDBACK_ORIGINAL / len(qterms) for t in qterms}
-    for t in chosen:
-        weights[t] = weights.get(t, 0.0) + (1 - FEEDBACK_ORIGINAL) * votes[t] / total
-    return weights
-
-
-_STOP_TERMS: dict[bool, frozenset[str]] = {}
-
-
-def _stopword_terms(cfg: Config, words: frozenset[str]) -> frozenset[str]:
-    """Stopwords as index terms (stemmed when ``cfg.stem``), and as written."""
-    got = _STOP_TERMS.get(cfg.stem)
-    if got is None:
-        from .stem import stem
-
-        got = frozenset(words) | (
-            frozenset(stem(w) for w in words) if cfg.stem else frozenset()
-        )
-        _STOP_TERMS[cfg.stem] = got
-    return got
+    top = max(scores.values(), default=0.0) or 1.0
+    ranked = sorted(
+        ((sid, s / top) for sid, s in scores.items()), key=lambda kv: (-kv[1], kv[0])
+    )
+    doc_raw: dict[int, tuple[int, float]] = {}
+    if opts.explain:
+        order = {
+            doc: i
+            for i, (doc, _) in enumerate(
+                sorted(doc_scores.items(), key=lambda kv: (-kv[1], kv[0])), start=1
+            )
+        }
+        doc_raw = {
+            sid: (order[doc], round(doc_scores[doc], 6))
+            for sid, _ in ranked
+            if (doc := doc_of.get(sid, -1)) in doc_scores
+        }
+    return [(sid, s) for sid, s in ranked if s >= opts.min_score], doc_raw, doc_of
 
 
 def parse(text: str, cfg: Config) -> ParsedQuery:
@@ -398,7 +494,7 @@ def search(
         }  # fmt: skip
         result.took_ms = _ms(started)
         return result
-    lists, gate, degraded = _lists(store, parsed, cfg, opts)
+    lists, gate, degraded, docs = _lists(store, parsed, cfg, opts)
     result.degraded = degraded
     result.used = [name for name, pairs in lists.items() if pairs]
     fused = _fuse(lists, cfg)
@@ -409,15 +505,23 @@ def search(
     ranked = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
     ranked = [(sid, s) for sid, s in ranked if s >= opts.min_score]
     want = opts.top + opts.offset
+    doc_raw: dict[int, tuple[int, float]] = {}
+    doc_of: dict[int, int] | None = None
     folded: dict[int, list[tuple[int, float]]] = {}
-    if opts.files and "lexical" in lists:
-        # --files ranks whole documents (bm25 over all their segments).
-        ranked, rows, raw = _rank_documents(store, fused, lists, qterms, cfg, opts)
+    if opts.files and docs is not None:
+        # --files ranks whole documents (the document stage, issue #21).
+        ranked, rows, raw = _rank_documents(
+            store, docs, fused, lists, qterms, cfg, opts
+        )
     elif opts.files:
         ranked, rows = _best_per_document(store, ranked, want)
     else:
+        if docs is not None:  # chunks know their document's score (#21)
+            ranked, doc_raw, doc_of = _rank_chunks(
+                store, docs, fused, lists, qterms, cfg, opts
+            )
         if opts.per_doc > 0:
-            ranked, folded = fold_per_document(store, ranked, opts.per_doc)
+            ranked, folded = fold_per_document(store, ranked, opts.per_doc, doc_of)
         shown = [sid for sid, _ in ranked[opts.offset : want]]
         extra = [sid for s in shown for sid, _ in folded.get(s, ())[:FOLD_SHOWN]]
         rows = store.segments_by_id(shown + extra)
@@ -425,7 +529,9 @@ def search(
     if opts.offset + opts.top < len(ranked):
         result.next_offset = opts.offset + opts.top
     page = ranked[opts.offset : opts.offset + opts.top]
-    result.hits = _page_hits(store, page, rows, raw, gate, folded, qterms, cfg, opts)
+    result.hits = _page_hits(
+        store, page, rows, raw, gate, folded, qterms, cfg, opts, doc_raw
+    )
     if hint and not result.hits and opts.offset == 0:
         result.hint = _zero_hint(store, parsed, cfg, opts)
     result.took_ms = _ms(started)
@@ -437,11 +543,15 @@ Ranked = list[tuple[int, float]]  # (segment id, score) best first
 
 def _lists(
     store: Index, parsed: ParsedQuery, cfg: Config, opts: QueryOptions
-) -> tuple[dict[str, Ranked], str | None, bool]:
-    """The ranked lists to fuse, the language gate (or None) and ``degraded``.
+) -> tuple[dict[str, Ranked], str | None, bool, _Docs | None]:
+    """The ranked lists to fuse, the language gate (or None), ``degraded``
+    and the document stage (None in semantic mode).
 
     Lists: ``lexical`` (bm25), ``semantic`` (cosine) and, for a gated neural
-    query, ``ngram`` (n-gram vectors made on the fly).
+    query, ``ngram`` (n-gram vectors made on the fly). In ``auto`` and
+    ``lexical`` mode the documents are ranked first (``_document_stage``)
+    and the segments' bm25 is computed for theirs alone, which costs less
+    than ranking every matching segment (issue #21).
     """
     text = parsed.positive_text
     only = _doc_filter(opts)
@@ -459,10 +569,19 @@ def _lists(
         # ALL_VECTORS_MAX reading every vector costs seconds (bench/query_speed.py)
         # and the lexical candidates (a larger pool) are scored instead.
         semantic = _semantic(store, text, cfg, None, only, pool)
+    docs: _Docs | None = None
     if opts.mode != "semantic" or not every_vector or semantic is None:
         match = fts_match(parsed)
         size = SEMANTIC_POOL if opts.mode == "semantic" else pool
-        lists["lexical"] = store.lexical(match, size, cfg.title_weight, only)
+        within: list[int] | None = None
+        if opts.mode != "semantic":
+            n_docs = max(DOC_POOL, 2 * (opts.top + opts.offset))
+            docs = _document_stage(store, parsed, match, n_docs, only)
+            if not parsed.constrained:
+                within = list(docs.doc_of)
+        lists["lexical"] = store.lexical(
+            match, size, cfg.title_weight, only, within=within
+        )
         if parsed.phrases or parsed.excluded:
             lists["lexical"] = _verified(store, parsed, lists["lexical"])
     if opts.mode == "semantic" and not every_vector:
@@ -494,15 +613,17 @@ def _lists(
             degraded = True
         elif semantic:
             lists["semantic"] = semantic
-    return lists, gate, degraded
+    return lists, gate, degraded, docs
 
 
 def _page_hits(
     store: Index, page: Ranked, rows: dict[int, SegmentRow],
     raw: dict[str, dict[int, tuple[int, float]]], gate: str | None,
     folded: dict[int, Ranked], qterms: list[str], cfg: Config, opts: QueryOptions,
+    doc_raw: dict[int, tuple[int, float]],
 ) -> list[Hit]:  # fmt: skip
-    """The page's hits, with ``--explain`` details and folded hits (#19)."""
+    """The page's hits, with ``--explain`` details (the hit's document's rank
+    and score in ``document``, #21) and folded hits (#19)."""
     hits: list[Hit] = []
     for sid, score in page:
         row = rows.get(sid) or store.segments_by_id([sid]).get(sid)
@@ -515,6 +636,8 @@ def _page_hits(
                 for name, r in raw.items()
                 if sid in r
             }
+            if sid in doc_raw:
+                explain["document"] = {"rank": doc_raw[sid][0], "raw": doc_raw[sid][1]}
             explain["fused"] = round(score, 6)
             if gate is not None:
                 explain["gate"] = gate
@@ -579,15 +702,18 @@ def _verified(
 
 
 def fold_per_document(
-    store: Index, ranked: list[tuple[int, float]], per_doc: int
-) -> tuple[list[tuple[int, float]], dict[int, list[tuple[int, float]]]]:
+    store: Index, ranked: list[tuple[int, float]], per_doc: int,
+    doc_of: dict[int, int] | None = None,
+) -> tuple[list[tuple[int, float]], dict[int, list[tuple[int, float]]]]:  # fmt: skip
     """At most ``per_doc`` hits per document; the rest fold behind them (issue #19).
 
     Returns the ranked list without the folded hits (pages and ``total``
     count these) and, for each document's last shown hit, the hits folded
     behind it, best first. Scores and order are otherwise unchanged.
+    ``doc_of`` (segment id -> doc id, when the caller knows it) saves a lookup.
     """
-    doc_of = store.doc_ids_of([sid for sid, _ in ranked])
+    if doc_of is None:
+        doc_of = store.doc_ids_of([sid for sid, _ in ranked])
     shown: list[tuple[int, float]] = []
     count: dict[int, int] = {}
     last: dict[int, int] = {}  # doc -> its last shown segment

@@ -135,6 +135,20 @@ def normalize(text: str) -> str:
     return text.casefold()
 
 
+_STOP_TERMS: dict[bool, frozenset[str]] = {}
+
+
+def stopword_terms(use_stem: bool) -> frozenset[str]:
+    """Stopwords as index terms (also stemmed when ``use_stem``), and as written."""
+    got = _STOP_TERMS.get(use_stem)
+    if got is None:
+        got = STOPWORDS | (
+            frozenset(stem(w) for w in STOPWORDS) if use_stem else frozenset()
+        )
+        _STOP_TERMS[use_stem] = got
+    return got
+
+
 def _word_term(word: str, use_stem: bool) -> str:
     return stem(word) if use_stem else word
 

@@ -102,7 +102,10 @@ def test_missing_files_are_reported(tmp_path: Path) -> None:
 
 def test_evaluate_scores_every_mode(beir: Path, tmp_path: Path) -> None:
     report = evaluate(beir, workdir=tmp_path / "work")
-    assert [m.mode for m in report.modes] == ["auto", "lexical", "semantic"]
+    assert [(m.mode, m.view) for m in report.modes] == [
+        (mode, view) for mode in ("auto", "lexical", "semantic")
+        for view in ("chunks", "files")
+    ]  # fmt: skip
     assert report.documents == 4 and report.queries == 4
     for m in report.modes:
         assert m.ndcg_at_10 == pytest.approx(1.0), m
@@ -115,10 +118,39 @@ def test_evaluate_scores_every_mode(beir: Path, tmp_path: Path) -> None:
 def test_eval_command_json_and_table(beir: Path) -> None:
     out = run_json("eval", str(beir), "--mode", "lexical", "--queries", "2", "--quiet")
     assert out["queries"] == 2 and out["judged_queries"] == 4
-    assert [m["mode"] for m in out["modes"]] == ["lexical"]
+    assert [(m["mode"], m["view"]) for m in out["modes"]] == [
+        ("lexical", "chunks"), ("lexical", "files")
+    ]  # fmt: skip
     assert set(out["modes"][0]) >= {"ndcg_at_10", "recall_at_100", "mrr_at_10"}
     table = run("eval", str(beir), "--mode", "auto", "--quiet").stdout
     assert "nDCG@10" in table and "auto" in table
+    assert "chunks" in table and "files" in table
+
+
+def test_eval_view_chunks_counts_each_document_once(tmp_path: Path) -> None:
+    # One long document whose many chunks all match, one short relevant one:
+    # the chunk view ranks documents by their best chunk, so the long
+    # document's other chunks do not push the relevant one down.
+    folder = tmp_path / "set"
+    (folder / "qrels").mkdir(parents=True)
+    long_text = "\n\n".join(f"## Part {i}\n\nOtters swim in rivers, part {i}."
+                            for i in range(40))  # fmt: skip
+    corpus = [
+        {"_id": "long", "title": "Otters", "text": long_text},
+        {"_id": "short", "title": "River otters", "text": "Otters swim."},
+    ]
+    (folder / "corpus.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in corpus), encoding="utf-8"
+    )
+    (folder / "queries.jsonl").write_text(
+        json.dumps({"_id": "q", "text": "otters swim"}) + "\n", encoding="utf-8"
+    )
+    (folder / "qrels" / "test.tsv").write_text("q\tshort\t1\n", encoding="utf-8")
+    out = run_json("eval", str(folder), "--mode", "lexical", "--view", "chunks",
+                   "--quiet")  # fmt: skip
+    [row] = out["modes"]
+    assert row["view"] == "chunks"
+    assert row["mrr_at_10"] >= 0.5  # rank 1 or 2, never behind the long one's chunks
 
 
 def test_eval_command_rejects_a_non_beir_folder(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from docindex.analyze import analyze_segments, fts_row, title_text
+from docindex.analyze import analyze_segments, document_fields, fts_row, title_text
 from docindex.config import Config
 from docindex.models import Extracted, Unit
 from docindex.search import quote_fts
@@ -38,6 +38,7 @@ def _add(store: Index, root_id: int, rel_path: str, text: str, kind: str) -> int
             size=len(text), mtime_ns=1, hash=rel_path, body=compress_body(body),
             segments=encode_segments(segments, rel_path), fts=fts,
             vectors=vectors or (), meta={"team": "docs"} if kind == "md" else {},
+            fields=document_fields(CFG, doc_title, (s.heading_path for s in segments)),
         )
     )  # fmt: skip
 
@@ -89,9 +90,16 @@ def test_a_document_goes_in_and_comes_back_as_records(tmp_path: Path) -> None:
                             index.body(md)[s.char_start : s.char_end]))
             for s in segs
         ]  # fmt: skip
+        assert [d.id for d in index.document_lexical(match, 10, (1, 1, 1))] == [md, txt]
+        fields = document_fields(
+            CFG, title_text(None, "guide/a.md"), (s.heading for s in segs)
+        )
         with index.atomic():
-            index.delete_document(md, replay)
+            index.delete_document(md, replay, fields)
         assert index.document(md) is None and index.segment_count(md) == 0
+        # ... and its document-level row (issue #21)
+        assert [d.id for d in index.document_lexical(match, 10, (1, 1, 1))] == [txt]
+        assert index.document_freqs([term]) == {term: 1}
         assert [sid for sid, _ in index.lexical(match, 10, 1.0)] == [
             s.id for s in index.segments_of(txt)
         ]

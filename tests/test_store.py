@@ -19,7 +19,7 @@ def test_migrate_blank_gives_final_schema(tmp_path: Path) -> None:
     with Store.open(tmp_path / "i.db", create=True) as store:
         names = {r[0] for r in store.conn.execute("SELECT name FROM sqlite_master")}
         assert {"meta", "roots", "documents", "segments", "facets", "fts",
-                "fts_vocab", "_docindex_migrations",
+                "fts_vocab", "doc_fts", "doc_vocab", "_docindex_migrations",
                 "documents_fingerprint"} <= names  # fmt: skip
         assert store.conn.execute("PRAGMA application_id").fetchone()[0] == (
             migrations.APPLICATION_ID
@@ -128,6 +128,34 @@ def test_index_from_schema_1_is_migrated_and_rescanned(
     assert hits[0]["chunk_id"] == "a.md#alpha" and hits[0]["heading_path"] == ["Alpha"]
     with Store.open(db) as store:
         assert migrations.applied(store.conn)[-1] == migrations.MIGRATIONS[-1].__name__
+
+
+def test_index_from_schema_4_gets_document_rows_by_a_rescan(
+    tmp_path: Path, tree
+) -> None:
+    """m005 (issue #21): documents need their doc_fts row; the next scan re-indexes."""
+    from conftest import run_json
+
+    docs = tree({"unzip.md": "# unzip\n\nExtract files.\n", "b.txt": "unzip unzip\n"})
+    db = tmp_path / "old.db"
+    assert run_json("scan", str(docs), "--db", str(db))["indexed"] == 2
+    conn = sqlite3.connect(db)  # back to schema 4, before the document rows
+    for statement in (
+        "DROP TABLE doc_vocab", "DROP TABLE doc_fts",
+        "ALTER TABLE documents DROP COLUMN terms",
+        "DELETE FROM _docindex_migrations WHERE name = 'm005_document_fields'",
+        "PRAGMA user_version = 4",
+    ):  # fmt: skip
+        conn.execute(statement)
+    conn.commit()
+    conn.close()
+    with Store.open(db) as store:  # migrated on open: documents dropped, roots kept
+        assert migrations.applied(store.conn)[-1] == "m005_document_fields"
+        assert store.counts().documents == 0
+    out = run_json("scan", "--db", str(db))
+    assert out["indexed"] == 2 and out["unchanged"] == 0
+    hits = run_json("query", "unzip", "--db", str(db), "--files")["hits"]
+    assert sorted(h["rel_path"] for h in hits) == ["b.txt", "unzip.md"]
 
 
 def test_new_index_reclaims_free_pages_after_a_big_change(tmp_path: Path) -> None:

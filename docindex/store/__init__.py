@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from .interface import Index
 from .records import (
     DocFilter,
+    DocHit,
     DocRow,
     Fingerprint,
     IndexCounts,
@@ -43,6 +44,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "DocFilter",
+    "DocHit",
     "DocRow",
     "EncodedSegments",
     "Fingerprint",

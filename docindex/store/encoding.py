@@ -43,7 +43,10 @@ class NewDocument:
     ``body`` is the text compressed with ``compress_body`` (the indexer
     compresses in its worker processes). ``fts`` holds one pre-tokenised
     (title, body) pair per segment; ``vectors`` at most one blob per segment,
-    in order (fewer when ``max_embedded`` cut them).
+    in order (fewer when ``max_embedded`` cut them). ``fields`` are the
+    document's pre-tokenised (title and file name, headings) for its
+    document-level FTS row, whose body is its segments' bodies; ``terms``
+    its salient terms as ``analyze.document_terms`` writes them (issue #21).
     """
 
     root_id: int
@@ -59,6 +62,8 @@ class NewDocument:
     vectors: tuple[bytes, ...] = ()
     meta: dict[str, str] = field(default_factory=dict)
     indexed_at: float = 0.0
+    fields: tuple[str, str] = ("", "")
+    terms: str = ""
 
 
 def encode_segments(segments: Sequence[Segment], rel_path: str) -> EncodedSegments:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .records import (
     DocFilter,
+    DocHit,
     Fingerprint,
     IndexCounts,
     SegmentRow,
@@ -80,8 +81,9 @@ class Index(Protocol):
         """Insert a document with its segments, postings and vectors; its id."""
 
     def delete_document(
-        self, doc_id: int, fts: Iterable[tuple[int, str, str]] = ()
-    ) -> None:
+        self, doc_id: int, fts: Iterable[tuple[int, str, str]] = (),
+        fields: tuple[str, str] | None = None,
+    ) -> None:  # fmt: skip
         """Delete a document, its segments, postings and facets."""
 
     def document(self, doc_id: int) -> StoredDocument | None:
@@ -138,18 +140,31 @@ class Index(Protocol):
 
     # -- postings (full-text search)
     def lexical(
-        self, match: str, limit: int, title_weight: float, only: DocFilter = ...
-    ) -> list[tuple[int, float]]:
-        """(segment id, bm25 score) best first for an FTS5 query."""
+        self, match: str, limit: int, title_weight: float, only: DocFilter = ...,
+        within: Sequence[int] | None = None,
+    ) -> list[tuple[int, float]]:  # fmt: skip
+        """(segment id, bm25 score) best first for an FTS5 query (of ``within``)."""
+
+    def document_lexical(
+        self,
+        match: str,
+        limit: int,
+        weights: tuple[float, float, float],
+        only: DocFilter = ...,
+    ) -> list[DocHit]:
+        """The best documents by field-weighted bm25 (title, headings, body)."""
+
+    def document_terms(self, doc_ids: Sequence[int]) -> dict[int, str]:
+        """doc id -> its stored salient terms."""
+
+    def document_freqs(self, terms: Sequence[str]) -> dict[str, int]:
+        """Documents holding each term."""
+
+    def document_stats(self) -> tuple[int, float]:
+        """(documents, mean body terms per document)."""
 
     def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
         """Segments holding each term."""
-
-    def doc_doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
-        """Documents holding each term."""
-
-    def doc_stats(self) -> tuple[int, float]:
-        """(documents, mean terms per document)."""
 
     def tune_fts_for_bulk(self) -> None:
         """Prepare the postings for many inserts."""
@@ -197,10 +212,12 @@ class Index(Protocol):
         """Give free space back to the file system; pages freed."""
 
     def clear_fts(self) -> None:
-        """Empty the FTS table at once, before every document is rewritten."""
+        """Empty the FTS tables at once, before every document is rewritten."""
 
-    def restore_fts(self, rows: Sequence[tuple[int, str, str]]) -> None:
-        """Give a kept document its FTS rows back after ``clear_fts``."""
+    def restore_fts(
+        self, doc_id: int, rows: Sequence[tuple[int, str, str]], fields: tuple[str, str]
+    ) -> None:
+        """Give a kept document its FTS rows (and ``doc_fts`` row) back after ``clear_fts``."""
 
     def tidy_fts(self) -> bool:
         """Merge the FTS index when deleted rows piled up; whether it merged."""

@@ -54,14 +54,20 @@ def _reset(conn: sqlite3.Connection) -> None:
 
 
 def clear_fts(conn: sqlite3.Connection) -> None:
-    """Empty the FTS table in one step (every row is about to be written again)."""
+    """Empty the FTS tables in one step (every row is about to be written again)."""
     conn.execute("INSERT INTO fts (fts) VALUES ('delete-all')")
+    conn.execute("INSERT INTO doc_fts (doc_fts) VALUES ('delete-all')")
     _reset(conn)
 
 
 def merge_fts(conn: sqlite3.Connection) -> None:
-    """Merge the FTS index into one segment, dropping deleted rows for good."""
+    """Merge the FTS indexes into one segment each, dropping deleted rows for good.
+
+    ``doc_fts`` gets one delete per deleted document, far fewer than ``fts``'s
+    per segment, so the segment rows' count decides when both merge.
+    """
     conn.execute("INSERT INTO fts (fts) VALUES ('optimize')")
+    conn.execute("INSERT INTO doc_fts (doc_fts) VALUES ('optimize')")
     _reset(conn)
 
 
@@ -98,7 +104,10 @@ def space(conn: sqlite3.Connection, path: Path) -> Space:
     live, stale = live_rows(conn), stale_rows(conn)
     stale_b = 0
     if stale:
-        sql = "SELECT coalesce(sum(length(block)), 0) FROM fts_data"
+        sql = (
+            "SELECT (SELECT coalesce(sum(length(block)), 0) FROM fts_data)"
+            " + (SELECT coalesce(sum(length(block)), 0) FROM doc_fts_data)"
+        )
         stale_b = round(int(c(sql).fetchone()[0]) * stale / (live + stale))
     return Space(file_bytes(path), free, live, stale, stale_b)
 

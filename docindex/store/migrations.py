@@ -163,6 +163,41 @@ def m004_fingerprint_index(conn: sqlite3.Connection) -> None:
     )
 
 
+def m005_document_fields(conn: sqlite3.Connection) -> None:
+    """Documents as FTS5 rows with fields, and their salient terms (issue #21).
+
+    ``doc_fts`` holds one contentless row per document (rowid = document id):
+    its title and file name words, its headings, and its whole text, so
+    ``bm25(doc_fts, title, heads, body)`` ranks whole documents with field
+    weights (BM25F-like) in C; ``doc_vocab`` gives document frequencies.
+    ``documents.terms`` keeps each document's most frequent content terms
+    (JSON) for query feedback. Existing documents have no such row and
+    contentless rows cannot be made from the stored postings, so (as in
+    m002) the documents are dropped and the next scan re-indexes them; roots,
+    settings and skip records are kept.
+    """
+    _run(
+        conn,
+        """
+        DROP TABLE fts_vocab;
+        DROP TABLE fts;
+        DELETE FROM segments;
+        DELETE FROM facets;
+        DELETE FROM documents;
+        DELETE FROM meta WHERE key IN ('tokenizer', 'embedder');
+        ALTER TABLE documents ADD COLUMN terms TEXT;
+        CREATE VIRTUAL TABLE fts USING fts5(
+            title, body, content='', tokenize='unicode61 remove_diacritics 0'
+        );
+        CREATE VIRTUAL TABLE fts_vocab USING fts5vocab(fts, 'row');
+        CREATE VIRTUAL TABLE doc_fts USING fts5(
+            title, heads, body, content='', tokenize='unicode61 remove_diacritics 0'
+        );
+        CREATE VIRTUAL TABLE doc_vocab USING fts5vocab(doc_fts, 'row')
+        """,
+    )
+
+
 def _run(conn: sqlite3.Connection, script: str) -> None:
     """Execute statements one by one: ``executescript`` would COMMIT our transaction."""
     for statement in script.split(";"):
@@ -175,6 +210,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m002_compact_segments,
     m003_skipped,
     m004_fingerprint_index,
+    m005_document_fields,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -89,6 +89,19 @@ class StoredDocument(NamedTuple):
     n_segments: int
 
 
+class DocHit(NamedTuple):
+    """A document ranked by ``Index.document_lexical`` (issue #21).
+
+    ``score`` is its negated bm25 (higher is better); its segments are the
+    ids ``first_segment`` .. ``first_segment + n_segments - 1``.
+    """
+
+    id: int
+    score: float
+    first_segment: int
+    n_segments: int
+
+
 class DocFilter(NamedTuple):
     """Which documents a search or a listing keeps; empty keeps all.
 

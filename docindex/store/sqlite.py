@@ -33,6 +33,7 @@ from . import maintenance, migrations
 from .records import (
     SEGMENT_COLUMNS,
     DocFilter,
+    DocHit,
     Fingerprint,
     IndexCounts,
     SegmentRow,
@@ -516,13 +517,14 @@ class Store:
             first = self.next_segment_id()
             cur = self.conn.execute(
                 "INSERT INTO documents (root_id, rel_path, kind, title, size, mtime_ns, "
-                "hash, body, meta, n_segments, indexed_at, sections, first_segment) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "hash, body, meta, n_segments, indexed_at, sections, first_segment, "
+                "terms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     doc.root_id, doc.rel_path, doc.kind, doc.title, doc.size,
                     doc.mtime_ns, doc.hash, doc.body,
                     json.dumps(meta, ensure_ascii=False) if meta else None,
                     len(rows), doc.indexed_at, doc.segments.sections, first,
+                    doc.terms or None,
                 ),
             )  # fmt: skip
             doc_id = int(cur.lastrowid or 0)
@@ -541,6 +543,10 @@ class Store:
             self.conn.executemany(
                 "INSERT INTO fts (rowid, title, body) VALUES (?, ?, ?)",
                 [(first + i, title, body) for i, (title, body) in enumerate(doc.fts)],
+            )
+            self.conn.execute(
+                "INSERT INTO doc_fts (rowid, title, heads, body) VALUES (?, ?, ?, ?)",
+                (doc_id, *doc.fields, _document_body(doc.fts)),
             )
         return doc_id
 
@@ -566,13 +572,15 @@ class Store:
             )
 
     def delete_document(
-        self, doc_id: int, fts: Iterable[tuple[int, str, str]] = ()
-    ) -> None:
+        self, doc_id: int, fts: Iterable[tuple[int, str, str]] = (),
+        fields: tuple[str, str] | None = None,
+    ) -> None:  # fmt: skip
         """Delete a document with its segments (by id range), facets and FTS rows.
 
-        The FTS table is contentless: its rows go by replaying the exact
+        The FTS tables are contentless: their rows go by replaying the exact
         (segment id, title tokens, body tokens) they were indexed with, which
-        the caller recomputes from the stored text (``fts``).
+        the caller recomputes from the stored text (``fts``), and the
+        document's ``fields`` (``NewDocument.fields``) for its ``doc_fts`` row.
         """
         rows = list(fts)
         with self.atomic(savepoint=False):
@@ -581,6 +589,12 @@ class Store:
                 rows,
             )
             maintenance.note_deleted(self.conn, len(rows))
+            if fields is not None:
+                self.conn.execute(
+                    "INSERT INTO doc_fts (doc_fts, rowid, title, heads, body) "
+                    "VALUES ('delete', ?, ?, ?, ?)",
+                    (doc_id, *fields, _document_body((t, b) for _, t, b in rows)),
+                )
             self._bodies.pop(doc_id, None)
             span = self._span(doc_id)
             if span is not None:
@@ -764,13 +778,25 @@ class Store:
 
     def lexical(
         self, match: str, limit: int, title_weight: float,
-        only: DocFilter = _ALL,
+        only: DocFilter = _ALL, within: Sequence[int] | None = None,
     ) -> list[tuple[int, float]]:  # fmt: skip
         """(segment id, bm25) best first; bm25 is negated so higher is better.
 
         ``match`` is an FTS5 query (callers quote user text); ``only`` keeps
-        the segments of the documents it selects.
+        the segments of the documents it selects; ``within`` (segment ids)
+        keeps only those. FTS5 then computes bm25 for those rows alone: the
+        per-row bm25 is most of a broad query's cost (issue #21).
         """
+        if within is not None and len(within) <= _MAX_WITHIN:
+            # ``+rowid``: a plain ``rowid IN`` would make FTS5 run the whole
+            # MATCH once per id; the unary plus leaves it a row filter.
+            marks = ",".join("?" * len(within))
+            cur = self.conn.execute(
+                "SELECT rowid, -bm25(fts, ?, 1.0) FROM fts WHERE fts MATCH ? "
+                f"AND +rowid IN ({marks}) ORDER BY bm25(fts, ?, 1.0), rowid LIMIT ?",
+                (title_weight, match, *within, title_weight, limit),
+            )
+            return [(int(r[0]), float(r[1])) for r in cur]
         where, params = _filter_sql(only)
         if where:
             sql = (
@@ -953,10 +979,17 @@ class Store:
         """
         maintenance.clear_fts(self.conn)
 
-    def restore_fts(self, rows: Sequence[tuple[int, str, str]]) -> None:
-        """Insert (segment id, title tokens, body tokens) FTS rows after ``clear_fts``."""
+    def restore_fts(
+        self, doc_id: int, rows: Sequence[tuple[int, str, str]], fields: tuple[str, str]
+    ) -> None:
+        """Insert a document's FTS rows (segment id, title tokens, body tokens) and
+        its ``doc_fts`` row (``fields`` and the rows' bodies) after ``clear_fts``."""
         self.conn.executemany(
             "INSERT INTO fts (rowid, title, body) VALUES (?, ?, ?)", rows
+        )
+        self.conn.execute(
+            "INSERT INTO doc_fts (rowid, title, heads, body) VALUES (?, ?, ?, ?)",
+            (doc_id, *fields, _document_body((t, b) for _, t, b in rows)),
         )
 
     def tidy_fts(self) -> bool:
@@ -1003,57 +1036,63 @@ class Store:
             )
         return out
 
-    # -- document-level statistics (issue #3, ``--files`` ranking) ---------
+    # -- documents as FTS rows with fields (issue #21) ---------------------
 
-    def doc_stats(self) -> tuple[int, float]:
-        """(documents, mean terms per document), cached until the index changes.
+    def document_lexical(
+        self,
+        match: str,
+        limit: int,
+        weights: tuple[float, float, float],
+        only: DocFilter = _ALL,
+    ) -> list[DocHit]:
+        """The best documents for an FTS5 query, by ``bm25(doc_fts, *weights)``.
 
-        Both come from FTS5's own totals (the ``averages`` record, row 1 of
-        ``fts_data``: row count, then total tokens per column) and the
-        document count; the cache is keyed on ``PRAGMA data_version`` and this
-        connection's ``total_changes``, so a write by any connection refreshes it.
+        ``weights`` are the title (with file name), headings and body column
+        weights. Returns DocHits (id, negated bm25, segment id range) best first.
         """
-        version = self._version()
-        cached = getattr(self, "_doc_stats", None)
-        if cached is not None and cached[0] == version:
-            hit: tuple[int, float] = cached[1]
-            return hit
-        n_docs = int(self.conn.execute("SELECT count(*) FROM documents").fetchone()[0])
-        row = self.conn.execute("SELECT block FROM fts_data WHERE id = 1").fetchone()
-        totals = _varints(row[0]) if row and row[0] else []
-        body_terms = totals[2] if len(totals) > 2 else 0
-        stats = (n_docs, body_terms / max(1, n_docs))
-        self._doc_stats = (version, stats)
-        return stats
+        where, params = _filter_sql(only)
+        cur = self.conn.execute(
+            "SELECT d.id, -bm25(doc_fts, ?, ?, ?) AS s, d.first_segment, "
+            "d.n_segments FROM doc_fts JOIN documents d ON d.id = doc_fts.rowid "
+            f"WHERE doc_fts MATCH ? {'AND ' + where if where else ''} "
+            "ORDER BY s DESC, d.id LIMIT ?",
+            (*weights, match, *params, limit),
+        )
+        return [DocHit(int(r[0]), float(r[1]), int(r[2]), int(r[3])) for r in cur]
 
-    def doc_doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
-        """Number of documents (not segments) containing each term.
-
-        One FTS5 MATCH per term joined to its segments' documents (about 1 us
-        per matching segment); memoised until the index changes.
-        """
-        version = self._version()
-        memo: dict[str, int] | None = None
-        cached = getattr(self, "_doc_dfs", None)
-        if cached is not None and cached[0] == version:
-            memo = cached[1]
-        if memo is None or len(memo) > 100_000:
-            memo = {}
-            self._doc_dfs = (version, memo)
-        out: dict[str, int] = {}
-        for term in terms:
-            n = memo.get(term)
-            if n is None:
-                n = memo[term] = int(
-                    self.conn.execute(
-                        "SELECT count(DISTINCT s.doc_id) FROM fts f JOIN segments s "
-                        "ON s.id = f.rowid WHERE fts MATCH ?",
-                        ('"' + term.replace('"', '""') + '"',),
-                    ).fetchone()[0]
-                )
-            if n:
-                out[term] = n
+    def document_terms(self, doc_ids: Sequence[int]) -> dict[int, str]:
+        """doc id -> its stored salient terms (``NewDocument.terms``)."""
+        out: dict[int, str] = {}
+        for chunk in _chunks(list(doc_ids)):
+            marks = ",".join("?" * len(chunk))
+            for doc_id, terms in self.conn.execute(
+                f"SELECT id, terms FROM documents WHERE id IN ({marks}) "
+                "AND terms IS NOT NULL",
+                tuple(chunk),
+            ):
+                out[int(doc_id)] = str(terms)
         return out
+
+    def document_freqs(self, terms: Sequence[str]) -> dict[str, int]:
+        """Number of documents holding each term (``doc_vocab``)."""
+        out: dict[str, int] = {}
+        for chunk in _chunks(list(terms)):
+            marks = ",".join("?" * len(chunk))
+            for term, n in self.conn.execute(
+                f"SELECT term, doc FROM doc_vocab WHERE term IN ({marks})", tuple(chunk)
+            ):
+                out[str(term)] = int(n)
+        return out
+
+    def document_stats(self) -> tuple[int, float]:
+        """(documents, mean body terms per document) from ``doc_fts``'s totals."""
+        row = self.conn.execute(
+            "SELECT block FROM doc_fts_data WHERE id = 1"
+        ).fetchone()
+        totals = _varints(row[0]) if row and row[0] else []
+        n_docs = totals[0] if totals else 0
+        body = totals[3] if len(totals) > 3 else 0
+        return n_docs, body / max(1, n_docs)
 
     def _version(self) -> tuple[int, int]:
         """Changes when any connection (or this one) writes to the index."""
@@ -1216,6 +1255,14 @@ def _filter_sql(only: DocFilter) -> tuple[str, tuple[object, ...]]:
         clauses.append("d.id != ?")
         params.append(only.except_doc)
     return " AND ".join(clauses), tuple(params)
+
+
+_MAX_WITHIN = 30_000  # bound parameters in one statement (SQLite allows 32,766)
+
+
+def _document_body(fts: Iterable[tuple[str, str]]) -> str:
+    """A document's ``doc_fts`` body: its segments' body tokens, in order."""
+    return " ".join(body for _, body in fts if body)
 
 
 def _chunks(ids: Sequence[Any]) -> Iterator[Sequence[Any]]:
