@@ -9,7 +9,7 @@ and headings that come from Markdown headings outside code fences.
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from docindex.models import Extracted, Segment, Unit
@@ -119,6 +119,7 @@ def test_many_units(units: list[Unit], size: int) -> None:
 
 @SETTINGS
 @given(lines=st.lists(LINE | st.text(max_size=5), max_size=40))
+@example(lines=["\u3000", "    # four (code)", "-"])  # a setext paragraph of 2 lines
 def test_markdown_headings_are_heading_lines_in_order(lines: list[str]) -> None:
     """ATX (``# x``) or setext (a line underlined with ``=``/``-``, #19) headings."""
     found = list(markdown_headings(lines))
@@ -126,8 +127,17 @@ def test_markdown_headings_are_heading_lines_in_order(lines: list[str]) -> None:
     for i, level, _ in found:
         assert 1 <= level <= 6
         atx = lines[i].lstrip(" ").startswith("#" * level)
+        # A setext heading's paragraph may span lines: the underline is the
+        # first line after i that is all "=" or "-", with no blank line between.
+        after = [line.strip(" \t") for line in lines[i + 1 :]]
+        underline = next(
+            (k for k, line in enumerate(after) if line and set(line) <= set("=-")),
+            None,
+        )
         setext = (
-            level <= 2 and i + 1 < len(lines) and lines[i + 1].strip(" \t")[:1] in "=-"
+            level <= 2
+            and underline is not None
+            and all(line for line in after[:underline])
         )
         assert atx or setext, (lines[i], level)
 
