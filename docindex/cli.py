@@ -441,8 +441,10 @@ def vacuum(db: str | None, as_json: bool) -> None:
     """Shrink the index file: merge the search index and free unused pages.
 
     Prints the size before and after. `docindex stats` shows how much is
-    reclaimable. Fails (and changes nothing) while a scan or a watcher is
-    writing the index; run it again when that ends.
+    reclaimable. Like any writer it waits for the lock (the busy timeout,
+    10 s by default): it may run between a scan's commits, and when a scan or
+    a watcher holds the lock longer it fails with "index is busy" and
+    changes nothing.
     """
     from . import api
     from .render import vacuum_text
