@@ -23,6 +23,7 @@ MAX_GLOB_CHARS = 1024  # SQLite refuses GLOB patterns past 50,000 bytes
 MAX_TOP = 1000  # hits or related chunks in one answer
 MAX_LIST = 10_000  # documents in one page of ``list``
 MAX_OFFSET = 1_000_000  # paging further is a scan, not a page
+MAX_MCP_LINE_BYTES = 16 * 1024 * 1024  # one JSON-RPC message on the MCP wire
 
 
 def check_length(name: str, value: str | None, limit: int) -> None:

@@ -18,17 +18,19 @@ import asyncio
 import functools
 import json
 import sqlite3
+import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from . import api
 from .errors import BadInputError, DocindexError
 from .limits import (
     MAX_CHUNK_ID_CHARS,
     MAX_GLOB_CHARS,
+    MAX_MCP_LINE_BYTES,
     MAX_OFFSET,
     MAX_PATH_CHARS,
     MAX_QUERY_CHARS,
@@ -544,6 +546,31 @@ async def _answer_unparsable(source: Any, sink: Any, write_stream: Any) -> None:
             await write_stream.send(SessionMessage(reply))
 
 
+class CappedLines:
+    """Lines of a binary stream as text, each at most ``limit`` bytes.
+
+    The SDK reads stdin a line at a time with no bound, so one line without a
+    newline could grow until memory ran out. A longer line is read to its end
+    in small pieces and dropped, and a line that is not JSON takes its place:
+    the client gets a -32700 reply and the session goes on.
+    """
+
+    def __init__(self, raw: BinaryIO, limit: int = MAX_MCP_LINE_BYTES) -> None:
+        self._raw = raw
+        self._limit = limit
+
+    def readline(self) -> str:
+        line = self._raw.readline(self._limit + 1)
+        if len(line) <= self._limit or line.endswith(b"\n"):
+            return line.decode("utf-8", "replace")
+        while (rest := self._raw.readline(1 << 16)) and not rest.endswith(b"\n"):
+            pass
+        return "line too long\n" if rest else ""
+
+    def close(self) -> None:
+        """Nothing to close: stdin belongs to the process."""
+
+
 def serve(db: str | None, roots: list[str]) -> None:
     """Run the MCP server on stdin/stdout until the client disconnects.
 
@@ -560,7 +587,8 @@ def serve(db: str | None, roots: list[str]) -> None:
     server = build_server(tools, runner)
 
     async def main() -> None:
-        async with stdio_server() as (read_stream, write_stream):
+        stdin = anyio.wrap_file(CappedLines(sys.stdin.buffer))  # type: ignore[arg-type]
+        async with stdio_server(stdin=stdin) as (read_stream, write_stream):
             send, receive = anyio.create_memory_object_stream[Any](0)
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_answer_unparsable, read_stream, send, write_stream)

@@ -237,6 +237,28 @@ def test_mcp_rejects_hostile_arguments_by_name(index: tuple[Path, Path]) -> None
         assert server.close() == 0
 
 
+def test_mcp_line_over_the_cap_is_a_parse_error_not_a_memory_hog(
+    index: tuple[Path, Path],
+) -> None:
+    from docindex.limits import MAX_MCP_LINE_BYTES
+
+    root, db = index
+    server = _Server(db, root)
+    try:
+        # A JSON string one byte over the cap: valid JSON-RPC but for its size.
+        pad = MAX_MCP_LINE_BYTES
+        server.send(
+            '{"jsonrpc": "2.0", "id": 7, "method": "ping", "x": "' + "a" * pad + '"}'
+        )
+        assert server.receive() == {"jsonrpc": "2.0", "id": None,
+                                    "error": {"code": -32700, "message": "Parse error"}}  # fmt: skip
+        error, result = server.call("doc_query", {"query": "pip", "top_k": 1})
+        assert not error and len(result["hits"]) == 1  # the session goes on
+        assert server.peak_mib() < 200  # read in pieces, never held whole
+    finally:
+        assert server.close() == 0
+
+
 @pytest.mark.slow
 def test_mcp_server_answers_1024_pipelined_calls_without_error(tmp_path: Path) -> None:
     load = _bench("mcp_load")
