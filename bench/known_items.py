@@ -63,7 +63,7 @@ def run(db: Path, items: list[dict[str, str]]) -> list[int | None]:
 
 
 def figures(ranks: list[int | None]) -> dict[str, float]:
-    """hit@1, hit@5 and MRR@10 of a list of ranks."""
+    """hit@1, hit@5 and MRR@10 of a list of ranks (also ``known_titles.py``'s)."""
     n = max(1, len(ranks))
     return {
         "n": len(ranks),
@@ -71,6 +71,16 @@ def figures(ranks: list[int | None]) -> dict[str, float]:
         "hit@5": round(sum(r is not None and r <= 5 for r in ranks) / n, 3),
         "mrr@10": round(sum(1 / r for r in ranks if r) / n, 3),
     }
+
+
+def scan_corpus(db: Path) -> Path:
+    """Scan the shared corpus into ``db`` (also used by ``known_titles.py``)."""
+    subprocess.run(
+        [sys.executable, "-m", "docindex", "scan", str(CORPUS), "--db", str(db),
+         "--quiet"],
+        check=True,
+    )  # fmt: skip
+    return db
 
 
 def main() -> int:
@@ -86,12 +96,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         db = args.db
         if db is None:
-            db = Path(tmp) / "index.db"
-            subprocess.run(
-                [sys.executable, "-m", "docindex", "scan", str(CORPUS), "--db",
-                 str(db), "--quiet"],
-                check=True,
-            )  # fmt: skip
+            db = scan_corpus(Path(tmp) / "index.db")
         ranks = run(db, items)
     report = {"all": figures(ranks)}
     for lang in ("en", "zh"):

@@ -23,8 +23,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT.parent / "shared" / "corpus" / "docs"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from known_items import CORPUS, figures, scan_corpus  # noqa: E402
+
 ITEMS = Path(__file__).with_name("known_titles.jsonl")
 
 
@@ -48,16 +49,6 @@ def ranks(db: Path, items: list[dict[str, object]], files: bool) -> list[int | N
     return got
 
 
-def figures(found: list[int | None]) -> dict[str, float]:
-    """hit@1, hit@5 and MRR@10 of a list of ranks."""
-    n = max(1, len(found))
-    return {
-        "hit@1": round(sum(r == 1 for r in found) / n, 3),
-        "hit@5": round(sum(r is not None and r <= 5 for r in found) / n, 3),
-        "mrr@10": round(sum(1 / r for r in found if r) / n, 3),
-    }
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--db", type=Path, help="an index of the corpus to reuse")
@@ -73,12 +64,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         db = args.db
         if db is None:
-            db = Path(tmp) / "index.db"
-            subprocess.run(
-                [sys.executable, "-m", "docindex", "scan", str(CORPUS), "--db",
-                 str(db), "--quiet"],
-                check=True,
-            )  # fmt: skip
+            db = scan_corpus(Path(tmp) / "index.db")
         for view in ("chunks", "files"):
             found = ranks(db, items, view == "files")
             report[view] = figures(found)

@@ -598,7 +598,9 @@ def _scan(
             if gone and _under(rel_path, prefixes):
                 store.clear_skip(rid, rel_path)  # the file is gone
     for doc_id in sorted(cleared):  # kept (interrupted, unpruned): rows back
-        store.restore_fts(doc_id, *document_fts(store, cfg, doc_id))
+        fts = document_fts(store, cfg, doc_id)
+        if fts is not None:
+            store.restore_fts(doc_id, *fts)
 
 
 def _remover(
@@ -885,11 +887,12 @@ def _store_prepared(
 
 def document_fts(
     store: Index, cfg: Config, doc_id: int
-) -> tuple[list[tuple[int, str, str]], tuple[str, str]]:
-    """A stored document's FTS rows and ``doc_fts`` fields, from its stored text."""
+) -> tuple[list[tuple[int, str, str]], tuple[str, str]] | None:
+    """A stored document's FTS rows and ``doc_fts`` fields, from its stored text
+    (None when there is no such document)."""
     doc = store.document(doc_id)
     if doc is None:
-        return [], ("", "")
+        return None
     body = store.body(doc_id)
     doc_title = title_text(doc.title, doc.rel_path)
     segments = store.segments_of(doc_id)
@@ -905,5 +908,6 @@ def document_fts(
 
 def remove_document(store: Index, cfg: Config, doc_id: int) -> None:
     """Delete a document with its FTS rows (tokens recomputed from the stored text)."""
-    if store.document(doc_id) is not None:
-        store.delete_document(doc_id, *document_fts(store, cfg, doc_id))
+    fts = document_fts(store, cfg, doc_id)
+    if fts is not None:
+        store.delete_document(doc_id, *fts)
