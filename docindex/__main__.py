@@ -1,3 +1,3 @@
-from docindex.cli import main
+from docindex.launcher import main
 
-main()
+main(prog_name="docindex")

@@ -253,7 +253,7 @@ def query(db: str | None, text: str, options: dict[str, Any]) -> QueryResult:
 
     ws = workspace.load(db)
     opts = _options(options, text)
-    with ws.open(readonly=_readonly_ok(ws.db)) as store:
+    with ws.open(readonly=_readonly_ok(ws.db), mapped=True) as store:
         # One read transaction: a query that spans a scan's commit would find
         # FTS rowids in the old snapshot and their segments gone in the new (#8).
         with store.atomic(immediate=False):
@@ -272,7 +272,7 @@ def batch_query(
     opts = _options(options)
     from .errors import BadInputError
 
-    with ws.open(readonly=_readonly_ok(ws.db)) as store:
+    with ws.open(readonly=_readonly_ok(ws.db), mapped=True) as store:
         for number, line in enumerate(lines, 1):
             try:
                 with store.atomic(immediate=False):  # one snapshot per query
@@ -401,7 +401,7 @@ def outline(
     from . import navigate
 
     ws = _nav_workspace(db, roots)
-    with ws.open(readonly=_readonly_ok(ws.db)) as store:
+    with ws.open(readonly=_readonly_ok(ws.db), mapped=True) as store:
         return navigate.outline(store, ws.config.roots, file, depth=depth, cwd=cwd)
 
 
@@ -413,7 +413,7 @@ def show(
     from . import navigate
 
     ws = _nav_workspace(db, roots)
-    with ws.open(readonly=_readonly_ok(ws.db)) as store:
+    with ws.open(readonly=_readonly_ok(ws.db), mapped=True) as store:
         return navigate.show(store, ws.config.roots, target, context=context, cwd=cwd)
 
 
@@ -425,7 +425,7 @@ def section(
     from . import navigate
 
     ws = _nav_workspace(db, roots)
-    with ws.open(readonly=_readonly_ok(ws.db)) as store:
+    with ws.open(readonly=_readonly_ok(ws.db), mapped=True) as store:
         return navigate.section(store, ws.config.roots, file, heading,
                                 include_subsections=include_subsections, cwd=cwd)  # fmt: skip
 
@@ -438,7 +438,7 @@ def list_documents(
     from . import navigate
 
     ws = _nav_workspace(db, roots)
-    with ws.open(readonly=_readonly_ok(ws.db)) as store:
+    with ws.open(readonly=_readonly_ok(ws.db), mapped=True) as store:
         return navigate.list_documents(store, ws.config.roots, path_glob=path_glob,
                                        types=types, limit=limit, offset=offset)  # fmt: skip
 
@@ -451,7 +451,7 @@ def related(
     from . import navigate
 
     ws = _nav_workspace(db, roots)
-    with ws.open(readonly=_readonly_ok(ws.db)) as store:
+    with ws.open(readonly=_readonly_ok(ws.db), mapped=True) as store:
         return navigate.related(store, ws.config.roots, target, top=top,
                                 same_file=same_file, cwd=cwd)  # fmt: skip
 
@@ -469,7 +469,7 @@ def index_vocabulary(db: str | None, roots: list[str] | None = None) -> dict[str
     except IndexNotFoundError:
         return {"roots": [str(Path(r).resolve()) for r in roots or []], "types": [],
                 "facets": {}}  # fmt: skip
-    with ws.open(readonly=_readonly_ok(ws.db)) as store:
+    with ws.open(readonly=_readonly_ok(ws.db), mapped=True) as store:
         return {
             "roots": list(ws.config.roots),
             "types": sorted(store.kinds()),
@@ -485,7 +485,7 @@ def roots_list(db: str | None) -> dict[str, Any]:
     from . import roots as rootsmod
 
     ws = workspace.load(db)
-    with ws.open(readonly=_readonly_ok(ws.db)) as store:
+    with ws.open(readonly=_readonly_ok(ws.db), mapped=True) as store:
         listed = rootsmod.list_roots(store, ws.config.roots)
     moved = workspace.relocation(ws.db)
     return {"db": str(ws.db), "roots": listed,
@@ -562,7 +562,7 @@ def hit_lines(
     """
     ws = workspace.load(db)
     out: list[list[tuple[int, str]]] = []
-    with ws.open(readonly=_readonly_ok(ws.db)) as store:
+    with ws.open(readonly=_readonly_ok(ws.db), mapped=True) as store:
         bodies: dict[int, list[str]] = {}
         for hit in hits:
             rows = [

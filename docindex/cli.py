@@ -471,30 +471,51 @@ def vacuum(db: str | None, as_json: bool) -> None:
     show_default=True,
     help="Quiet time before a batch of changes is applied.",
 )
+@click.option(
+    "--serve/--no-serve",
+    default=True,
+    show_default=True,
+    help="Run query, scan, show, ... for other docindex processes on this index, "
+    "warm (a 0600 socket beside the index; Linux).",
+)
 @db_option
 @json_option
 def watch(
-    roots: tuple[str, ...], debounce_ms: int, db: str | None, as_json: bool
-) -> None:
+    roots: tuple[str, ...], debounce_ms: int, serve: bool, db: str | None,
+    as_json: bool,
+) -> None:  # fmt: skip
     """Catch up, then keep the index current as files change, until Ctrl-C or SIGTERM.
 
     Says what it watches on stderr, then prints one line per applied batch on
     stdout (`+added ~updated -removed in N ms`, or one JSON object per line with
     --json); warnings go to stderr.
+
+    While it runs, `docindex query`, `scan` and the reading commands on this
+    index skip Python's start-up: a warm server process beside the watcher
+    runs them on the caller's terminal, folder and environment, with the same
+    output and exit status (DOCINDEX_WATCHER=off in the caller's environment
+    opts out).
     """
     from . import api
+    from .config import env_value
     from .render import cli_json
 
     signals = _signals()
     stop = signals.graceful()  # a second signal gives up on the pending batch
+    serve = serve and (env_value("WATCHER") or "").strip().lower() != "off"
+    serving: list[Any] = []
+    index_db: list[Path] = []
 
     def on_start(index: Path, watched: list[str]) -> None:
+        index_db.append(index)
         click.echo(
             f"watching {', '.join(watched)} (index {index}); Ctrl-C to stop",
             err=True,
         )
 
     def on_batch(report: Any) -> None:
+        if serve and not serving and index_db:
+            serving.append(_start_serving(index_db[0]))
         if as_json:
             click.echo(cli_json(report))
         else:
@@ -510,21 +531,34 @@ def watch(
     def on_notice(message: str) -> None:
         click.echo(f"warning: {message}", err=True)
 
-    api.watch(
-        _find_db(db, roots),
-        roots=list(roots),
-        debounce_ms=debounce_ms,
-        on_batch=on_batch,
-        stop_event=stop,
-        on_notice=on_notice,
-        on_start=on_start,
-    )
+    try:
+        api.watch(
+            _find_db(db, roots),
+            roots=list(roots),
+            debounce_ms=debounce_ms,
+            on_batch=on_batch,
+            stop_event=stop,
+            on_notice=on_notice,
+            on_start=on_start,
+        )
+    finally:
+        for running in serving:
+            if running is not None:
+                running.stop()
     _exit_if_signalled(signals)
 
 
-def main() -> None:
-    """Entry point for ``python -m docindex``."""
-    cli(prog_name="docindex")
+def _start_serving(db: Path) -> Any:
+    """The watcher's server (after the catch-up, when the index exists), or None."""
+    from . import server
+
+    if not server.supported():
+        return None
+    try:
+        return server.start(db)
+    except OSError as exc:
+        click.echo(f"warning: not serving other commands: {exc}", err=True)
+        return None
 
 
 # -- navigation and the MCP server (issue #6) -----------------------------------

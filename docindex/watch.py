@@ -125,6 +125,7 @@ def own_files(db: Path) -> list[str]:
     base = str(db)
     out = [base + s for s in ("", "-wal", "-shm", "-journal")]
     out += [base + ".rebuild" + s for s in ("", "-wal", "-shm", "-journal")]
+    out.append(base + ".sock")  # the watcher's server (docindex.server)
     if db.parent.name == ".docindex":
         out.append(str(db.parent))
     return out

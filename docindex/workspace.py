@@ -25,9 +25,11 @@ class Workspace:
     db: Path
     config: Config
 
-    def open(self, *, create: bool = False, readonly: bool = False) -> Store:
-        """Open the index with this workspace's busy timeout."""
-        store = Store.open(self.db, create=create,
+    def open(
+        self, *, create: bool = False, readonly: bool = False, mapped: bool = False
+    ) -> Store:
+        """Open the index with this workspace's busy timeout (``Store.open``)."""
+        store = Store.open(self.db, create=create, mapped=mapped,
                            busy_timeout=self.config.busy_timeout_s, readonly=readonly)  # fmt: skip
         if store.outdated:
             store.close()

@@ -1,0 +1,47 @@
+"""Where a CLI process and a watcher's server meet (issue #24): socket, address, stamp.
+
+Imported by the thin client on every ``docindex`` start, so it needs ``os`` only.
+"""
+
+from __future__ import annotations
+
+import os
+
+PROTOCOL = 1
+SOCKET_SUFFIX = ".sock"
+MAX_REQUEST_BYTES = 1 << 20  # argv + environment; a real one is a few KiB
+# The sockaddr_un path limit on Linux (108 bytes with the NUL).
+_SUN_PATH_MAX = 107
+
+
+def socket_path(db: str | os.PathLike[str]) -> str:
+    """Where the server for the index ``db`` listens: ``index.db.sock`` beside it."""
+    return os.fspath(db) + SOCKET_SUFFIX
+
+
+def address(path: str) -> tuple[str, int | None]:
+    """An address ``connect``/``bind`` accept for ``path``, and a descriptor to close.
+
+    A path past the 107-byte limit is reached through its folder's
+    descriptor (``/proc/self/fd/N/name``).
+    """
+    if len(os.fsencode(path)) <= _SUN_PATH_MAX:
+        return path, None
+    folder, name = os.path.split(path)
+    fd = os.open(folder or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    return f"/proc/self/fd/{fd}/{name}", fd
+
+
+def stamp() -> str:
+    """This installation: its version, folder and when its files were written.
+
+    A server started before an upgrade has another stamp, so a client of the
+    new version runs its command itself instead of getting the old code.
+    """
+    from . import __version__
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    marks = [
+        os.stat(os.path.join(here, name)).st_mtime_ns for name in ("cli.py", "api.py")
+    ]
+    return f"{__version__} {here} {max(marks)}"
