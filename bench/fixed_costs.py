@@ -41,6 +41,7 @@ import argparse
 import hashlib
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -81,6 +82,9 @@ class Install:
 
     label: str
     cmd: list[str]
+    # Served: a `docindex watch` runs for its index (its own), and every
+    # timed command must be run by the watcher's server (DOCINDEX_WATCHER=require).
+    served: bool = False
     wall: dict[str, list[float]] = field(default_factory=dict)
     cpu: dict[str, list[float]] = field(default_factory=dict)
 
@@ -134,7 +138,14 @@ def bench_scale(scale: int, installs: list[Install], runs: int) -> Path:
     original = target.read_bytes()
     # One index per installation (by its command): an older docindex cannot
     # open an index a newer one has migrated.
-    dbs = {i.label: WORK / f"{_key(i.cmd)}-x{scale}.db" for i in installs}
+    dbs = {
+        i.label: WORK
+        / f"{_key([*i.cmd, *(['served'] if i.served else [])])}-x{scale}.db"
+        for i in installs
+    }
+    envs = {i.label: {**env, "DOCINDEX_WATCHER": "require" if i.served else "off"}
+            for i in installs}  # fmt: skip
+    watchers: list[subprocess.Popen[bytes]] = []
     for inst in installs:
         inst.wall, inst.cpu = {}, {}
         db = str(dbs[inst.label])
@@ -149,9 +160,11 @@ def bench_scale(scale: int, installs: list[Install], runs: int) -> Path:
                                  f"{done.stderr.decode(errors='replace')[-600:]}")  # fmt: skip
         print(f"  {inst.label}: index {db} up to date "
               f"({time.perf_counter() - started:.1f} s)", file=sys.stderr)  # fmt: skip
+        if inst.served:
+            watchers.append(_start_watcher(inst, db, env))
 
     def record(inst: Install, key: str, cmd: list[str]) -> None:
-        w, c = timed(cmd, env)
+        w, c = timed(cmd, envs[inst.label])
         inst.wall.setdefault(key, []).append(w)
         inst.cpu.setdefault(key, []).append(c)
 
@@ -169,12 +182,38 @@ def bench_scale(scale: int, installs: list[Install], runs: int) -> Path:
                 record(inst, "auto", query)
                 record(inst, "help", [*inst.cmd, "--help"])
     finally:
+        for watcher in watchers:
+            watcher.send_signal(signal.SIGINT)  # applies the pending edit, then ends
+            watcher.wait(timeout=120)
         _replace(target, original)
         for inst in installs:  # leave every index matching the tree
             subprocess.run([*inst.cmd, "scan", str(tree), "--db",
                             str(dbs[inst.label]), "-q"], env=env,
                            check=False, capture_output=True)  # fmt: skip
     return tree
+
+
+def _start_watcher(
+    inst: Install, db: str, env: dict[str, str]
+) -> subprocess.Popen[bytes]:
+    """``docindex watch`` for ``db``, once its server answers.
+
+    A 60 s debounce: the watcher applies no edit while the figures run, so
+    the served "one edit" scan does the same work as a cold one (a watcher
+    that kept up would leave it nothing to do).
+    """
+    watcher = subprocess.Popen(
+        [*inst.cmd, "watch", "--db", db, "--debounce-ms", "60000"], env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    probe = [*inst.cmd, "stats", "--db", db, "--json"]
+    deadline = time.monotonic() + 300
+    while subprocess.run(probe, env={**env, "DOCINDEX_WATCHER": "require"},
+                         capture_output=True).returncode:  # fmt: skip
+        if watcher.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"{inst.label}: the watcher's server does not answer")
+        time.sleep(0.2)
+    return watcher
 
 
 def _mmm(values: list[float]) -> str:
@@ -189,8 +228,8 @@ def print_table(scale: int, files: int, installs: list[Install], runs: int) -> N
     head = ["figure"]
     for inst in installs:
         head += [f"{inst.label}: wall s min / **median** / max", "CPU s"]
-    if len(installs) > 1:
-        head.append(f"median {installs[0].label} / {installs[1].label}")
+    for other in installs[1:]:
+        head.append(f"median {installs[0].label} / {other.label}")
     head.append("target")
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
@@ -198,9 +237,9 @@ def print_table(scale: int, files: int, installs: list[Install], runs: int) -> N
         row = [name]
         for inst in installs:
             row += [_mmm(inst.wall[key]), f"{statistics.median(inst.cpu[key]):.3f}"]
-        if len(installs) > 1:
+        for other in installs[1:]:
             a = statistics.median(installs[0].wall[key])
-            b = statistics.median(installs[1].wall[key])
+            b = statistics.median(other.wall[key])
             row.append(f"{a / b:.2f}x")
         target = t10 if scale >= 10 else t1
         row.append(f"<= {target:.2f} s" if target is not None else "")
@@ -256,6 +295,8 @@ def phases(scale: int, tree: Path, installs: list[Install]) -> None:
     env = _env(scale)
     rows: dict[str, list[str]] = {}
     for inst in installs:
+        if inst.served:  # the same code as "this", in one warm process
+            continue
         beside = Path(inst.cmd[0]).with_name("python")
         python = str(beside) if beside.is_file() else sys.executable
         db = str(WORK / f"{_key(inst.cmd)}-x{scale}.db")
@@ -284,8 +325,9 @@ def phases(scale: int, tree: Path, installs: list[Install]) -> None:
             rows.setdefault(name, []).append(f"{value:.0f}")
     print(f"\n#### {scale}x: where the CPU goes (ms; in-process phases: median of 5 "
           "in one warm process)\n")  # fmt: skip
-    print("| phase | " + " | ".join(i.label for i in installs) + " |")
-    print("|---|" + "---|" * len(installs))
+    labels = [i.label for i in installs if not i.served]
+    print("| phase | " + " | ".join(labels) + " |")
+    print("|---|" + "---|" * len(labels))
     for name, values in rows.items():
         print(f"| {name} | " + " | ".join(values) + " |")
 
@@ -303,6 +345,11 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     parser.add_argument("--json", type=Path, help="also write the raw figures here")
     parser.add_argument(
+        "--watch", action="store_true",
+        help="also time this docindex served by a running `docindex watch` (its own "
+        "index; DOCINDEX_WATCHER=require)",
+    )  # fmt: skip
+    parser.add_argument(
         "--phases", action="store_true",
         help="also time the phases (walk, fingerprints, FTS5, ...) in one process",
     )  # fmt: skip
@@ -313,6 +360,8 @@ def main(argv: list[str] | None = None) -> int:
     runs = args.runs or (3 if args.quick else 7)
     scales = [int(s) for s in (args.scales or "1,10").split(",")]
     installs = [Install("this", docindex_cmd())]
+    if args.watch:
+        installs.append(Install("this+watch", docindex_cmd(), served=True))
     for i, exe in enumerate(args.exe, start=1):
         installs.append(Install(f"exe{i}", [str(exe.absolute())]))
     WORK.mkdir(parents=True, exist_ok=True)

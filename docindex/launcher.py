@@ -227,9 +227,10 @@ def serve_main() -> None:
     from .rendezvous import stamp
 
     fd = int(sys.argv[sys.argv.index("--fd") + 1])
+    path = sys.argv[sys.argv.index("--socket") + 1]
     listener = socket.socket(fileno=fd)
     _warm()
-    server.serve(listener, _run_cli, stamp=stamp(), alive_fd=0)
+    server.serve(listener, _run_cli, stamp=stamp(), path=path, alive_fd=0)
 
 
 def _warm() -> None:

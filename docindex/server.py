@@ -112,7 +112,8 @@ def serve_command() -> list[str]:
 def start(db: Path, command: list[str] | None = None) -> Serving:
     """Bind the socket for ``db`` and start ``command`` (``serve_command()``) to serve it.
 
-    The command gets the listening socket's descriptor number as ``--fd N``,
+    The command gets the listening socket's descriptor number as ``--fd N``
+    and its path as ``--socket PATH``,
     its stdin a pipe whose end is this process's lifetime, and a session of
     its own (a Ctrl-C in the terminal of ``watch`` is for ``watch``).
 
@@ -125,7 +126,13 @@ def start(db: Path, command: list[str] | None = None) -> Serving:
     try:
         ident = _ident(path)
         proc = subprocess.Popen(
-            [*(command or serve_command()), "--fd", str(listener.fileno())],
+            [
+                *(command or serve_command()),
+                "--fd",
+                str(listener.fileno()),
+                "--socket",
+                path,
+            ],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             pass_fds=(listener.fileno(),),
@@ -198,17 +205,17 @@ def remove_socket(path: str, ident: tuple[int, int]) -> None:
 
 
 def serve(
-    listener: socket.socket, run: Runner, *, stamp: str, alive_fd: int = 0
+    listener: socket.socket, run: Runner, *, stamp: str, path: str, alive_fd: int = 0
 ) -> None:
     """Accept requests until ``alive_fd`` reads end-of-file; fork a child per request.
 
     Runs in the server process, which stays single-threaded so that forking
     is safe. ``run(argv, prog_name)`` runs one command in the child and
     returns its exit status. ``stamp`` names this installation; a client
-    with another one runs the command itself.
+    with another one runs the command itself. ``path`` (the socket's file)
+    is removed on the way out if it is still this socket's.
     """
-    path = _sockname(listener)
-    ident = _ident(path) if path else (-1, -1)
+    ident = _ident(path)
     listener.setblocking(False)
     children: set[int] = set()
     poller = select.poll()
@@ -226,14 +233,8 @@ def serve(
                 _accept(listener, run, stamp, alive_fd, children)
     finally:
         _stop_children(children)
-        if path:
-            remove_socket(path, ident)
+        remove_socket(path, ident)
         listener.close()
-
-
-def _sockname(listener: socket.socket) -> str:
-    name = listener.getsockname()
-    return name if isinstance(name, str) else ""
 
 
 def _readable_eof(fd: int) -> bool:
@@ -408,6 +409,7 @@ def _take_over(request: dict[str, Any], fds: list[int]) -> None:
         os.dup2(fd, target)
     os.environ.clear()
     os.environ.update(request["env"])
+    time.tzset()  # TZ is read once per process otherwise
     os.umask(request["umask"] & 0o777)
     sys.argv = list(request["argv"])
     streams = []

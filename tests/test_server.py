@@ -265,9 +265,12 @@ def test_no_server_falls_back_and_require_says_so(tmp_path: Path) -> None:
     assert "no watcher answers" in required.stderr
 
 
-def test_watcher_stop_and_kill_leave_nothing_behind(tmp_path: Path) -> None:
-    root = write_tree(tmp_path / "docs", DOCS)
+@pytest.mark.parametrize("deep", [False, True], ids=["short", "past-108-bytes"])
+def test_watcher_stop_and_kill_leave_nothing_behind(tmp_path: Path, deep: bool) -> None:
+    base = tmp_path / ("a-rather-long-folder-name-" * 4 if deep else "")
+    root = write_tree(base / "docs", DOCS)
     db = root / ".docindex" / "index.db"
+    assert (len(f"{db}.sock") > 108) == deep  # the socket's address limit
     assert docindex("scan", str(root), "-q", mode="off").returncode == 0
     watcher = Watcher(root, db)
     pid = watcher.serving()
