@@ -512,6 +512,8 @@ def watch(
             f"watching {', '.join(watched)} (index {index}); Ctrl-C to stop",
             err=True,
         )
+        if serve and index.is_file():  # else once the catch-up has made it
+            serving.append(_start_serving(index))
 
     def on_batch(report: Any) -> None:
         if serve and not serving and index_db:

@@ -372,3 +372,22 @@ def test_another_user_is_refused(served, tmp_path: Path) -> None:
         for folder in opened:
             os.chmod(folder, os.stat(folder).st_mode & ~0o011)
     assert docindex("query", "keys", mode="require", cwd=root).returncode == 0
+
+
+def test_a_new_index_is_served_once_the_catch_up_made_it(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "docs", DOCS)
+    db = tmp_path / "fresh" / "index.db"
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "docindex", "watch", "--root", str(root), "--db", str(db)],
+        env=env("auto"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        wait_for(lambda: Path(f"{db}.sock").exists())
+        done = docindex("query", "rotate", "--db", str(db), "--json", mode="require")
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["hits"]
+    finally:
+        watcher.send_signal(signal.SIGINT)
+        watcher.wait(timeout=20)
+    assert not Path(f"{db}.sock").exists()
