@@ -61,7 +61,10 @@ def forward(argv: list[str], prog_name: str | None = None) -> int | None:
     how = mode()
     if how == "off" or len(argv) < 2 or argv[1] not in FORWARDED:
         return None
-    path = find_socket(argv[2:])
+    if not sys.platform.startswith("linux"):  # no server there (SO_PEERCRED)
+        path = None
+    else:
+        path = find_socket(argv[2:])
     code = _ask(path, argv, prog_name) if path else None
     if code is None and how == "require":
         sys.stderr.write(f"Error: no watcher answers for this index ({ENV}=require)\n")
@@ -130,6 +133,8 @@ def _ask(path: str, argv: list[str], prog_name: str | None) -> int | None:
     try:
         sock.settimeout(CONNECT_TIMEOUT_S)
         sock.connect(addr)
+        if not _ours(sock):
+            raise ConnectionRefusedError("the server is another user's")
         sent = socket.send_fds(sock, [data[:65536]], [0, 1, 2])
         sock.sendall(data[sent:])
         if _line(sock) == b"ok":
@@ -142,6 +147,19 @@ def _ask(path: str, argv: list[str], prog_name: str | None) -> int | None:
             os.close(folder_fd)
     sock.close()
     return relay.give_up()
+
+
+def _ours(sock: socket.socket) -> bool:
+    """Whether the process behind ``sock`` runs as our user (``SO_PEERCRED``).
+
+    Checked before anything is sent: a socket another user made where ours
+    would be (a shared folder, ``--db /tmp/x.db``) must never get our
+    arguments, environment or terminal.
+    """
+    import socket
+
+    cred = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)  # pid, uid, gid
+    return int.from_bytes(cred[4:8], sys.byteorder) == os.getuid()
 
 
 class _Relay:

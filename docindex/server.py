@@ -149,9 +149,11 @@ def start(db: Path, command: list[str] | None = None) -> Serving:
 def _bind(path: str) -> socket.socket:
     """A listening socket at ``path``, mode 0600; a stale socket file is replaced."""
     if os.path.lexists(path):
-        mode = os.lstat(path).st_mode
-        if not stat.S_ISSOCK(mode):
+        st = os.lstat(path)
+        if not stat.S_ISSOCK(st.st_mode):
             raise FileExistsError(f"{path} exists and is not a socket")
+        if st.st_uid != os.getuid():
+            raise FileExistsError(f"{path} belongs to another user")
         if _answers(path):
             raise FileExistsError(f"another watcher already serves {path}")
         os.unlink(path)

@@ -391,3 +391,47 @@ def test_a_new_index_is_served_once_the_catch_up_made_it(tmp_path: Path) -> None
         watcher.send_signal(signal.SIGINT)
         watcher.wait(timeout=20)
     assert not Path(f"{db}.sock").exists()
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="needs root to act as another user")
+def test_another_users_socket_gets_nothing(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    root = write_tree(shared / "docs", DOCS)
+    db = shared / "index.db"
+    assert (
+        docindex("scan", str(root), "--db", str(db), "-q", mode="off").returncode == 0
+    )
+    opened = [p for p in (shared, *shared.parents) if not os.stat(p).st_mode & 0o002]
+    modes = {p: os.stat(p).st_mode for p in opened}
+    for p in opened:
+        os.chmod(p, modes[p] | 0o333 if p == shared else modes[p] | 0o011)
+    ready, report = os.pipe(), os.pipe()
+    child = os.fork()
+    if child == 0:  # another user's server where ours would be
+        got = b"?"
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                s.bind(f"{db}.sock")
+                s.listen(4)
+                os.write(ready[1], b"r")
+                s.settimeout(15)
+                conn, _ = s.accept()
+                conn.settimeout(2)
+                got = b"%d" % len(conn.recv(1 << 20))
+        except OSError as exc:
+            got = repr(exc).encode()
+        finally:
+            os.write(report[1], got)
+            os._exit(0)
+    try:
+        assert os.read(ready[0], 1) == b"r"
+        auto = docindex("query", "keys", "--db", str(db), "--json", mode="auto")
+        assert auto.returncode == 0 and json.loads(auto.stdout)["hits"]
+        assert os.read(report[0], 99) == b"0"  # connected, and was sent nothing
+    finally:
+        os.waitpid(child, 0)
+        for p in opened:
+            os.chmod(p, modes[p])
