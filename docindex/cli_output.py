@@ -53,12 +53,17 @@ def out_console() -> Any:
             raise BrokenPipeError
 
     # Off a terminal, rich would wrap and truncate at 80 columns (issue #20).
-    width = None if sys.stdout.isatty() else 100_000
+    width = None if _tty(sys.stdout) else 100_000
     return _Console(highlight=False, width=width, **_rich_color())
 
 
+def _tty(stream: Any) -> bool:
+    """A terminal; False for a closed stream (``docindex query x >&-``: None)."""
+    return stream is not None and stream.isatty()
+
+
 def piped() -> bool:
-    return not sys.stdout.isatty()
+    return not _tty(sys.stdout)
 
 
 def _set_color(ctx: click.Context, param: click.Parameter, value: str) -> str:
@@ -145,7 +150,7 @@ def progress_bar(enabled: bool) -> Any:
     """A rich progress bar on stderr (transient), or a no-op."""
     from .progress import ScanProgress
 
-    return ScanProgress(enabled and sys.stderr.isatty())
+    return ScanProgress(enabled and _tty(sys.stderr))
 
 
 class NdjsonProgress:

@@ -435,3 +435,16 @@ def test_another_users_socket_gets_nothing(tmp_path: Path) -> None:
         os.waitpid(child, 0)
         for p in opened:
             os.chmod(p, modes[p])
+
+
+def test_a_closed_stream_runs_here_without_a_traceback(served) -> None:
+    root, _db, _pid = served
+    for redirect in (">&-", "<&-", "2>/dev/null >&-"):
+        for mode in ("auto", "off"):
+            done = subprocess.run(
+                ["sh", "-c", f'exec "$@" {redirect}', "sh", sys.executable, "-m",
+                 "docindex", "query", "keys"],
+                env=env(mode), cwd=root, capture_output=True, text=True, timeout=60,
+            )  # fmt: skip
+            assert done.returncode == 0, (redirect, mode, done.stderr)
+            assert "Traceback" not in done.stderr
