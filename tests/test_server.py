@@ -37,14 +37,23 @@ DOCS = {
 }
 
 
+NEUTRAL = Path("/")
+
+
 def env(mode: str, **extra: str) -> dict[str, str]:
     out = {k: v for k, v in os.environ.items() if not k.startswith("DOCINDEX_")}
     out.update(DOCINDEX_WATCHER=mode, **extra)
     return out
 
 
-def docindex(*args: str, mode: str, cwd: Path | None = None, input: str | None = None,
+def docindex(*args: str, mode: str, cwd: Path = NEUTRAL, input: str | None = None,
              **extra: str) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    """``python -m docindex ARGS`` in ``cwd``.
+
+    Never in the checkout: ``-m`` would import its ``docindex/`` instead of the
+    installed one the watcher's server runs (CI installs a copy), and a server
+    serves no other installation.
+    """
     return subprocess.run(
         [sys.executable, "-m", "docindex", *args], env=env(mode, **extra), cwd=cwd,
         input=input, capture_output=True, text=True, timeout=60,
@@ -273,19 +282,23 @@ def test_watcher_stop_and_kill_leave_nothing_behind(tmp_path: Path, deep: bool) 
     assert (len(f"{db}.sock") > 108) == deep  # the socket's address limit
     assert docindex("scan", str(root), "-q", mode="off").returncode == 0
     watcher = Watcher(root, db)
-    pid = watcher.serving()
-    watcher.stop()  # Ctrl-C
+    try:
+        pid = watcher.serving()
+    finally:
+        watcher.stop()  # Ctrl-C
     assert watcher.proc.returncode == 130
     wait_for(lambda: not alive(pid), timeout=5)
     assert not Path(f"{db}.sock").exists()
 
     watcher = Watcher(root, db)
-    pid = watcher.serving()
-    watcher.proc.kill()  # kill -9: the server sees its pipe close
-    watcher.proc.wait()
+    try:
+        pid = watcher.serving()
+        watcher.proc.kill()  # kill -9: the server sees its pipe close
+        watcher.proc.wait()
+    finally:
+        watcher.stop()
     wait_for(lambda: not alive(pid), timeout=5)
     assert not Path(f"{db}.sock").exists()
-    watcher.stop()
     assert docindex("query", "keys", mode="auto", cwd=root).returncode == 0
 
 
@@ -380,7 +393,7 @@ def test_a_new_index_is_served_once_the_catch_up_made_it(tmp_path: Path) -> None
     watcher = subprocess.Popen(
         [sys.executable, "-m", "docindex", "watch", "--root", str(root), "--db", str(db)],
         env=env("auto"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True,
+        cwd=NEUTRAL, start_new_session=True,
     )  # fmt: skip
     try:
         wait_for(lambda: Path(f"{db}.sock").exists())
