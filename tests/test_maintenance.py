@@ -187,3 +187,24 @@ def test_vacuum_while_a_scan_writes_fails_cleanly(
     assert "busy" in result.stderr and "Traceback" not in result.output
     assert _vocab(db) == vocab and _size(db) == size
     assert run_json("vacuum", "--db", str(db))["after_bytes"] <= size
+
+
+def test_a_wal_a_reader_kept_large_counts_as_reclaimable(tmp_path: Path) -> None:
+    """A watcher (here: a plain reader) holds the index open while a scan rewrites it."""
+    root, db = _fresh(tmp_path)
+    reader = sqlite3.connect(db)
+    try:
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM documents").fetchone()  # a snapshot
+        run("scan", str(root), "--db", str(db), "--force", "-q")
+        reader.execute("COMMIT")  # no snapshot now, but the file stays open
+        wal = Path(f"{db}-wal").stat().st_size
+        assert wal > 0
+        stats = run_json("stats", "--db", str(db))
+        assert stats["reclaimable_bytes"] >= wal // 2
+        out = run_json("vacuum", "--db", str(db))
+        assert out["reclaimed_bytes"] >= stats["reclaimable_bytes"] * 0.8
+        assert out["reclaimable_bytes"] == 0
+        assert Path(f"{db}-wal").stat().st_size == 0  # folded back and truncated
+    finally:
+        reader.close()

@@ -101,6 +101,8 @@ def space(conn: sqlite3.Connection, path: Path) -> Space:
     c = conn.execute
     page_size = int(c("PRAGMA page_size").fetchone()[0])
     free = int(c("PRAGMA freelist_count").fetchone()[0]) * page_size
+    pages = int(c("PRAGMA page_count").fetchone()[0]) * page_size  # with the -wal's
+    on_disk = file_bytes(path)
     live, stale = live_rows(conn), stale_rows(conn)
     stale_b = 0
     if stale:
@@ -109,7 +111,7 @@ def space(conn: sqlite3.Connection, path: Path) -> Space:
             " + (SELECT coalesce(sum(length(block)), 0) FROM doc_fts_data)"
         )
         stale_b = round(int(c(sql).fetchone()[0]) * stale / (live + stale))
-    return Space(file_bytes(path), free, live, stale, stale_b)
+    return Space(on_disk, free, live, stale, stale_b, max(0, on_disk - pages))
 
 
 def vacuum(conn: sqlite3.Connection, path: Path) -> Vacuumed:

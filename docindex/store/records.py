@@ -156,11 +156,15 @@ class Space(NamedTuple):
     live_rows: int
     stale_rows: int
     stale_bytes: int
+    # What the two files hold beyond the database's own pages: a -wal whose
+    # frames are copies of pages the file has, left large after a big write
+    # while another connection (a watcher) kept it from being truncated.
+    wal_excess_bytes: int = 0
 
     @property
     def reclaimable_bytes(self) -> int:
-        """Free pages plus the estimated stale FTS data."""
-        return self.free_bytes + self.stale_bytes
+        """Free pages, the estimated stale FTS data and the -wal's excess."""
+        return self.free_bytes + self.stale_bytes + self.wal_excess_bytes
 
 
 class Vacuumed(NamedTuple):

@@ -223,6 +223,9 @@ class Store:
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA cache_size = -32000")
             conn.execute("PRAGMA temp_store = MEMORY")
+            # A -wal that a big write grew is cut back when it is next reset,
+            # not kept at its largest while a watcher holds the index open.
+            conn.execute(f"PRAGMA journal_size_limit = {WAL_LIMIT_BYTES}")
             if version < migrations.SCHEMA_VERSION:
                 if not may_migrate and version == 0:
                     raise IndexNotFoundError(f"{self.path} is not initialised")
@@ -1274,6 +1277,7 @@ def _filter_sql(only: DocFilter) -> tuple[str, tuple[object, ...]]:
     return " AND ".join(clauses), tuple(params)
 
 
+WAL_LIMIT_BYTES = 8 << 20  # 2x the -wal of SQLite's auto-checkpoint (1,000 pages)
 MMAP_BYTES = 1 << 30  # Store.open(mapped=True): a 10x corpus index is 0.8 GB
 _MAX_WITHIN = 30_000  # bound parameters in one statement (SQLite allows 32,766)
 
