@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._sql import compress_body
 from .interface import Index
 from .records import (
     DocFilter,
@@ -25,7 +26,7 @@ from .records import (
     StoredDocument,
     Vacuumed,
 )
-from .sqlite import Store, compress_body, repair_hint, translate
+from .sqlite import Store, repair_hint, translate
 
 if TYPE_CHECKING:
     from .encoding import EncodedSegments, NewDocument, encode_segments

@@ -1,0 +1,144 @@
+"""SQL pieces the Store's parts share: filters, id chunks, body and section codecs."""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from .records import DocFilter
+
+ALL_DOCS = DocFilter()
+MAX_VARS = 900  # bound parameters per statement in chunked IN lists
+
+
+def compress_body(text: str) -> bytes:
+    """How ``documents.body`` stores a document's text: zlib format over UTF-8.
+
+    Written with zlib-ng when it is installed (a dependency): the same format,
+    read back by the standard ``zlib``, at level 6 in 0.32 instead of 0.58
+    CPU-s on the shared corpus, for 1.6% more bytes (issue #7).
+    """
+    if not _COMPRESS:  # imported on first use: a query never needs it
+        try:
+            from zlib_ng import zlib_ng
+
+            _COMPRESS.append(zlib_ng.compress)
+        except ImportError:  # a platform without its wheel: same format, slower
+            _COMPRESS.append(zlib.compress)
+    try:
+        raw = text.encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate (issue #17): extractor output is cleaned before it
+        # gets here, but storing must not be what fails. "?" keeps offsets.
+        raw = text.encode("utf-8", "replace")
+    compressed: bytes = _COMPRESS[0](raw, 6)
+    return compressed
+
+
+_COMPRESS: list[Any] = []
+
+
+def varints(blob: bytes) -> list[int]:
+    """Decode SQLite's big-endian base-128 varints (FTS5 record format)."""
+    out: list[int] = []
+    value = 0
+    for byte in blob:
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            out.append(value)
+            value = 0
+    return out
+
+
+# A stored section: a bare heading path (its anchor is the path's slug), or
+# [heading path, anchor] (``encoding.encode_segments``).
+Section = list[str] | list[list[str] | str]
+
+
+def decode_sections(blob: bytes | None) -> list[Section]:
+    """A document's stored section list (``encode_segments``)."""
+    return json.loads(zlib.decompress(blob)) if blob else []
+
+
+def decode_section(
+    sections: Sequence[Section], index: int | None
+) -> tuple[list[str], str]:
+    """(heading path, anchor) of a stored section."""
+    if index is None:
+        return [], ""
+    entry = sections[index]
+    if not entry or isinstance(entry[0], str):  # a bare heading path
+        from ..anchors import slug_path
+
+        path: list[str] = entry  # type: ignore[assignment]
+        return path, slug_path(path)
+    return entry[0], entry[1]  # type: ignore[return-value]
+
+
+_GLOB_CHARS = frozenset("*?[")
+
+
+def path_clause(path: str) -> tuple[str, tuple[Any, ...]]:
+    """SQL over ``d.rel_path`` for ``--path`` (issue #19).
+
+    A pattern with ``*``, ``?`` or ``[`` is a glob (SQLite GLOB: ``*`` also
+    crosses ``/``); anything else is an exact file or a folder prefix, with or
+    without its trailing slash (``en/apisix`` and ``en/apisix/`` are the
+    same). A leading ``./`` is ignored.
+    """
+    path = path.replace("\\", "/")
+    while path.startswith("./"):
+        path = path[2:]
+    if _GLOB_CHARS & set(path):
+        return "d.rel_path GLOB ?", (path,)
+    folder = path.rstrip("/")
+    if not folder:
+        return "1", ()
+    return "(d.rel_path = ? OR substr(d.rel_path, 1, ?) = ?)", (
+        folder, len(folder) + 1, folder + "/",
+    )  # fmt: skip
+
+
+def filter_sql(only: DocFilter) -> tuple[str, tuple[object, ...]]:
+    """SQL over ``documents d`` for a DocFilter (pushed down into each query)."""
+    clauses: list[str] = []
+    params: list[object] = []
+    if only.root_ids is not None:
+        ids = list(only.root_ids) or [-1]
+        clauses.append(f"d.root_id IN ({','.join('?' * len(ids))})")
+        params.extend(ids)
+    if only.kinds:
+        clauses.append(f"d.kind IN ({','.join('?' * len(only.kinds))})")
+        params.extend(t.lower().lstrip(".") for t in only.kinds)
+    if only.path_glob:
+        clauses.append("d.rel_path GLOB ?")
+        params.append(only.path_glob)
+    if only.path:
+        clause, values = path_clause(only.path)
+        clauses.append(clause)
+        params.extend(values)
+    for key, value in only.facets:
+        clauses.append(
+            "EXISTS (SELECT 1 FROM facets x WHERE x.doc_id = d.id AND x.key = ? "
+            "AND x.value = ?)"
+        )
+        params.extend((key, value))
+    if only.except_doc is not None:
+        clauses.append("d.id != ?")
+        params.append(only.except_doc)
+    return " AND ".join(clauses), tuple(params)
+
+
+MAX_WITHIN = 30_000  # bound parameters in one statement (SQLite allows 32,766)
+
+
+def document_body(fts: Iterable[tuple[str, str]]) -> str:
+    """A document's ``doc_fts`` body: its segments' body tokens, in order."""
+    return " ".join(body for _, body in fts if body)
+
+
+def chunks(ids: Sequence[Any]) -> Iterator[Sequence[Any]]:
+    for i in range(0, len(ids), MAX_VARS):
+        yield ids[i : i + MAX_VARS]

@@ -1,0 +1,552 @@
+"""The Store's rows of roots, documents, segments and skipped files (issue #18).
+
+A mixin of ``Store`` (``sqlite.py``): the statements that write and read a
+document and its segments, list documents and count them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+import zlib
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..models import SkipRecord, printable
+from . import maintenance
+from ._sql import (
+    ALL_DOCS,
+    chunks,
+    decode_section,
+    decode_sections,
+    document_body,
+    filter_sql,
+)
+from .records import (
+    SEGMENT_COLUMNS,
+    DocFilter,
+    Fingerprint,
+    IndexCounts,
+    SegmentRow,
+    SkipRow,
+    StoredDocument,
+)
+
+if TYPE_CHECKING:
+    from .encoding import NewDocument
+
+FTS_HASHSIZE = 16 * 1024 * 1024
+_INSERT_SEGMENT = (
+    f"INSERT INTO segments (id, doc_id, {', '.join(SEGMENT_COLUMNS)}, vec) "
+    f"VALUES ({', '.join('?' * (len(SEGMENT_COLUMNS) + 3))})"
+)
+
+
+class DocumentRows:
+    """Roots, documents, segments, skipped files; listings and counts."""
+
+    conn: sqlite3.Connection
+    path: Path
+    outdated: bool
+    _bodies: dict[int, str]
+    _bodies_version: tuple[int, int] | None
+
+    if TYPE_CHECKING:
+
+        def atomic(
+            self, immediate: bool = True, savepoint: bool = True
+        ) -> contextlib.AbstractContextManager[None]: ...
+
+    # -- skipped files (issue #23) -------------------------------------------
+
+    def skip_fingerprints(self, root_id: int) -> dict[str, SkipRow]:
+        """rel_path -> (reason, message, size, mtime_ns) of a root's skipped files."""
+        rows = self.conn.execute(
+            "SELECT rel_path, reason, message, size, mtime_ns FROM skipped "
+            "WHERE root_id = ?",
+            (root_id,),
+        )
+        return {r[0]: SkipRow(r[1], r[2], r[3], r[4]) for r in rows}
+
+    def record_skip(
+        self, root_id: int, rel_path: str, reason: str, message: str,
+        size: int | None, mtime_ns: int | None, hash_: str | None, at: float,
+    ) -> None:  # fmt: skip
+        """Insert or replace the skip record of one file."""
+        self.conn.execute(
+            "INSERT OR REPLACE INTO skipped (root_id, rel_path, reason, message, "
+            "size, mtime_ns, hash, skipped_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (root_id, rel_path, reason, message, size, mtime_ns, hash_, at),
+        )
+
+    def clear_skip(self, root_id: int, rel_path: str) -> None:
+        """Forget a file's skip record (it was indexed whole, or it is gone)."""
+        self.conn.execute(
+            "DELETE FROM skipped WHERE root_id = ? AND rel_path = ?",
+            (root_id, rel_path),
+        )
+
+    def skipped(self, reason: str | None = None) -> list[SkipRecord]:
+        """Every skip record (optionally of one reason), by root then path."""
+        if self.outdated:  # read-only, before m003: nothing recorded yet
+            return []
+        where, params = ("WHERE s.reason = ?", (reason,)) if reason else ("", ())
+        rows = self.conn.execute(
+            "SELECT r.path, s.rel_path, s.reason, s.message, s.skipped_at "
+            f"FROM skipped s JOIN roots r ON r.id = s.root_id {where} "
+            "ORDER BY r.path, s.rel_path",
+            params,
+        )
+        return [
+            SkipRecord(
+                printable(str(Path(root) / rel)),
+                root,
+                printable(rel),
+                reason_,
+                message,
+                at,
+            )  # fmt: skip
+            for root, rel, reason_, message, at in rows
+        ]
+
+    def skip_counts(self) -> dict[str, int]:
+        """Number of skip records per reason."""
+        if self.outdated:
+            return {}
+        return {
+            reason: int(n)
+            for reason, n in self.conn.execute(
+                "SELECT reason, count(*) FROM skipped GROUP BY reason ORDER BY reason"
+            )
+        }
+
+    # -- roots and documents -----------------------------------------------
+
+    def root_id(self, root: str) -> int:
+        """Id of a root path, inserted if new."""
+        row = self.conn.execute(
+            "SELECT id FROM roots WHERE path = ?", (root,)
+        ).fetchone()
+        if row:
+            return int(row[0])
+        cur = self.conn.execute("INSERT INTO roots (path) VALUES (?)", (root,))
+        return int(cur.lastrowid or 0)
+
+    def roots(self) -> dict[int, str]:
+        """All roots by id."""
+        return {int(i): p for i, p in self.conn.execute("SELECT id, path FROM roots")}
+
+    def root_documents(self) -> dict[str, int]:
+        """Document count per root path (roots without documents included)."""
+        rows = self.conn.execute(
+            "SELECT r.path, count(d.id) FROM roots r "
+            "LEFT JOIN documents d ON d.root_id = r.id GROUP BY r.id"
+        )
+        return {str(path): int(n) for path, n in rows}
+
+    def move_root(self, old: str, new: str) -> bool:
+        """Point a root at another folder; its documents stay (paths are root-relative).
+
+        Returns False when ``old`` is not a root. A stale, document-less row
+        for ``new`` (a root removed earlier) is dropped first.
+        """
+        stale = (
+            "path = ? AND NOT EXISTS (SELECT 1 FROM documents WHERE root_id = roots.id)"
+        )
+        self.conn.execute(
+            f"DELETE FROM skipped WHERE root_id IN (SELECT id FROM roots WHERE {stale})",
+            (new,),
+        )
+        self.conn.execute(f"DELETE FROM roots WHERE {stale}", (new,))
+        cur = self.conn.execute("UPDATE roots SET path = ? WHERE path = ?", (new, old))
+        return cur.rowcount > 0
+
+    def delete_root(self, root: str) -> None:
+        """Forget a root whose documents were removed already (and its skip records)."""
+        self.conn.execute(
+            "DELETE FROM skipped WHERE root_id IN (SELECT id FROM roots WHERE path = ?)",
+            (root,),
+        )
+        self.conn.execute("DELETE FROM roots WHERE path = ?", (root,))
+
+    def fingerprints(self, root_id: int) -> dict[str, Fingerprint]:
+        """rel_path -> fingerprint for every document of a root."""
+        rows = self.conn.execute(
+            "SELECT rel_path, id, size, mtime_ns, hash FROM documents WHERE root_id = ?",
+            (root_id,),
+        )
+        return {
+            rel_path: Fingerprint(doc_id, size, mtime_ns, hash_)
+            for rel_path, doc_id, size, mtime_ns, hash_ in rows
+        }
+
+    def touch_document(self, doc_id: int, size: int, mtime_ns: int) -> None:
+        """Record a new stat fingerprint for unchanged content."""
+        self.conn.execute(
+            "UPDATE documents SET size = ?, mtime_ns = ? WHERE id = ?",
+            (size, mtime_ns, doc_id),
+        )
+
+    def add_document(self, doc: NewDocument) -> int:
+        """Insert a document, its facets, segments, FTS rows and vectors; return its id.
+
+        One transaction (no SAVEPOINT inside a scan's: FTS5 flushes at each,
+        issue #7). The segments take consecutive ids from the next free one,
+        recorded as the document's ``first_segment``.
+        """
+        meta = doc.meta
+        rows = doc.segments.rows
+        vectors = doc.vectors
+        n_vec = len(vectors)
+        with self.atomic(savepoint=False):
+            first = self.next_segment_id()
+            cur = self.conn.execute(
+                "INSERT INTO documents (root_id, rel_path, kind, title, size, mtime_ns, "
+                "hash, body, meta, n_segments, indexed_at, sections, first_segment, "
+                "terms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    doc.root_id, doc.rel_path, doc.kind, doc.title, doc.size,
+                    doc.mtime_ns, doc.hash, doc.body,
+                    json.dumps(meta, ensure_ascii=False) if meta else None,
+                    len(rows), doc.indexed_at, doc.segments.sections, first,
+                    doc.terms or None,
+                ),
+            )  # fmt: skip
+            doc_id = int(cur.lastrowid or 0)
+            if meta:
+                self.conn.executemany(
+                    "INSERT INTO facets (doc_id, key, value) VALUES (?, ?, ?)",
+                    [(doc_id, k, v) for k, v in meta.items()],
+                )
+            self.conn.executemany(
+                _INSERT_SEGMENT,
+                [
+                    (first + i, doc_id, *row, vectors[i] if i < n_vec else None)
+                    for i, row in enumerate(rows)
+                ],
+            )
+            self.conn.executemany(
+                "INSERT INTO fts (rowid, title, body) VALUES (?, ?, ?)",
+                [(first + i, title, body) for i, (title, body) in enumerate(doc.fts)],
+            )
+            self.conn.execute(
+                "INSERT INTO doc_fts (rowid, title, heads, body) VALUES (?, ?, ?, ?)",
+                (doc_id, *doc.fields, document_body(doc.fts)),
+            )
+        return doc_id
+
+    def next_segment_id(self) -> int:
+        """The id the next inserted segment gets."""
+        first = self.conn.execute("SELECT coalesce(max(id), 0) + 1 FROM segments")
+        return int(first.fetchone()[0])
+
+    def tune_fts_for_bulk(self) -> None:
+        """Let FTS5 buffer 16 MB of terms before it writes a segment (issue #7).
+
+        The default (1 MB) makes a big scan write and merge many small
+        segments: 16 MB saved ~30% of the FTS insert time on the shared
+        corpus. The setting persists in ``fts_config``; it costs memory only
+        while writing.
+        """
+        row = self.conn.execute(
+            "SELECT v FROM fts_config WHERE k = 'hashsize'"
+        ).fetchone()
+        if row is None or int(row[0]) != FTS_HASHSIZE:
+            self.conn.execute(
+                "INSERT INTO fts (fts, rank) VALUES ('hashsize', ?)", (FTS_HASHSIZE,)
+            )
+
+    def delete_document(
+        self, doc_id: int, fts: Iterable[tuple[int, str, str]] = (),
+        fields: tuple[str, str] | None = None,
+    ) -> None:  # fmt: skip
+        """Delete a document with its segments (by id range), facets and FTS rows.
+
+        The FTS tables are contentless: their rows go by replaying the exact
+        (segment id, title tokens, body tokens) they were indexed with, which
+        the caller recomputes from the stored text (``fts``), and the
+        document's ``fields`` (``NewDocument.fields``) for its ``doc_fts`` row.
+        """
+        rows = list(fts)
+        with self.atomic(savepoint=False):
+            self.conn.executemany(
+                "INSERT INTO fts (fts, rowid, title, body) VALUES ('delete', ?, ?, ?)",
+                rows,
+            )
+            maintenance.note_deleted(self.conn, len(rows))
+            if fields is not None:
+                self.conn.execute(
+                    "INSERT INTO doc_fts (doc_fts, rowid, title, heads, body) "
+                    "VALUES ('delete', ?, ?, ?, ?)",
+                    (doc_id, *fields, document_body((t, b) for _, t, b in rows)),
+                )
+            self._bodies.pop(doc_id, None)
+            span = self._span(doc_id)
+            if span is not None:
+                self.conn.execute("DELETE FROM segments WHERE id >= ? AND id < ?", span)
+            self.conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
+
+    def segment_count(self, doc_id: int) -> int:
+        """A document's number of segments (0 when it is not indexed)."""
+        row = self.conn.execute(
+            "SELECT n_segments FROM documents WHERE id = ?", (doc_id,)
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def _span(self, doc_id: int) -> tuple[int, int] | None:
+        """The document's segment ids as a half-open range (consecutive ids)."""
+        row = self.conn.execute(
+            "SELECT first_segment, first_segment + n_segments FROM documents "
+            "WHERE id = ?",
+            (doc_id,),
+        ).fetchone()
+        return (int(row[0]), int(row[1])) if row else None
+
+    def document(self, doc_id: int) -> StoredDocument | None:
+        """A document's row (without its body), or None."""
+        return next(iter(self._documents("d.id = ?", (doc_id,))), None)
+
+    def _documents(
+        self, where: str, params: Sequence[object], tail: str = ""
+    ) -> list[StoredDocument]:
+        cur = self.conn.execute(
+            "SELECT d.id, r.path, d.rel_path, d.kind, d.title, d.size, d.mtime_ns, "
+            "d.hash, d.meta, d.n_segments FROM documents d JOIN roots r "
+            f"ON r.id = d.root_id WHERE {where} {tail}",
+            tuple(params),
+        )
+        return [
+            StoredDocument(
+                int(doc_id),
+                root,
+                rel_path,
+                kind,
+                title,
+                int(size),
+                int(mtime_ns),
+                hash_,
+                json.loads(meta) if meta else {},
+                int(n_segments),
+            )  # fmt: skip
+            for (
+                doc_id,
+                root,
+                rel_path,
+                kind,
+                title,
+                size,
+                mtime_ns,
+                hash_,
+                meta,
+                n_segments,
+            ) in cur  # fmt: skip
+        ]
+
+    def find_document(self, root_id: int, rel_path: str) -> int | None:
+        """Id of the document at (root, rel_path), or None."""
+        row = self.conn.execute(
+            "SELECT id FROM documents WHERE root_id = ? AND rel_path = ?",
+            (root_id, rel_path),
+        ).fetchone()
+        return int(row[0]) if row else None
+
+    def body(self, doc_id: int) -> str:
+        """The document's stored text (decompressed, small LRU).
+
+        The cache is dropped whenever the index changed (this connection's or
+        another's write): a re-indexed document may get its old id back, and a
+        long-lived reader (``--queries``, a library user) must not pair new
+        segment offsets with old text.
+        """
+        version = self._version()
+        if version != self._bodies_version:
+            self._bodies.clear()
+            self._bodies_version = version
+        text = self._bodies.get(doc_id)
+        if text is None:
+            row = self.conn.execute(
+                "SELECT body FROM documents WHERE id = ?", (doc_id,)
+            ).fetchone()
+            text = zlib.decompress(row[0]).decode("utf-8") if row else ""
+            if len(self._bodies) > 256:
+                self._bodies.clear()
+            self._bodies[doc_id] = text
+        return text
+
+    def segments_of(self, doc_id: int) -> list[SegmentRow]:
+        """Every segment of a document in order."""
+        span = self._span(doc_id)
+        if span is None:
+            return []
+        return self._segment_rows("s.id >= ? AND s.id < ? ORDER BY s.id", span)
+
+    def segments_by_id(self, ids: Sequence[int]) -> dict[int, SegmentRow]:
+        """Segments for the given ids."""
+        out: dict[int, SegmentRow] = {}
+        for chunk in chunks(ids):
+            marks = ",".join("?" * len(chunk))
+            for row in self._segment_rows(f"s.id IN ({marks})", tuple(chunk)):
+                out[row.id] = row
+        return out
+
+    def segments_by_chunk_id(self, chunk_id: str) -> list[SegmentRow]:
+        """Segments whose chunk id is ``chunk_id`` (one per root at most).
+
+        A chunk id starts with its file's ``rel_path``; the candidates are the
+        documents named by the prefixes ending before each ``#`` or ``~``, and
+        their segments' ids are rebuilt (issue #7: no chunk-id column).
+        """
+        cuts = [i for i, ch in enumerate(chunk_id) if ch in "#~"]
+        prefixes = sorted({chunk_id, *(chunk_id[:i] for i in cuts)})
+        marks = ",".join("?" * len(prefixes))
+        docs = self.conn.execute(
+            f"SELECT id FROM documents WHERE rel_path IN ({marks}) ORDER BY id",
+            tuple(prefixes),
+        ).fetchall()
+        return [
+            row
+            for (doc_id,) in docs
+            for row in self.segments_of(int(doc_id))
+            if row.chunk_id == chunk_id
+        ]
+
+    def _segment_rows(self, where: str, params: tuple[Any, ...]) -> list[SegmentRow]:
+        from ..anchors import chunk_id
+
+        sql = (
+            "SELECT s.id, s.doc_id, s.id - d.first_segment, s.section, s.part, s.frag, "
+            "s.start_line, s.start_line + s.lines, s.char_start, "
+            "s.char_start + s.chars, s.page, s.slide, "
+            "s.sheet, s.cells, r.path, d.rel_path, d.title, d.kind, d.sections "
+            "FROM segments s JOIN documents d ON d.id = s.doc_id "
+            f"JOIN roots r ON r.id = d.root_id WHERE {where}"
+        )
+        rows = []
+        parsed: dict[int, list[Any]] = {}  # doc id -> its sections, per call
+        for (
+            sid, doc_id, ordinal, section, part, frag, start_line, end_line,
+            char_start, char_end, page, slide, sheet, cells, root, rel_path,
+            title, kind, sections_blob,
+        ) in self.conn.execute(sql, params):  # fmt: skip
+            sections = parsed.get(doc_id)
+            if sections is None:
+                sections = parsed[doc_id] = decode_sections(sections_blob)
+            heading, anchor = decode_section(sections, section)
+            if frag is not None:
+                cid = rel_path + frag
+            else:
+                cid = chunk_id(rel_path, anchor, part or 1)
+            rows.append(
+                SegmentRow(
+                    sid,
+                    doc_id,
+                    ordinal,
+                    cid,
+                    start_line,
+                    end_line,
+                    char_start,
+                    char_end,
+                    tuple(heading),
+                    page,
+                    slide,
+                    sheet,
+                    tuple(json.loads(cells)) if cells else None,
+                    root,
+                    rel_path,
+                    title,
+                    kind,
+                )  # fmt: skip
+            )
+        return rows
+
+    def fill_counts(self) -> tuple[int, int]:
+        """(documents, segments) from the documents table alone (no table scan)."""
+        row = self.conn.execute(
+            "SELECT count(*), coalesce(sum(n_segments), 0) FROM documents"
+        ).fetchone()
+        return int(row[0]), int(row[1])
+
+    def count_embedded(self) -> int:
+        """Number of segments with a vector (reads the whole segments table)."""
+        sql = "SELECT count(*) FROM segments WHERE vec IS NOT NULL"
+        return int(self.conn.execute(sql).fetchone()[0])
+
+    def count_segments(self) -> int:
+        """Number of segments in the index."""
+        return int(self.conn.execute("SELECT count(*) FROM segments").fetchone()[0])
+
+    def max_segment_id(self) -> int:
+        """Largest segment id: a bound on the segment count without a table scan."""
+        return int(self.conn.execute("SELECT max(id) FROM segments").fetchone()[0] or 0)
+
+    def counts(self) -> IndexCounts:
+        """Document, segment, vector and root counts."""
+        c = self.conn.execute
+        return IndexCounts(
+            documents=int(c("SELECT count(*) FROM documents").fetchone()[0]),
+            segments=int(c("SELECT count(*) FROM segments").fetchone()[0]),
+            embedded=int(
+                c("SELECT count(*) FROM segments WHERE vec IS NOT NULL").fetchone()[0]
+            ),
+            roots=int(c("SELECT count(*) FROM roots").fetchone()[0]),
+        )
+
+    def kinds(self) -> dict[str, int]:
+        """Document count per kind."""
+        return {
+            k: int(n)
+            for k, n in self.conn.execute(
+                "SELECT kind, count(*) FROM documents GROUP BY kind ORDER BY kind"
+            )
+        }
+
+    def documents(
+        self, only: DocFilter = ALL_DOCS, limit: int = -1, offset: int = 0
+    ) -> tuple[list[StoredDocument], int]:
+        """Documents ``only`` selects, by root and path, and their total count."""
+        where, params = filter_sql(only)
+        cond = f"WHERE {where}" if where else ""
+        total = self.conn.execute(
+            f"SELECT count(*) FROM documents d {cond}", params
+        ).fetchone()[0]
+        docs = self._documents(
+            where or "1",
+            (*params, limit, offset),
+            "ORDER BY r.path, d.rel_path LIMIT ? OFFSET ?",
+        )
+        return docs, int(total)
+
+    def facet_counts(self) -> list[tuple[str, int, int]]:
+        """(key, documents, distinct values) per facet, most documents first."""
+        rows = self.conn.execute(
+            "SELECT key, count(DISTINCT doc_id), count(DISTINCT value) FROM facets "
+            "GROUP BY key ORDER BY 2 DESC, key"
+        )
+        return [(str(k), int(d), int(v)) for k, d, v in rows]
+
+    def facet_values(self) -> dict[str, list[str]]:
+        """Distinct values of each front-matter facet."""
+        out: dict[str, list[str]] = {}
+        for key, value in self.conn.execute(
+            "SELECT DISTINCT key, value FROM facets ORDER BY key, value"
+        ):
+            out.setdefault(key, []).append(value)
+        return out
+
+    def documents_at(self, pairs: Sequence[tuple[str, str]]) -> list[StoredDocument]:
+        """The documents at (root path, rel_path) pairs, in order; unknown pairs left out."""
+        out: list[StoredDocument] = []
+        for root, rel_path in pairs:
+            out.extend(
+                self._documents("r.path = ? AND d.rel_path = ?", (root, rel_path))
+            )
+        return out
+
+    def _version(self) -> tuple[int, int]:
+        """Changes when any connection (or this one) writes to the index."""
+        return (
+            int(self.conn.execute("PRAGMA data_version").fetchone()[0]),
+            self.conn.total_changes,
+        )

@@ -1,0 +1,202 @@
+"""The Store's search side: FTS5 ranking, document fields, vectors (issues #3, #21).
+
+A mixin of ``Store`` (``sqlite.py``): every statement a query runs.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ._sql import ALL_DOCS, MAX_WITHIN, chunks, filter_sql, varints
+from .records import DocFilter, DocHit, SegmentRow
+
+
+class PostingRows:
+    """Ranked FTS5 matches, document fields and frequencies, vectors."""
+
+    conn: sqlite3.Connection
+
+    if TYPE_CHECKING:
+
+        def segments_by_id(self, ids: Sequence[int]) -> dict[int, SegmentRow]: ...
+
+    # -- search ------------------------------------------------------------
+
+    def lexical(
+        self, match: str, limit: int, title_weight: float,
+        only: DocFilter = ALL_DOCS, within: Sequence[int] | None = None,
+    ) -> list[tuple[int, float]]:  # fmt: skip
+        """(segment id, bm25) best first; bm25 is negated so higher is better.
+
+        ``match`` is an FTS5 query (callers quote user text); ``only`` keeps
+        the segments of the documents it selects; ``within`` (segment ids)
+        keeps only those. FTS5 then computes bm25 for those rows alone: the
+        per-row bm25 is most of a broad query's cost (issue #21).
+        """
+        if within is not None and len(within) <= MAX_WITHIN:
+            # ``+rowid``: a plain ``rowid IN`` would make FTS5 run the whole
+            # MATCH once per id; the unary plus leaves it a row filter.
+            marks = ",".join("?" * len(within))
+            cur = self.conn.execute(
+                "SELECT rowid, -bm25(fts, ?, 1.0) FROM fts WHERE fts MATCH ? "
+                f"AND +rowid IN ({marks}) ORDER BY bm25(fts, ?, 1.0), rowid LIMIT ?",
+                (title_weight, match, *within, title_weight, limit),
+            )
+            return [(int(r[0]), float(r[1])) for r in cur]
+        where, params = filter_sql(only)
+        if where:
+            sql = (
+                "SELECT f.rowid, -bm25(fts, ?, 1.0) AS s FROM fts f "
+                "JOIN segments s ON s.id = f.rowid JOIN documents d ON d.id = s.doc_id "
+                f"WHERE fts MATCH ? AND {where} ORDER BY bm25(fts, ?, 1.0), f.rowid "
+                "LIMIT ?"
+            )
+        else:
+            sql = (
+                "SELECT rowid, -bm25(fts, ?, 1.0) FROM fts WHERE fts MATCH ? "
+                "ORDER BY bm25(fts, ?, 1.0), rowid LIMIT ?"
+            )
+        cur = self.conn.execute(
+            sql, (title_weight, match, *params, title_weight, limit)
+        )
+        return [(int(r[0]), float(r[1])) for r in cur]
+
+    def vectors(self, ids: Sequence[int]) -> tuple[list[int], list[bytes]]:
+        """Vector blobs of the given segments (those that have one)."""
+        out_ids: list[int] = []
+        blobs: list[bytes] = []
+        for chunk in chunks(ids):
+            marks = ",".join("?" * len(chunk))
+            for sid, blob in self.conn.execute(
+                f"SELECT id, vec FROM segments WHERE id IN ({marks}) AND vec IS NOT NULL",
+                tuple(chunk),
+            ):
+                out_ids.append(int(sid))
+                blobs.append(blob)
+        return out_ids, blobs
+
+    def pending_vectors(self, after: int, limit: int) -> list[SegmentRow]:
+        """Segments without a vector and id > ``after``, in id order (issue #9)."""
+        ids = [
+            int(r[0])
+            for r in self.conn.execute(
+                "SELECT id FROM segments WHERE id > ? AND vec IS NULL ORDER BY id "
+                "LIMIT ?",
+                (after, limit),
+            )
+        ]
+        found = self.segments_by_id(ids)
+        return [found[i] for i in ids if i in found]
+
+    def set_vectors(self, ids: Sequence[int], blobs: Sequence[bytes]) -> None:
+        """Store each segment's vector blob (``ids[i]`` gets ``blobs[i]``)."""
+        self.conn.executemany(
+            "UPDATE segments SET vec = ? WHERE id = ?", zip(blobs, ids, strict=True)
+        )
+
+    def all_vectors(self, only: DocFilter = ALL_DOCS) -> tuple[list[int], list[bytes]]:
+        """Every stored vector (of the documents ``only`` selects)."""
+        where, params = filter_sql(only)
+        sql = "SELECT s.id, s.vec FROM segments s"
+        if where:
+            sql += f" JOIN documents d ON d.id = s.doc_id WHERE s.vec IS NOT NULL AND {where}"
+        else:
+            sql += " WHERE s.vec IS NOT NULL"
+        ids: list[int] = []
+        blobs: list[bytes] = []
+        for sid, blob in self.conn.execute(sql, params):
+            ids.append(int(sid))
+            blobs.append(blob)
+        return ids, blobs
+
+    def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
+        """Number of segments containing each term (fts5vocab)."""
+        out: dict[str, int] = {}
+        for chunk in chunks(list(terms)):
+            marks = ",".join("?" * len(chunk))
+            for term, n in self.conn.execute(
+                f"SELECT term, doc FROM fts_vocab WHERE term IN ({marks})", tuple(chunk)
+            ):
+                out[term] = int(n)
+        return out
+
+    # -- documents as FTS rows with fields (issue #21) ---------------------
+
+    def document_lexical(
+        self,
+        match: str,
+        limit: int,
+        weights: tuple[float, float, float],
+        only: DocFilter = ALL_DOCS,
+    ) -> list[DocHit]:
+        """The best documents for an FTS5 query, by ``bm25(doc_fts, *weights)``.
+
+        ``weights`` are the title (with file name), headings and body column
+        weights. Returns DocHits (id, negated bm25, segment id range) best first.
+        """
+        where, params = filter_sql(only)
+        if where:
+            cur = self.conn.execute(
+                "SELECT d.id, -bm25(doc_fts, ?, ?, ?) AS s, d.first_segment, "
+                "d.n_segments FROM doc_fts JOIN documents d ON d.id = doc_fts.rowid "
+                f"WHERE doc_fts MATCH ? AND {where} ORDER BY s DESC, d.id LIMIT ?",
+                (*weights, match, *params, limit),
+            )
+        else:
+            # Rank first, join the few winners: joining every matching row
+            # doubled the cost of a broad query on a big index (issue #24).
+            cur = self.conn.execute(
+                "SELECT d.id, t.s, d.first_segment, d.n_segments FROM ("
+                "SELECT rowid, -bm25(doc_fts, ?, ?, ?) AS s FROM doc_fts "
+                "WHERE doc_fts MATCH ? ORDER BY s DESC, rowid LIMIT ?"
+                ") t JOIN documents d ON d.id = t.rowid ORDER BY t.s DESC, d.id",
+                (*weights, match, limit),
+            )
+        return [DocHit(int(r[0]), float(r[1]), int(r[2]), int(r[3])) for r in cur]
+
+    def document_terms(self, doc_ids: Sequence[int]) -> dict[int, str]:
+        """doc id -> its stored salient terms (``NewDocument.terms``)."""
+        out: dict[int, str] = {}
+        for chunk in chunks(list(doc_ids)):
+            marks = ",".join("?" * len(chunk))
+            for doc_id, terms in self.conn.execute(
+                f"SELECT id, terms FROM documents WHERE id IN ({marks}) "
+                "AND terms IS NOT NULL",
+                tuple(chunk),
+            ):
+                out[int(doc_id)] = str(terms)
+        return out
+
+    def document_freqs(self, terms: Sequence[str]) -> dict[str, int]:
+        """Number of documents holding each term (``doc_vocab``)."""
+        out: dict[str, int] = {}
+        for chunk in chunks(list(terms)):
+            marks = ",".join("?" * len(chunk))
+            for term, n in self.conn.execute(
+                f"SELECT term, doc FROM doc_vocab WHERE term IN ({marks})", tuple(chunk)
+            ):
+                out[str(term)] = int(n)
+        return out
+
+    def document_stats(self) -> tuple[int, float]:
+        """(documents, mean body terms per document) from ``doc_fts``'s totals."""
+        row = self.conn.execute(
+            "SELECT block FROM doc_fts_data WHERE id = 1"
+        ).fetchone()
+        totals = varints(row[0]) if row and row[0] else []
+        n_docs = totals[0] if totals else 0
+        body = totals[3] if len(totals) > 3 else 0
+        return n_docs, body / max(1, n_docs)
+
+    def doc_ids_of(self, segment_ids: Sequence[int]) -> dict[int, int]:
+        """segment id -> doc id."""
+        out: dict[int, int] = {}
+        for chunk in chunks(list(segment_ids)):
+            marks = ",".join("?" * len(chunk))
+            for sid, doc_id in self.conn.execute(
+                f"SELECT id, doc_id FROM segments WHERE id IN ({marks})", tuple(chunk)
+            ):
+                out[int(sid)] = int(doc_id)
+        return out
