@@ -23,7 +23,7 @@ LAYERS: dict[int, tuple[str, ...]] = {
     ),
     3: ("api", "serialize"),
     4: (
-        "cli", "cli_help", "cli_output", "cli_roots", "__main__", "render",
+        "cli", "cli_help", "cli_nav", "cli_output", "cli_roots", "__main__", "render",
         "progress", "mcp_server", "launcher",
     ),
 }  # fmt: skip
