@@ -105,7 +105,7 @@ def test_one_edit_rescan_equals_a_fresh_index(shared: Path, tmp_path: Path) -> N
     _scan(root, fresh)
     assert _content(db) == _content(fresh)
     # Same hits in the same order; scores may differ in the 4th decimal, as
-    # the semantic idf counts segments by the largest id (search._semantic).
+    # the semantic idf counts segments by the largest id (semantic.semantic_ranking).
     for text in ("zebra-striped rescan", "health check upstream", "健康检查"):
         assert _hits(db, text) == _hits(fresh, text)
     # The other documents' rows are the ones the first scan wrote.
