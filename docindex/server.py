@@ -112,10 +112,10 @@ def serve_command() -> list[str]:
 def start(db: Path, command: list[str] | None = None) -> Serving:
     """Bind the socket for ``db`` and start ``command`` (``serve_command()``) to serve it.
 
-    The command gets the listening socket's descriptor number as ``--fd N``
-    and its path as ``--socket PATH``,
-    its stdin a pipe whose end is this process's lifetime, and a session of
-    its own (a Ctrl-C in the terminal of ``watch`` is for ``watch``).
+    The command gets the listening socket's descriptor as ``--fd N`` and its
+    path as ``--socket PATH``, a pipe for stdin whose end is this process's
+    end, and a session of its own (a Ctrl-C in the terminal of ``watch`` is
+    for ``watch``, which then stops the server).
 
     Raises:
         OSError: the socket cannot be made (read-only folder, a live server
