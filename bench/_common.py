@@ -128,3 +128,27 @@ def mmm(values: Sequence[float]) -> tuple[float, float, float]:
 
 if __name__ == "__main__" and sys.argv[1:2] == ["measure"]:
     print(json.dumps(_measure(sys.argv[3:])))
+
+
+def start_watcher(
+    cmd: Sequence[str], db: str, env: dict[str, str], label: str = "docindex"
+) -> subprocess.Popen[bytes]:
+    """``CMD watch --db DB`` once its server answers (issue #24); stop it with SIGINT.
+
+    A 60 s debounce: the watcher applies no edit while figures run, so a
+    served rescan does the same work as a cold one (a watcher that kept up
+    would leave it nothing to do).
+    """
+    watcher = subprocess.Popen(
+        [*cmd, "watch", "--db", db, "--debounce-ms", "60000"], env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    probe = [*cmd, "stats", "--db", db, "--json"]
+    deadline = time.monotonic() + 300
+    while subprocess.run(probe, env={**env, "DOCINDEX_WATCHER": "require"},
+                         capture_output=True).returncode:  # fmt: skip
+        if watcher.poll() is not None or time.monotonic() > deadline:
+            watcher.kill()
+            raise SystemExit(f"{label}: the watcher's server does not answer")
+        time.sleep(0.2)
+    return watcher

@@ -52,7 +52,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import speed  # noqa: E402
-from _common import docindex_cmd  # noqa: E402
+from _common import docindex_cmd, start_watcher  # noqa: E402
 from speed import CORPUS, make_tree  # noqa: E402
 
 WORK = Path(tempfile.gettempdir()) / "docindex-bench" / "fixed"
@@ -161,7 +161,7 @@ def bench_scale(scale: int, installs: list[Install], runs: int) -> Path:
         print(f"  {inst.label}: index {db} up to date "
               f"({time.perf_counter() - started:.1f} s)", file=sys.stderr)  # fmt: skip
         if inst.served:
-            watchers.append(_start_watcher(inst, db, env))
+            watchers.append(start_watcher(inst.cmd, db, env, inst.label))
 
     def record(inst: Install, key: str, cmd: list[str]) -> None:
         w, c = timed(cmd, envs[inst.label])
@@ -191,29 +191,6 @@ def bench_scale(scale: int, installs: list[Install], runs: int) -> Path:
                             str(dbs[inst.label]), "-q"], env=env,
                            check=False, capture_output=True)  # fmt: skip
     return tree
-
-
-def _start_watcher(
-    inst: Install, db: str, env: dict[str, str]
-) -> subprocess.Popen[bytes]:
-    """``docindex watch`` for ``db``, once its server answers.
-
-    A 60 s debounce: the watcher applies no edit while the figures run, so
-    the served "one edit" scan does the same work as a cold one (a watcher
-    that kept up would leave it nothing to do).
-    """
-    watcher = subprocess.Popen(
-        [*inst.cmd, "watch", "--db", db, "--debounce-ms", "60000"], env=env,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    probe = [*inst.cmd, "stats", "--db", db, "--json"]
-    deadline = time.monotonic() + 300
-    while subprocess.run(probe, env={**env, "DOCINDEX_WATCHER": "require"},
-                         capture_output=True).returncode:  # fmt: skip
-        if watcher.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit(f"{inst.label}: the watcher's server does not answer")
-        time.sleep(0.2)
-    return watcher
 
 
 def _mmm(values: list[float]) -> str:
