@@ -140,7 +140,8 @@ def start_watcher(
     would leave it nothing to do).
     """
     watcher = subprocess.Popen(
-        [*cmd, "watch", "--db", db, "--debounce-ms", "60000"], env=env,
+        [*cmd, "watch", "--db", db, "--debounce-ms", "60000"],
+        env={**env, "DOCINDEX_WATCHER": "auto"},  # "off" would make it serve nothing
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     probe = [*cmd, "stats", "--db", db, "--json"]
