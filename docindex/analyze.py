@@ -11,13 +11,14 @@ import json
 import os
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import chain
 from typing import NamedTuple
 
 from .config import Config
 from .embed import NgramEmbedder
 from .embedder import embedder_for
 from .models import Segment
-from .tokenize import cjk_ngrams, term_parts, terms
+from .tokenize import cjk_ngrams, stopword_terms, term_parts, terms
 
 EMBED_BATCH = 512  # segments embedded at once: bounds a big file's memory (#8)
 CJK_NUMPY_MIN = 512  # CJK characters in a file from which its n-gram text uses numpy
@@ -81,15 +82,36 @@ def document_terms(fts: Sequence[tuple[str, str]], skip: frozenset[str]) -> str:
     JSON ``[length, {term: count}]``, one- character terms and ``skip``
     (stopwords as index terms) left out. Query feedback reads these instead of
     tokenising document bodies at query time; on SciFact 128 terms ranked as
-    well as every term (64 lost 0.6 points nDCG@10 of ``--files``).
+    well as every term (64 lost 0.6 points nDCG@10 of ``--files``). A scan
+    gets the same string from ``analyze_document``, which counts the terms
+    before they are joined into FTS text.
     """
-    counts = Counter(t for _, body in fts for t in body.split())
-    length = sum(counts.values())
-    kept = sorted(
-        ((t, n) for t, n in counts.items() if len(t) > 1 and t not in skip),
-        key=lambda tn: (-tn[1], tn[0]),
-    )[:TERMS_KEPT]
-    return json.dumps([length, dict(kept)], ensure_ascii=False, separators=(",", ":"))
+    return salient_terms(Counter(" ".join([b for _, b in fts]).split()), skip)
+
+
+def salient_terms(counts: Counter[str], skip: frozenset[str]) -> str:
+    """``document_terms`` from the counts of a document's body terms."""
+    # Ranked in C (issue #22: with the counting, a fifth of a worker's time
+    # went to a Python loop per token and per distinct term): most_common()
+    # orders by count, so only the terms down to the TERMS_KEPT-th eligible
+    # count (ties included) are looked at, then ordered by (-count, term).
+    kept: list[tuple[str, int]] = []
+    floor = 0
+    for term, n in counts.most_common():
+        if n < floor:
+            break
+        if len(term) > 1 and term not in skip:
+            kept.append((term, n))
+            if len(kept) == TERMS_KEPT:
+                floor = n
+    kept.sort(key=_by_count_then_term)
+    top = dict(kept[:TERMS_KEPT])
+    length = counts.total()
+    return json.dumps([length, top], ensure_ascii=False, separators=(",", ":"))
+
+
+def _by_count_then_term(item: tuple[str, int]) -> tuple[int, str]:
+    return -item[1], item[0]
 
 
 def embed_input(title: str | None, heading: Sequence[str], text: str) -> str:
@@ -110,6 +132,39 @@ def analyze_segments(
     gets what ``embed(embed_input(...))`` would tokenise. Heading terms repeat
     along a section and are cached.
     """
+    fts, vectors, _ = _analyze(cfg, title, doc_title, segments, bulk)
+    return Analysis(fts, vectors)
+
+
+class DocumentAnalysis(NamedTuple):
+    """``Analysis`` and the document's salient terms (``document_terms``)."""
+
+    fts: tuple[tuple[str, str], ...]
+    vectors: tuple[bytes, ...] | None
+    terms: str
+
+
+def analyze_document(
+    cfg: Config, title: str | None, doc_title: str, segments: Sequence[Segment],
+    *, bulk: bool = False,
+) -> DocumentAnalysis:  # fmt: skip
+    """``analyze_segments`` and ``document_terms`` of its FTS rows, in one pass.
+
+    The terms are counted from the token lists the FTS text is joined from
+    (issue #22: splitting that text again to count it cost ~15% of a scan's
+    worker time); the string is the one ``document_terms`` makes.
+    """
+    fts, vectors, counts = _analyze(cfg, title, doc_title, segments, bulk)
+    return DocumentAnalysis(
+        fts, vectors, salient_terms(counts, stopword_terms(cfg.stem))
+    )
+
+
+def _analyze(
+    cfg: Config, title: str | None, doc_title: str, segments: Sequence[Segment],
+    bulk: bool,
+) -> tuple[tuple[tuple[str, str], ...], tuple[bytes, ...] | None, Counter[str]]:  # fmt: skip
+    """FTS rows, vectors and the counts of the body terms (``analyze_document``)."""
 
     def tok(text: str) -> list[str]:
         return terms(text, cjk_ngram=cfg.cjk_ngram, use_stem=cfg.stem)
@@ -127,6 +182,7 @@ def analyze_segments(
     body_runs: list[list[str]] = []
     word_lists: list[list[str]] = []
     run_lists: list[list[str]] = []
+    body_words: list[list[str]] = []
     for seg in segments:
         words, runs = term_parts(seg.text, use_stem=use_stem)
         head = heads.get(seg.heading_path)
@@ -147,15 +203,28 @@ def analyze_segments(
             word_lists.append(ctx[0] + words if ctx[0] else words)
             run_lists.append(ctx[1] + runs if ctx[1] else runs)
         body_runs.append(runs)
+        body_words.append(words)
+    # Each body's terms counted as lists (their strings are the stem memo's,
+    # hashed once); the CJK n-grams exist only as text, split per batch.
+    counts = Counter(chain.from_iterable(body_words))
+    cjk_batch: list[str] = []
     # " ".join(words + cjk_ngrams(runs)), with the n-grams made per file
-    fts = tuple(
-        (head, cjk if lat is None else f"{lat} {cjk}" if cjk else lat)
-        for head, lat, cjk in zip(
-            titles, latin, _cjk_texts(body_runs, n_gram, numpy_ready), strict=True
-        )
-    )
+    rows: list[tuple[str, str]] = []
+    for head, lat, cjk in zip(
+        titles, latin, _cjk_texts(body_runs, n_gram, numpy_ready), strict=True
+    ):
+        if cjk:
+            cjk_batch.append(cjk)
+            if len(cjk_batch) == EMBED_BATCH:
+                counts.update(" ".join(cjk_batch).split())
+                cjk_batch.clear()
+        rows.append((head, cjk if lat is None else f"{lat} {cjk}" if cjk else lat))
+    if cjk_batch:
+        counts.update(" ".join(cjk_batch).split())
+    counts.pop("", None)  # an empty term would not survive the join and split
+    fts = tuple(rows)
     if embedder is None or embedder.deferred:
-        return Analysis(fts, None)  # neural vectors come in embed_pending (#9)
+        return fts, None, counts  # neural vectors come in embed_pending (#9)
     from .embed import quantize
 
     # In batches: one batch for a 5 MB file's 10k segments peaked at ~400 MiB
@@ -173,7 +242,7 @@ def analyze_segments(
              for s in segments[i : i + EMBED_BATCH]]
         )  # fmt: skip
         vectors.extend(quantize(matrix, embedder.bits))
-    return Analysis(fts, tuple(vectors))
+    return fts, tuple(vectors), counts
 
 
 def _cjk_texts(

@@ -22,7 +22,7 @@ from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .analyze import analyze_segments, document_fields, document_terms, title_text
+from .analyze import analyze_document, document_fields, title_text
 from .analyze import embed_input as embed_input  # re-exported: the old home
 from .analyze import fts_row as fts_row
 from .config import Config
@@ -46,7 +46,6 @@ from .store import (
     compress_body,
     encode_segments,
 )
-from .tokenize import stopword_terms
 
 if TYPE_CHECKING:  # imported where used: a query needs none of them (issue #7)
     from .extract import ExtractLimits
@@ -191,7 +190,7 @@ def _index_parts(
         return Prepared(job, hash=digest, skip="empty", kind=extracted.kind,
                         message=f"no text found in this {extracted.kind} file")  # fmt: skip
     doc_title = title_text(extracted.title, job.rel_path)
-    fts, vectors = analyze_segments(
+    fts, vectors, terms = analyze_document(
         cfg, extracted.title, doc_title, segments, bulk=bulk
     )
     fields = document_fields(cfg, doc_title, (s.heading_path for s in segments))
@@ -200,7 +199,7 @@ def _index_parts(
         meta=_facets(extracted.meta), notes=_notes(extracted.meta),
         body_z=compress_body(body), segments=encode_segments(segments, job.rel_path),
         fts=fts, vectors=vectors, fields=fields,
-        terms=document_terms(fts, stopword_terms(cfg.stem)),
+        terms=terms,
     )  # fmt: skip
 
 

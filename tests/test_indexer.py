@@ -263,3 +263,62 @@ def test_caps_hold_without_counting_the_segments_table(
         assert "max-embedded" in result.skipped
         assert counts.segments == result.segments <= 40
         assert store.fill_counts() == (counts.documents, counts.segments)
+
+
+MD_LINE = st.one_of(
+    TEXT,
+    st.builds(lambda t: f"# {t}", TEXT),
+    st.builds(lambda t: f"## {t}", TEXT),
+    st.sampled_from(["the the a", "words words words", "全文检索 全文", "中" * 30]),
+)
+
+
+def _analyses(text: str, bulk: bool) -> tuple[Any, Any, list[Any]]:
+    from docindex import analyze
+    from docindex.extract import ExtractLimits, get_extractor
+    from docindex.segment import segment_document
+
+    cfg = Config(roots=("/x",))
+    extracted = get_extractor("md")(text.encode(), "a-b.md", ExtractLimits())
+    _, segments = segment_document(extracted, "a-b.md", cfg.segment_chars)
+    doc_title = analyze.title_text(extracted.title, "a-b.md")
+    args = (cfg, extracted.title, doc_title, segments)
+    return (
+        analyze.analyze_document(*args, bulk=bulk),
+        analyze.analyze_segments(*args, bulk=bulk),
+        segments,
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(MD_LINE, min_size=1, max_size=40), st.booleans())
+def test_analyze_document_counts_what_document_terms_counts(
+    lines: list[str], bulk: bool
+) -> None:
+    """A scan counts salient terms from token lists (issue #22); the stored
+    string must be ``document_terms`` of the FTS rows, as before."""
+    from docindex import analyze
+    from docindex.tokenize import stopword_terms
+
+    doc, plain, _ = _analyses("\n\n".join(lines), bulk)
+    assert (doc.fts, doc.vectors) == tuple(plain)
+    assert doc.terms == analyze.document_terms(doc.fts, stopword_terms(True))
+
+
+def test_salient_terms_of_a_big_cjk_file_and_ties() -> None:
+    """Past CJK_NUMPY_MIN and past TERMS_KEPT distinct terms, with count ties
+    at the cut: the kept terms are ordered by count, then term."""
+    import json
+
+    from docindex import analyze
+    from docindex.tokenize import stopword_terms
+
+    paras = [f"段落{i}：全文检索 term{i} term{i % 7} 第{i}节。" for i in range(300)]
+    doc, _, segments = _analyses("# 标题\n\n" + "\n\n".join(paras), bulk=True)
+    assert len(segments) > 3
+    assert doc.terms == analyze.document_terms(doc.fts, stopword_terms(True))
+    length, kept = json.loads(doc.terms)
+    assert len(kept) == analyze.TERMS_KEPT
+    assert length == sum(len(body.split()) for _, body in doc.fts)
+    ranked = [(-n, t) for t, n in kept.items()]
+    assert ranked == sorted(ranked)

@@ -267,3 +267,26 @@ def test_bulk_journal_returns_to_wal_once_a_reader_lets_go(tmp_path: Path) -> No
             threading.Timer(0.3, lambda: reader.execute("COMMIT")).start()
         assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         reader.close()
+
+
+def test_recording_a_skip_keeps_fts_terms_in_memory(tmp_path: Path) -> None:
+    """A skip record mid-scan must not make FTS5 flush its pending terms to a
+    new segment (issue #22: INSERT OR REPLACE did, through a statement
+    journal, once per skipped file); a second record replaces the first."""
+    store = Store.open(tmp_path / "i.db", create=True)
+    try:
+        rid = store.root_id(str(tmp_path))
+        with store.atomic():
+            store.restore_fts(1, [(1, "title", "some body terms")], ("title", ""))
+            data = "SELECT count(*) FROM fts_data"
+            before = store.conn.execute(data).fetchone()[0]
+            store.record_skip(rid, "a.md", "empty", "blank", 1, 2, "h", 3.0)
+            store.record_skip(rid, "a.md", "binary", "bytes", 4, 5, None, 6.0)
+            assert store.conn.execute(data).fetchone()[0] == before
+        rows = store.conn.execute(
+            "SELECT rel_path, reason, message, size, mtime_ns, hash, skipped_at "
+            "FROM skipped"
+        ).fetchall()
+        assert rows == [("a.md", "binary", "bytes", 4, 5, None, 6.0)]
+    finally:
+        store.close()

@@ -74,10 +74,20 @@ class DocumentRows:
         self, root_id: int, rel_path: str, reason: str, message: str,
         size: int | None, mtime_ns: int | None, hash_: str | None, at: float,
     ) -> None:  # fmt: skip
-        """Insert or replace the skip record of one file."""
+        """Insert or replace the skip record of one file.
+
+        An upsert, not ``INSERT OR REPLACE``: with foreign keys on, REPLACE
+        opens a statement journal, and the savepoint makes FTS5 flush the terms
+        it holds in memory to a new on-disk segment (issue #22: a scan with
+        skipped files wrote and merged a small segment per skip).
+        """
         self.conn.execute(
-            "INSERT OR REPLACE INTO skipped (root_id, rel_path, reason, message, "
-            "size, mtime_ns, hash, skipped_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO skipped (root_id, rel_path, reason, message, size, mtime_ns, "
+            "hash, skipped_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (root_id, rel_path) DO UPDATE SET reason = excluded.reason, "
+            "message = excluded.message, size = excluded.size, "
+            "mtime_ns = excluded.mtime_ns, hash = excluded.hash, "
+            "skipped_at = excluded.skipped_at",
             (root_id, rel_path, reason, message, size, mtime_ns, hash_, at),
         )
 
