@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "corpus" / "docs"
@@ -83,16 +84,26 @@ def scan_corpus(db: Path) -> Path:
     return db
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def bench_args(description: str) -> argparse.Namespace:
+    """``--db``, ``--misses`` and ``--json`` (shared with ``known_titles.py``)."""
+    parser = argparse.ArgumentParser(description=description.split("\n")[0])
     parser.add_argument("--db", type=Path, help="an index of the corpus to reuse")
     parser.add_argument("--misses", action="store_true", help="list items not at 1")
     parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def read_items(path: Path) -> list[dict[str, Any]]:
+    """The JSON lines of an item file."""
+    return [json.loads(line) for line in path.read_text().splitlines() if line]
+
+
+def main() -> int:
+    args = bench_args(__doc__)
     if not CORPUS.is_dir():
         print(f"skipped: {CORPUS} not found")
         return 0
-    items = [json.loads(line) for line in ITEMS.read_text().splitlines() if line]
+    items = read_items(ITEMS)
     with tempfile.TemporaryDirectory() as tmp:
         db = args.db
         if db is None:

@@ -16,7 +16,6 @@ Without ``--db`` the corpus is scanned into a temporary index first.
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -24,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from known_items import CORPUS, figures, scan_corpus  # noqa: E402
+from known_items import CORPUS, bench_args, figures, read_items, scan_corpus  # noqa: E402
 
 ITEMS = Path(__file__).with_name("known_titles.jsonl")
 
@@ -50,15 +49,11 @@ def ranks(db: Path, items: list[dict[str, object]], files: bool) -> list[int | N
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--db", type=Path, help="an index of the corpus to reuse")
-    parser.add_argument("--misses", action="store_true", help="list items not at 1")
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
+    args = bench_args(__doc__)
     if not CORPUS.is_dir():
         print(f"skipped: {CORPUS} not found")
         return 0
-    items = [json.loads(line) for line in ITEMS.read_text().splitlines() if line]
+    items = read_items(ITEMS)
     report: dict[str, dict[str, float]] = {}
     misses: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:

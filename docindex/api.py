@@ -10,12 +10,15 @@ import os
 import shlex
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import workspace
 from .config import Config
 from .errors import MisuseError, OutsideRootsError, RelocatedIndexError
 from .models import QueryOptions, QueryResult, ScanResult
+
+if TYPE_CHECKING:
+    from .store import Store
 
 
 def scan(
@@ -253,7 +256,7 @@ def query(db: str | None, text: str, options: dict[str, Any]) -> QueryResult:
 
     ws = workspace.load(db)
     opts = _options(options, text)
-    with ws.open(readonly=_readonly_ok(ws.db), mapped=True) as store:
+    with _open_for_reading(ws) as store:
         # One read transaction: a query that spans a scan's commit would find
         # FTS rowids in the old snapshot and their segments gone in the new (#8).
         with store.atomic(immediate=False):
@@ -272,7 +275,7 @@ def batch_query(
     opts = _options(options)
     from .errors import BadInputError
 
-    with ws.open(readonly=_readonly_ok(ws.db), mapped=True) as store:
+    with _open_for_reading(ws) as store:
         for number, line in enumerate(lines, 1):
             try:
                 with store.atomic(immediate=False):  # one snapshot per query
@@ -291,6 +294,11 @@ def _add_cursor(result: QueryResult, options: dict[str, Any]) -> None:
             result.next_offset, {**options, "query": result.query}
         )
         result.next_cursor = result_cursor
+
+
+def _open_for_reading(ws: workspace.Workspace) -> Store:
+    """The index for a reading command: memory-mapped, read-only where need be."""
+    return ws.open(readonly=_readonly_ok(ws.db), mapped=True)
 
 
 def _readonly_ok(db: Path) -> bool:
@@ -401,7 +409,7 @@ def outline(
     from . import navigate
 
     ws = _nav_workspace(db, roots)
-    with ws.open(readonly=_readonly_ok(ws.db), mapped=True) as store:
+    with _open_for_reading(ws) as store:
         return navigate.outline(store, ws.config.roots, file, depth=depth, cwd=cwd)
 
 
@@ -413,7 +421,7 @@ def show(
     from . import navigate
 
     ws = _nav_workspace(db, roots)
-    with ws.open(readonly=_readonly_ok(ws.db), mapped=True) as store:
+    with _open_for_reading(ws) as store:
         return navigate.show(store, ws.config.roots, target, context=context, cwd=cwd)
 
 
@@ -425,7 +433,7 @@ def section(
     from . import navigate
 
     ws = _nav_workspace(db, roots)
-    with ws.open(readonly=_readonly_ok(ws.db), mapped=True) as store:
+    with _open_for_reading(ws) as store:
         return navigate.section(store, ws.config.roots, file, heading,
                                 include_subsections=include_subsections, cwd=cwd)  # fmt: skip
 
@@ -438,7 +446,7 @@ def list_documents(
     from . import navigate
 
     ws = _nav_workspace(db, roots)
-    with ws.open(readonly=_readonly_ok(ws.db), mapped=True) as store:
+    with _open_for_reading(ws) as store:
         return navigate.list_documents(store, ws.config.roots, path_glob=path_glob,
                                        types=types, limit=limit, offset=offset)  # fmt: skip
 
@@ -451,7 +459,7 @@ def related(
     from . import navigate
 
     ws = _nav_workspace(db, roots)
-    with ws.open(readonly=_readonly_ok(ws.db), mapped=True) as store:
+    with _open_for_reading(ws) as store:
         return navigate.related(store, ws.config.roots, target, top=top,
                                 same_file=same_file, cwd=cwd)  # fmt: skip
 
@@ -469,7 +477,7 @@ def index_vocabulary(db: str | None, roots: list[str] | None = None) -> dict[str
     except IndexNotFoundError:
         return {"roots": [str(Path(r).resolve()) for r in roots or []], "types": [],
                 "facets": {}}  # fmt: skip
-    with ws.open(readonly=_readonly_ok(ws.db), mapped=True) as store:
+    with _open_for_reading(ws) as store:
         return {
             "roots": list(ws.config.roots),
             "types": sorted(store.kinds()),
@@ -485,7 +493,7 @@ def roots_list(db: str | None) -> dict[str, Any]:
     from . import roots as rootsmod
 
     ws = workspace.load(db)
-    with ws.open(readonly=_readonly_ok(ws.db), mapped=True) as store:
+    with _open_for_reading(ws) as store:
         listed = rootsmod.list_roots(store, ws.config.roots)
     moved = workspace.relocation(ws.db)
     return {"db": str(ws.db), "roots": listed,
@@ -562,7 +570,7 @@ def hit_lines(
     """
     ws = workspace.load(db)
     out: list[list[tuple[int, str]]] = []
-    with ws.open(readonly=_readonly_ok(ws.db), mapped=True) as store:
+    with _open_for_reading(ws) as store:
         bodies: dict[int, list[str]] = {}
         for hit in hits:
             rows = [

@@ -496,12 +496,12 @@ def watch(
     opts out).
     """
     from . import api
-    from .config import env_value
     from .render import cli_json
+    from .rendezvous import watcher_mode
 
     signals = _signals()
     stop = signals.graceful()  # a second signal gives up on the pending batch
-    serve = serve and (env_value("WATCHER") or "").strip().lower() != "off"
+    serve = serve and watcher_mode() != "off"
     serving: list[Any] = []
     index_db: list[Path] = []
 

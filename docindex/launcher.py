@@ -16,11 +16,12 @@ from __future__ import annotations
 import os
 import sys
 
+from .rendezvous import WATCHER_ENV, socket_path, watcher_mode
+
 TYPE_CHECKING = False  # typing costs a client 2 ms; mypy reads the name alone
 if TYPE_CHECKING:
     import socket
 
-ENV = "DOCINDEX_WATCHER"
 # Commands that gain from a warm process; the others (watch, mcp, reindex,
 # vacuum, roots, config, eval, --help) always run in the calling process.
 FORWARDED = frozenset(
@@ -37,6 +38,7 @@ FORWARDED = frozenset(
     }
 )
 CONNECT_TIMEOUT_S = 5.0  # connect, send, and the server's first answer
+# config.DEFAULT_DB_DIR / DEFAULT_DB_NAME, not imported: config costs start-up.
 _INDEX_DIR, _INDEX_NAME = ".docindex", "index.db"
 
 
@@ -50,15 +52,9 @@ def main(prog_name: str | None = None) -> None:
     cli(prog_name=prog_name)
 
 
-def mode() -> str:
-    """``DOCINDEX_WATCHER``: auto, off or require (anything else reads as auto)."""
-    value = os.environ.get(ENV, "").strip().lower()
-    return value if value in ("off", "require") else "auto"
-
-
 def forward(argv: list[str], prog_name: str | None = None) -> int | None:
     """The exit status of ``argv`` run by a watcher's server, or None to run it here."""
-    how = mode()
+    how = watcher_mode()
     if how == "off" or len(argv) < 2 or argv[1] not in FORWARDED:
         return None
     if not sys.platform.startswith("linux"):  # no server there (SO_PEERCRED)
@@ -67,7 +63,7 @@ def forward(argv: list[str], prog_name: str | None = None) -> int | None:
         path = find_socket(argv[2:])
     code = _ask(path, argv, prog_name) if path else None
     if code is None and how == "require":
-        sys.stderr.write(f"Error: no watcher answers for this index ({ENV}=require)\n")
+        sys.stderr.write(f"Error: no watcher answers for this index ({WATCHER_ENV}=require)\n")
         return 1
     return code
 
@@ -89,7 +85,7 @@ def find_socket(args: list[str]) -> str | None:
             db = arg[5:]
     db = db or os.environ.get("DOCINDEX_DB") or None
     if db:
-        path = os.path.abspath(os.path.expanduser(db)) + ".sock"
+        path = socket_path(os.path.abspath(os.path.expanduser(db)))
         return path if os.path.exists(path) else None
     try:
         folder = os.getcwd()
@@ -98,7 +94,7 @@ def find_socket(args: list[str]) -> str | None:
     while True:
         index = os.path.join(folder, _INDEX_DIR, _INDEX_NAME)
         if os.path.exists(index):
-            path = index + ".sock"
+            path = socket_path(index)
             return path if os.path.exists(path) else None
         parent = os.path.dirname(folder)
         if parent == folder:

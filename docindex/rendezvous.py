@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 
 PROTOCOL = 1
+WATCHER_ENV = "DOCINDEX_WATCHER"  # auto (default), off, require
 SOCKET_SUFFIX = ".sock"
 MAX_REQUEST_BYTES = 1 << 20  # argv + environment; a real one is a few KiB
 # The sockaddr_un path limit on Linux (108 bytes with the NUL).
@@ -45,3 +46,13 @@ def stamp() -> str:
         os.stat(os.path.join(here, name)).st_mtime_ns for name in ("cli.py", "api.py")
     ]
     return f"{__version__} {here} {max(marks)}"
+
+
+def watcher_mode() -> str:
+    """``DOCINDEX_WATCHER``: auto, off or require (anything else reads as auto).
+
+    Read here, not in ``config``: the client reads it before it imports
+    anything else, and ``watch`` reads the same rule (``off`` serves nothing).
+    """
+    value = os.environ.get(WATCHER_ENV, "").strip().lower()
+    return value if value in ("off", "require") else "auto"

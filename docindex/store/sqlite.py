@@ -45,6 +45,8 @@ if TYPE_CHECKING:
     pass
 
 SQLITE_HEADER = b"SQLite format 3\x00"
+WAL_LIMIT_BYTES = 8 << 20  # 2x the -wal of SQLite's auto-checkpoint (1,000 pages)
+MMAP_BYTES = 1 << 30  # Store.open(mapped=True): a 10x corpus index is 0.8 GB
 
 
 def translate(exc: sqlite3.Error, path: Path | str) -> DocindexError:
@@ -482,7 +484,3 @@ def _roll_back_hot_journal(path: Path, busy_timeout: float) -> None:
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         finally:
             conn.close()
-
-
-WAL_LIMIT_BYTES = 8 << 20  # 2x the -wal of SQLite's auto-checkpoint (1,000 pages)
-MMAP_BYTES = 1 << 30  # Store.open(mapped=True): a 10x corpus index is 0.8 GB
