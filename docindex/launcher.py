@@ -63,7 +63,9 @@ def forward(argv: list[str], prog_name: str | None = None) -> int | None:
         path = find_socket(argv[2:])
     code = _ask(path, argv, prog_name) if path else None
     if code is None and how == "require":
-        sys.stderr.write(f"Error: no watcher answers for this index ({WATCHER_ENV}=require)\n")
+        sys.stderr.write(
+            f"Error: no watcher answers for this index ({WATCHER_ENV}=require)\n"
+        )
         return 1
     return code
 
