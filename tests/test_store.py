@@ -290,3 +290,31 @@ def test_recording_a_skip_keeps_fts_terms_in_memory(tmp_path: Path) -> None:
         assert rows == [("a.md", "binary", "bytes", 4, 5, None, 6.0)]
     finally:
         store.close()
+
+
+def test_term_frequencies_equal_the_fts5_vocabulary(tmp_path: Path) -> None:
+    """``doc_freqs`` / ``document_freqs`` count by MATCH; they must give exactly
+    fts5vocab's per-term row counts, for every term of a multilingual index,
+    after documents were replaced and deleted (FTS5 then holds delete markers)."""
+    import shutil
+
+    from docindex import api
+
+    root = tmp_path / "docs"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "example", root)
+    (root / "extra.md").write_text("# x86_64 C++ utf-8\n\nv2 e.g. naïve café Ωmega\n")
+    db = tmp_path / "i.db"
+    api.scan(str(db), roots=[str(root)])
+    pages = sorted(root.rglob("*.md"))
+    pages[0].unlink()
+    pages[1].write_text(pages[1].read_text() + "\n\nAppended words: quasar nebula.\n")
+    api.scan(str(db))
+    with Store.open(db) as store:
+        for vocab, counts in (
+            ("fts_vocab", store.doc_freqs),
+            ("doc_vocab", store.document_freqs),
+        ):
+            expected = dict(store.conn.execute(f"SELECT term, doc FROM {vocab}"))
+            assert len(expected) > 500
+            assert counts(list(expected)) == expected
+            assert counts(["no-such-term-anywhere", ""]) == {}

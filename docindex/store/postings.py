@@ -112,13 +112,26 @@ class PostingRows:
         return ids, blobs
 
     def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
-        """Number of segments containing each term (fts5vocab)."""
+        """Number of segments containing each term; absent terms are left out."""
+        return self._row_counts("fts", terms)
+
+    def _row_counts(self, table: str, terms: Sequence[str]) -> dict[str, int]:
+        """Rows of FTS5 ``table`` holding each term, as its fts5vocab 'row' table's ``doc``.
+
+        Counted by ``count(*) ... MATCH '"term"'`` rather than read from the
+        vocabulary table: both walk the term's postings, but fts5vocab also
+        decodes every position to count instances (its ``cnt``), which costs
+        ~1.5x as much (20 terms on the 10x corpus: 7.4 -> 4.9 ms). The
+        tokenizer writes terms ``unicode61`` keeps whole, so the phrase is
+        the term (tests compare the two counts over a whole vocabulary).
+        """
+        sql = f"SELECT count(*) FROM {table} WHERE {table} MATCH ?"
         out: dict[str, int] = {}
-        for chunk in chunks(list(terms)):
-            marks = ",".join("?" * len(chunk))
-            for term, n in self.conn.execute(
-                f"SELECT term, doc FROM fts_vocab WHERE term IN ({marks})", tuple(chunk)
-            ):
+        for term in dict.fromkeys(terms):
+            (n,) = self.conn.execute(
+                sql, ('"' + term.replace('"', '""') + '"',)
+            ).fetchone()
+            if n:
                 out[term] = int(n)
         return out
 
@@ -170,15 +183,8 @@ class PostingRows:
         return out
 
     def document_freqs(self, terms: Sequence[str]) -> dict[str, int]:
-        """Number of documents holding each term (``doc_vocab``)."""
-        out: dict[str, int] = {}
-        for chunk in chunks(list(terms)):
-            marks = ",".join("?" * len(chunk))
-            for term, n in self.conn.execute(
-                f"SELECT term, doc FROM doc_vocab WHERE term IN ({marks})", tuple(chunk)
-            ):
-                out[str(term)] = int(n)
-        return out
+        """Number of documents holding each term; absent terms are left out."""
+        return self._row_counts("doc_fts", terms)
 
     def document_stats(self) -> tuple[int, float]:
         """(documents, mean body terms per document) from ``doc_fts``'s totals."""
