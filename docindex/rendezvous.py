@@ -1,4 +1,5 @@
-"""Where a CLI process and a watcher's server meet (issue #24): socket, address, stamp.
+"""Where a CLI process and a watcher's server meet (issue #24): socket, address,
+stamp, and the request's bytes.
 
 Imported by the thin client on every ``docindex`` start, so it needs ``os`` only.
 """
@@ -7,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-PROTOCOL = 1
+PROTOCOL = 2  # 2: NUL-separated fields (1 was a JSON line)
 WATCHER_ENV = "DOCINDEX_WATCHER"  # auto (default), off, require
 SOCKET_SUFFIX = ".sock"
 MAX_REQUEST_BYTES = 1 << 20  # argv + environment; a real one is a few KiB
@@ -46,6 +47,28 @@ def stamp() -> str:
         os.stat(os.path.join(here, name)).st_mtime_ns for name in ("cli.py", "api.py")
     ]
     return f"{__version__} {here} {max(marks)}"
+
+
+def encode_request(
+    stamp: str, argv: list[str], prog: str | None, cwd: str,
+    env: dict[str, str], umask: int, stdio: list[tuple[str, str]],
+) -> bytes:  # fmt: skip
+    """One request as the server reads it: a length line, then NUL-separated fields.
+
+    Fields: protocol, stamp, cwd, umask (octal), prog ("" for None), three
+    (encoding, errors) pairs, the argv count, argv, then ``KEY=VALUE`` per
+    variable. POSIX arguments, paths and environments hold no NUL, so no
+    escaping is needed; text goes as UTF-8 with ``surrogatepass``, which
+    gives back any ``str`` exactly (an undecodable argument included). Built
+    with no import: ``json`` would cost the client ``re`` and ``enum``.
+    """
+    fields = [
+        str(PROTOCOL), stamp, cwd, format(umask, "o"), prog or "",
+        *(x for pair in stdio for x in pair), str(len(argv)), *argv,
+        *(f"{k}={v}" for k, v in env.items()),
+    ]  # fmt: skip
+    body = "\0".join(fields).encode("utf-8", "surrogatepass")
+    return b"%d\n" % len(body) + body
 
 
 def watcher_mode() -> str:

@@ -18,8 +18,9 @@ owns them safely.
 Safety:
 - The socket is created 0600 (umask at bind, then chmod), and every
   connection's peer uid (``SO_PEERCRED``) must be this process's uid.
-- A request is one bounded JSON line (``MAX_REQUEST_BYTES``) with exactly
-  three descriptors, read with a timeout; anything else is dropped.
+- A request is one bounded message (``MAX_REQUEST_BYTES``: a length line,
+  then NUL-separated fields) with exactly three descriptors, read with a
+  timeout; anything else is dropped.
 - At most ``MAX_CHILDREN`` commands run at once; past that a client is
   turned away and runs the command itself.
 - The client must confirm (``go``) after the child accepted, so a client that
@@ -36,7 +37,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 import os
 import select
 import signal
@@ -49,7 +49,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import NamedTuple
 
 from .rendezvous import MAX_REQUEST_BYTES, PROTOCOL, address, socket_path
 
@@ -322,11 +322,11 @@ def _child(conn: socket.socket, run: Runner, stamp: str) -> int:
     except (OSError, ValueError):
         return 1
     try:
-        if request.get("stamp") != stamp:
+        if request.stamp != stamp:
             conn.sendall(b"no stamp\n")
             return 1
         try:
-            os.chdir(request["cwd"])
+            os.chdir(request.cwd)
         except OSError:
             conn.sendall(b"no cwd\n")
             return 1
@@ -345,23 +345,39 @@ def _child(conn: socket.socket, run: Runner, stamp: str) -> int:
     return code
 
 
-def _read_request(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
-    """One JSON line and exactly three descriptors, or ValueError."""
+class Request(NamedTuple):
+    """A client's command, read back from ``rendezvous.encode_request``."""
+
+    stamp: str
+    cwd: str
+    umask: int
+    prog: str | None
+    stdio: list[tuple[str, str]]
+    argv: list[str]
+    env: dict[str, str]
+
+
+def _read_request(conn: socket.socket) -> tuple[Request, list[int]]:
+    """One request (its length line, then the fields) and exactly three descriptors.
+
+    Raises ValueError (its descriptors closed) for anything else.
+    """
     data, fds, flags, _ = socket.recv_fds(conn, 65536, 3)
-    if flags & getattr(socket, "MSG_CTRUNC", 0) or len(fds) != 3:
-        for fd in fds:
-            os.close(fd)
-        raise ValueError("expected three descriptors")
     try:
-        while not data.endswith(b"\n"):
-            if len(data) > MAX_REQUEST_BYTES:
-                raise ValueError("request too long")
-            more = conn.recv(65536)
+        if flags & getattr(socket, "MSG_CTRUNC", 0) or len(fds) != 3:
+            raise ValueError("expected three descriptors")
+        head, newline, body = data.partition(b"\n")
+        if not newline or not head.isdigit() or int(head) > MAX_REQUEST_BYTES:
+            raise ValueError("no request length")
+        size = int(head)
+        while len(body) < size:
+            more = conn.recv(min(65536, size - len(body)))
             if not more:
                 raise ValueError("request cut short")
-            data += more
-        request = json.loads(data)
-        _check(request)
+            body += more
+        if len(body) != size:
+            raise ValueError("request too long")
+        request = decode_request(body)
     except (ValueError, OSError):
         for fd in fds:
             os.close(fd)
@@ -369,53 +385,48 @@ def _read_request(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
     return request, fds
 
 
-def _check(request: Any) -> None:
-    """The request's shape, before anything of it is used."""
-    if not isinstance(request, dict) or request.get("v") != PROTOCOL:
+def decode_request(body: bytes) -> Request:
+    """The fields of ``rendezvous.encode_request``, checked before any is used.
+
+    Raises ValueError for another protocol or a malformed request.
+    """
+    try:
+        fields = body.decode("utf-8", "surrogatepass").split("\0")
+    except UnicodeDecodeError as exc:
+        raise ValueError("not UTF-8") from exc
+    if len(fields) < 12 or fields[0] != str(PROTOCOL):
         raise ValueError("not a request")
-    argv, env, stdio = request.get("argv"), request.get("env"), request.get("stdio")
-    if not (isinstance(argv, list) and 0 < len(argv) <= MAX_ARGS):
+    stamp, cwd, umask, prog = fields[1:5]
+    stdio = [(fields[i], fields[i + 1]) for i in (5, 7, 9)]
+    if not fields[11].isdigit() or not 0 < int(fields[11]) <= MAX_ARGS:
         raise ValueError("bad argv")
-    if not all(isinstance(a, str) for a in argv):
+    n_args = int(fields[11])
+    argv = fields[12 : 12 + n_args]
+    pairs = fields[12 + n_args :]
+    if len(argv) != n_args:
         raise ValueError("bad argv")
-    if not isinstance(env, dict) or not all(
-        isinstance(k, str)
-        and isinstance(v, str)
-        and k
-        and "=" not in k
-        and "\0" not in k + v
-        for k, v in env.items()
-    ):
-        raise ValueError("bad environment")
-    if not isinstance(request.get("cwd"), str) or not isinstance(
-        request.get("umask"), int
-    ):
+    env: dict[str, str] = {}
+    for pair in pairs:
+        key, eq, value = pair.partition("=")
+        if not key or not eq:
+            raise ValueError("bad environment")
+        env[key] = value
+    if not cwd or not umask or any(c not in "01234567" for c in umask):
         raise ValueError("bad cwd or umask")
-    if not (
-        isinstance(stdio, list)
-        and len(stdio) == 3
-        and all(
-            isinstance(s, list) and len(s) == 2 and all(isinstance(x, str) for x in s)
-            for s in stdio
-        )
-    ):
-        raise ValueError("bad stdio")
-    prog = request.get("prog")
-    if prog is not None and not isinstance(prog, str):
-        raise ValueError("bad prog")
+    return Request(stamp, cwd, int(umask, 8) & 0o777, prog or None, stdio, argv, env)
 
 
-def _take_over(request: dict[str, Any], fds: list[int]) -> None:
+def _take_over(request: Request, fds: list[int]) -> None:
     """Become the client: its descriptors 0-2, environment, umask, argv."""
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
     os.environ.clear()
-    os.environ.update(request["env"])
+    os.environ.update(request.env)
     time.tzset()  # TZ is read once per process otherwise
-    os.umask(request["umask"] & 0o777)
-    sys.argv = list(request["argv"])
+    os.umask(request.umask)
+    sys.argv = list(request.argv)
     streams = []
-    for fd, (encoding, errors) in enumerate(request["stdio"]):
+    for fd, (encoding, errors) in enumerate(request.stdio):
         try:
             streams.append(_stream(fd, encoding, errors))
         except LookupError:
@@ -453,10 +464,10 @@ def _watch_client(conn: socket.socket) -> None:
                 os.kill(os.getpid(), num)
 
 
-def _run(run: Runner, request: dict[str, Any]) -> int:
+def _run(run: Runner, request: Request) -> int:
     """``run`` with Python's own handling of what escapes it: status, message, traceback."""
     try:
-        code = run(list(request["argv"]), request.get("prog"))
+        code = run(list(request.argv), request.prog)
     except SystemExit as exc:
         code = _exit_status(exc.code)
     except KeyboardInterrupt:

@@ -23,6 +23,11 @@ from pathlib import Path
 
 import pytest
 from conftest import write_tree
+from hypothesis import given
+from hypothesis import strategies as st
+
+from docindex.rendezvous import encode_request
+from docindex.server import decode_request
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"),
@@ -226,10 +231,13 @@ def raw_request(sock_path: str, payload: bytes, fds: list[int] | None = None) ->
             s.sendall(payload)
         else:
             socket.send_fds(s, [payload], fds)
-        s.shutdown(socket.SHUT_WR)
         out = b""
-        while chunk := s.recv(4096):
-            out += chunk
+        try:
+            s.shutdown(socket.SHUT_WR)
+            while chunk := s.recv(4096):
+                out += chunk
+        except (ConnectionResetError, BrokenPipeError):  # dropped with data unread
+            pass
         return out
 
 
@@ -238,19 +246,22 @@ def test_malformed_oversized_and_foreign_requests_are_dropped(served) -> None:
     path = f"{db}.sock"
     null = os.open(os.devnull, os.O_RDWR)
     try:
-        assert raw_request(path, b"not json\n", [null] * 3) == b""
-        assert raw_request(path, b'{"v": 1}\n', [null] * 3) == b""
+        assert raw_request(path, b"not a request\n", [null] * 3) == b""
+        assert raw_request(path, b"5\n1\0a\0b", [null] * 3) == b""  # too few fields
         assert raw_request(path, b"x" * (2 << 20), [null] * 3) == b""
-        good = {
-            "v": 1, "stamp": "another installation", "argv": ["docindex", "stats"],
-            "prog": None, "cwd": str(root), "env": {}, "umask": 0o22,
-            "stdio": [["utf-8", "strict"]] * 3,
-        }  # fmt: skip
+        assert raw_request(path, b"%d\n" % (2 << 20) + b"x" * 99, [null] * 3) == b""
+        good = encode_request(
+            "another installation", ["docindex", "stats"], None, str(root),
+            {}, 0o22, [("utf-8", "strict")] * 3,
+        )  # fmt: skip
         # A valid request without its three descriptors, then one from another install.
-        assert raw_request(path, json.dumps(good).encode() + b"\n") == b""
-        assert raw_request(path, json.dumps(good).encode() + b"\n", [null] * 3) == (
-            b"no stamp\n"
-        )
+        assert raw_request(path, good) == b""
+        assert raw_request(path, good, [null] * 3) == b"no stamp\n"
+        # A v1 (JSON) client is turned away too, and would run the command itself.
+        v1 = {"v": 1, "stamp": "x", "argv": ["docindex", "stats"], "prog": None,
+              "cwd": str(root), "env": {}, "umask": 0o22,
+              "stdio": [["utf-8", "strict"]] * 3}  # fmt: skip
+        assert raw_request(path, json.dumps(v1).encode() + b"\n", [null] * 3) == b""
     finally:
         os.close(null)
     assert alive(pid)
@@ -351,11 +362,10 @@ def test_another_user_is_refused(served, tmp_path: Path) -> None:
                 opened.append(str(folder))
         from docindex.rendezvous import stamp
 
-        request = {
-            "v": 1, "stamp": stamp(), "argv": ["docindex", "stats"], "prog": None,
-            "cwd": "/", "env": {}, "umask": 0o22, "stdio": [["utf-8", "strict"]] * 3,
-        }  # fmt: skip
-        payload = json.dumps(request).encode() + b"\n"
+        payload = encode_request(
+            stamp(), ["docindex", "stats"], None, "/", {}, 0o22,
+            [("utf-8", "strict")] * 3,
+        )  # fmt: skip
         read, write = os.pipe()
         child = os.fork()
         if child == 0:  # another user's client
@@ -461,3 +471,33 @@ def test_a_closed_stream_runs_here_without_a_traceback(served) -> None:
             )  # fmt: skip
             assert done.returncode == 0, (redirect, mode, done.stderr)
             assert "Traceback" not in done.stderr
+
+
+_text = st.text(st.characters(blacklist_characters="\0"))  # lone surrogates included
+
+
+@given(
+    argv=st.lists(_text, min_size=1, max_size=6),
+    env=st.dictionaries(
+        st.text(st.characters(blacklist_characters="\0="), min_size=1), _text,
+        max_size=6,
+    ),
+    cwd=_text.filter(bool), prog=st.none() | _text.filter(bool),
+    umask=st.integers(0, 0o777),
+)  # fmt: skip
+def test_a_request_reads_back_exactly(argv, env, cwd, prog, umask) -> None:
+    """Whatever a client's argv, environment and folder hold (an undecodable
+    byte as a surrogate, '=' in a value, an empty argument), the server reads
+    back the very same strings."""
+    stdio = [("utf-8", "strict"), ("utf-8", "surrogateescape"), ("ascii", "replace")]
+    data = encode_request("stamp 1", argv, prog, cwd, env, umask, stdio)
+    head, _, body = data.partition(b"\n")
+    assert int(head) == len(body)
+    request = decode_request(body)
+    assert (request.argv, request.env, request.cwd, request.prog) == (
+        argv,
+        env,
+        cwd,
+        prog,
+    )
+    assert (request.umask, request.stdio, request.stamp) == (umask, stdio, "stamp 1")
