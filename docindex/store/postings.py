@@ -12,11 +12,15 @@ from typing import TYPE_CHECKING
 from ._sql import ALL_DOCS, MAX_WITHIN, chunks, filter_sql, varints
 from .records import DocFilter, DocHit, SegmentRow
 
+if TYPE_CHECKING:
+    from .halves import Halves
+
 
 class PostingRows:
     """Ranked FTS5 matches, document fields and frequencies, vectors."""
 
     conn: sqlite3.Connection
+    halves: Halves | None  # reading commands on a big index and 2+ cores
 
     if TYPE_CHECKING:
 
@@ -38,6 +42,26 @@ class PostingRows:
         if within is not None and len(within) <= MAX_WITHIN:
             # ``+rowid``: a plain ``rowid IN`` would make FTS5 run the whole
             # MATCH once per id; the unary plus leaves it a row filter.
+            halves = self._halves_for(len(within))
+            if halves is not None:
+                ids = sorted(within)
+                lower, upper = ids[: len(ids) // 2], ids[len(ids) // 2 :]
+                sql = (
+                    "SELECT rowid, -bm25(fts, ?, 1.0) FROM fts WHERE fts MATCH ? "
+                    "AND rowid BETWEEN ? AND ? AND +rowid IN "
+                    f"({','.join('?' * len(upper))}) "
+                    "ORDER BY bm25(fts, ?, 1.0), rowid LIMIT ?"
+                )
+                # ``lower`` padded to ``upper``'s length (one statement text)
+                pad = [lower[-1]] * (len(upper) - len(lower))
+                a, b = halves.run(
+                    self.conn, sql,
+                    (title_weight, match, lower[0], lower[-1], *lower, *pad,
+                     title_weight, limit),
+                    (title_weight, match, upper[0], upper[-1], *upper, title_weight,
+                     limit),
+                )  # fmt: skip
+                return _merged(a, b, limit)
             marks = ",".join("?" * len(within))
             cur = self.conn.execute(
                 "SELECT rowid, -bm25(fts, ?, 1.0) FROM fts WHERE fts MATCH ? "
@@ -169,6 +193,13 @@ class PostingRows:
             )
         return [DocHit(int(r[0]), float(r[1]), int(r[2]), int(r[3])) for r in cur]
 
+    def _halves_for(self, n_ids: int) -> Halves | None:
+        """The two-halves helper when a ranking over ``n_ids`` ids can be
+        split: the store has one and a read transaction is open."""
+        if self.halves is None or n_ids < 2 or not self.conn.in_transaction:
+            return None
+        return self.halves
+
     def document_terms(self, doc_ids: Sequence[int]) -> dict[int, str]:
         """doc id -> its stored salient terms (``NewDocument.terms``)."""
         out: dict[int, str] = {}
@@ -206,3 +237,13 @@ class PostingRows:
             ):
                 out[int(sid)] = int(doc_id)
         return out
+
+
+def _merged(
+    a: list[tuple[int, float]], b: list[tuple[int, float]], limit: int
+) -> list[tuple[int, float]]:
+    """Two halves' (id, score) rows as the whole statement orders them: score
+    descending, then id, the first ``limit``."""
+    rows = [(int(r[0]), float(r[1])) for r in (*a, *b)]
+    rows.sort(key=lambda r: (-r[1], r[0]))
+    return rows[:limit]

@@ -42,7 +42,7 @@ from .records import (
 )
 
 if TYPE_CHECKING:
-    pass
+    from .halves import Halves
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 WAL_LIMIT_BYTES = 8 << 20  # 2x the -wal of SQLite's auto-checkpoint (1,000 pages)
@@ -124,6 +124,7 @@ class Store(DocumentRows, PostingRows):
     def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
         self.conn = conn
         self.path = path
+        self.halves: Halves | None = None
         self._depth = 0
         self._bodies: dict[int, str] = {}
         self._bodies_version: tuple[int, int] | None = None
@@ -177,10 +178,27 @@ class Store(DocumentRows, PostingRows):
             store._setup(create and not readonly, readonly)
             if mapped:
                 conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
+                store._split_rankings()
         except BaseException:
             conn.close()
             raise
         return store
+
+    def _split_rankings(self) -> None:
+        """A reading command on a big index and 2+ cores ranks in two halves."""
+        from . import halves
+
+        if self.outdated or halves.cores() < 2:
+            return
+        try:
+            n_docs = self.document_stats()[0]
+        except sqlite3.Error:
+            return
+        if n_docs >= halves.SPLIT_MIN_DOCS:
+            self.halves = halves.Halves(
+                f"{self.path.resolve().as_uri()}?mode=ro",
+                [f"PRAGMA mmap_size = {MMAP_BYTES}", "PRAGMA cache_size = -32000"],
+            )
 
     def _setup(self, may_migrate: bool, readonly: bool = False) -> None:
         conn = self.conn
@@ -238,6 +256,8 @@ class Store(DocumentRows, PostingRows):
 
     def close(self) -> None:
         """Close the connection (checkpointing is left to SQLite's last close)."""
+        if self.halves is not None:
+            self.halves.close()
         self.conn.close()
 
     def __enter__(self) -> Store:
