@@ -9,9 +9,11 @@ The upper half runs on a second read-only connection in a thread (``sqlite3``
 lets go of the GIL while a statement steps), opened when the store is.
 
 Measured on the 10x corpus (21,660 files) on this project's 2-core machine:
-the segment stage 33 -> 21 ms and 21 -> 14 ms on two broad queries, a whole
-in-process query 0.87x and 0.95x; a narrow one unchanged. Not the document
-stage: its halves cost as much as the whole there (16-17 ms either way).
+the segment stage of the broadest query 33-38 -> 21-22 ms, of another 13-21
+-> 13-14 ms; whole in-process queries 0.87-0.98x (medians of three 21-run
+interleaved comparisons; a same-code control varied 0.99-1.13x); a narrow
+query unchanged. Not the document stage: its halves cost as much as the
+whole (16-17 ms either way).
 
 Both halves must read the same commit. The caller's read transaction is
 open; the helper's starts in the thread, and each reads the FTS5 structure
