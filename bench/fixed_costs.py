@@ -323,8 +323,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the raw figures here")
     parser.add_argument(
         "--watch", action="store_true",
-        help="also time this docindex served by a running `docindex watch` (its own "
-        "index; DOCINDEX_WATCHER=require)",
+        help="also time this docindex (and every --exe) served by a running "
+        "`docindex watch` (its own index; DOCINDEX_WATCHER=require)",
     )  # fmt: skip
     parser.add_argument(
         "--phases", action="store_true",
@@ -341,6 +341,10 @@ def main(argv: list[str] | None = None) -> int:
         installs.append(Install("this+watch", docindex_cmd(), served=True))
     for i, exe in enumerate(args.exe, start=1):
         installs.append(Install(f"exe{i}", [str(exe.absolute())]))
+        if args.watch:  # served too: a before/after of the served figures
+            installs.append(
+                Install(f"exe{i}+watch", [str(exe.absolute())], served=True)
+            )
     WORK.mkdir(parents=True, exist_ok=True)
     print(f"docindex fixed costs (issue #24): cpus {os.cpu_count()}, load "
           f"{os.getloadavg()[0]:.1f}; " + "; ".join(
