@@ -58,14 +58,22 @@ class Halves:
         self._uri = uri
         self._pragmas = list(pragmas)
         self._conn: sqlite3.Connection | None = None
-        # Opened (and its schema read) meanwhile: by the time a query ranks
-        # segments, the connection is ready.
-        self._thread: threading.Thread | None = threading.Thread(
-            target=self._warm, daemon=True, name="docindex-half"
-        )
-        self._thread.start()
+        self._thread: threading.Thread | None = None
 
-    def _warm(self) -> None:
+    def warm(self) -> None:
+        """Open the connection (and read its schema) in the background, once.
+
+        Called as a query starts ranking documents: by the time it ranks
+        segments the connection is ready, and commands that rank nothing
+        never open it.
+        """
+        if self._conn is None and self._thread is None:
+            self._thread = threading.Thread(
+                target=self._open_now, daemon=True, name="docindex-half"
+            )
+            self._thread.start()
+
+    def _open_now(self) -> None:
         try:
             self._open().execute("SELECT count(*) FROM sqlite_master").fetchone()
         except Exception:  # run() tries again, and falls back to one connection

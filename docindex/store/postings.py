@@ -173,6 +173,8 @@ class PostingRows:
         ``weights`` are the title (with file name), headings and body column
         weights. Returns DocHits (id, negated bm25, segment id range) best first.
         """
+        if self.halves is not None:
+            self.halves.warm()  # for the segments' ranking that follows
         where, params = filter_sql(only)
         if where:
             cur = self.conn.execute(
