@@ -596,10 +596,17 @@ def _scan(
             gone = rel_path not in seen[rid] and rel_path not in skipped[rid]
             if gone and _under(rel_path, prefixes):
                 store.clear_skip(rid, rel_path)  # the file is gone
-    for doc_id in sorted(cleared):  # kept (interrupted, unpruned): rows back
+    # Kept (interrupted, unpruned): rows back, re-tokenised from the stored
+    # text, seconds for thousands of files; the progress says so, and a second
+    # Ctrl-C rolls the whole scan back at once instead.
+    kept = sorted(cleared)
+    hint = "Ctrl-C again: undo this scan" if result.interrupted else ""
+    for done, doc_id in enumerate(kept, start=1):
         fts = document_fts(store, cfg, doc_id)
         if fts is not None:
             store.restore_fts(doc_id, *fts)
+        if on_progress:
+            on_progress(Progress("restore", done, len(kept), hint))
 
 
 def _remover(

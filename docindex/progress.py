@@ -32,7 +32,10 @@ class ScanProgress:
 
     def _update(self, event: Progress) -> None:
         path = event.path if len(event.path) < 50 else "…" + event.path[-49:]
-        desc = {"walk": "walking", "embed": "embedding"}.get(event.phase, "indexing")
+        desc = {
+            "walk": "walking", "embed": "embedding",
+            "restore": "restoring search rows",
+        }.get(event.phase, "indexing")  # fmt: skip
         self._bar.update(self._task, description=desc, completed=event.done,
                          total=event.total, path=path)  # fmt: skip
 

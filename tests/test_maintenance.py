@@ -98,6 +98,10 @@ def test_interrupted_rewrite_keeps_every_document_searchable(tmp_path: Path) -> 
                       on_progress=lambda p: seen.append(p))  # fmt: skip
     assert result.interrupted and 0 < result.pending < 40
     assert _vocab(db) == vocab  # the files not reached got their rows back
+    # ... and the progress showed it, one step per kept file, up to the last
+    restore = [p for p in seen if p.phase == "restore"]
+    assert restore and restore[-1].done == restore[-1].total == len(restore)
+    assert len(restore) == 40 - result.updated  # every file not rewritten, once
     with Store.open(db) as store:
         assert store.counts().documents == 40
 
