@@ -6,7 +6,8 @@ bm25's statistics (rows, mean length, each phrase's row count) from the whole
 table whatever rowid range a statement reads, so a half's scores are the
 whole statement's, and the two sorted halves merge into exactly its rows.
 The upper half runs on a second read-only connection in a thread (``sqlite3``
-lets go of the GIL while a statement steps), opened when the store is.
+lets go of the GIL while a statement steps), opened in the background while
+the query ranks documents.
 
 Measured on the 10x corpus (21,660 files) on this project's 2-core machine:
 the segment stage of the broadest query 33-38 -> 21-22 ms, of another 13-21
@@ -39,7 +40,8 @@ _SNAPSHOT = (
 )
 Rows = list[tuple[Any, ...]]
 # From this many documents (``Store.open(mapped=True)``); below it the second
-# connection costs more than it saves (1x corpus, 2,166 documents: no gain).
+# connection costs more than it saves (1x corpus, 2,166 documents: queries
+# 1.01-1.15x slower split than whole).
 SPLIT_MIN_DOCS = 8000
 
 
