@@ -509,8 +509,11 @@ def _scan(
         max_walked_files=cfg.max_walked_files, max_file_bytes=cfg.max_file_bytes,
     )  # fmt: skip
     root_ids = {str(r): store.root_id(str(r)) for r in roots}
-    known = {rid: store.fingerprints(rid) for rid in root_ids.values()}
-    skips = {rid: store.skip_fingerprints(rid) for rid in root_ids.values()}
+    # A scoped scan (``scan PATH``, a git hook's or an editor's) reads the
+    # rows under its scope only; outside it nothing is walked or pruned.
+    under = {rid: _scope_prefixes(Path(r), scopes) or [] for r, rid in root_ids.items()}
+    known = {rid: store.fingerprints(rid, under[rid]) for rid in root_ids.values()}
+    skips = {rid: store.skip_fingerprints(rid, under[rid]) for rid in root_ids.values()}
     seen: dict[int, set[str]] = {rid: set() for rid in root_ids.values()}
     # Skipped by the walk this time: their skip records stay, but a document
     # indexed there before (a file since turned into a symlink, #17) goes.

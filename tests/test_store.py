@@ -318,3 +318,46 @@ def test_term_frequencies_equal_the_fts5_vocabulary(tmp_path: Path) -> None:
             assert len(expected) > 500
             assert counts(list(expected)) == expected
             assert counts(["no-such-term-anywhere", ""]) == {}
+
+
+def test_fingerprints_under_a_path_are_its_files_and_no_neighbour(
+    tmp_path: Path,
+) -> None:
+    """``fingerprints(root, under)`` reads index ranges: "a" is ``a`` and ``a/…``,
+    never ``a-b``, ``a.md``, ``ab`` or ``a0`` (which sort between them)."""
+    from docindex import api
+
+    names = ["a", "a/x.md", "a/b/y.md", "a-b/z.md", "a.md", "ab/w.md", "a0/v.md",
+             "b/a/u.md", "é/t.md", "é/s/r.md", "éa/q.md"]  # fmt: skip
+    root = tmp_path / "docs"
+    for name in names[1:]:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(f"# {name}\n\nwords about {name}\n")
+    db = tmp_path / "i.db"
+    api.scan(str(db), roots=[str(root)])
+    with Store.open(db) as store:
+        (rid,) = store.roots()
+        every = store.fingerprints(rid)
+        assert len(every) == len(names) - 1
+        for under, expected in (
+            (["a"], {"a/x.md", "a/b/y.md"}),
+            (["a/b"], {"a/b/y.md"}),
+            (["a/x.md"], {"a/x.md"}),
+            (["a.md", "b"], {"a.md", "b/a/u.md"}),
+            (["é"], {"é/t.md", "é/s/r.md"}),
+            ([""], set(every)),
+            ([], set()),
+        ):
+            got = store.fingerprints(rid, under)
+            assert set(got) == expected, under
+            assert all(got[k] == every[k] for k in got)
+    # Through `scan PATH`: files deleted under a/ go, a deleted neighbour stays
+    # until a scan covers it.
+    (root / "a" / "x.md").unlink()
+    (root / "a-b" / "z.md").unlink()
+    assert api.scan(str(db), path=root / "a").removed == 1
+    with Store.open(db) as store:
+        (rid,) = store.roots()
+        left = set(store.fingerprints(rid))
+    assert "a/x.md" not in left and "a-b/z.md" in left
+    assert api.scan(str(db)).removed == 1

@@ -61,14 +61,20 @@ class DocumentRows:
 
     # -- skipped files (issue #23) -------------------------------------------
 
-    def skip_fingerprints(self, root_id: int) -> dict[str, SkipRow]:
-        """rel_path -> (reason, message, size, mtime_ns) of a root's skipped files."""
-        rows = self.conn.execute(
-            "SELECT rel_path, reason, message, size, mtime_ns FROM skipped "
-            "WHERE root_id = ?",
-            (root_id,),
-        )
-        return {r[0]: SkipRow(r[1], r[2], r[3], r[4]) for r in rows}
+    def skip_fingerprints(
+        self, root_id: int, under: Sequence[str] | None = None
+    ) -> dict[str, SkipRow]:
+        """rel_path -> (reason, message, size, mtime_ns) of a root's skipped files
+        (``under``: as ``fingerprints``)."""
+        out: dict[str, SkipRow] = {}
+        for where, params in _path_ranges(under):
+            for r in self.conn.execute(
+                "SELECT rel_path, reason, message, size, mtime_ns FROM skipped "
+                f"WHERE root_id = ?{where}",
+                (root_id, *params),
+            ):
+                out[r[0]] = SkipRow(r[1], r[2], r[3], r[4])
+        return out
 
     def record_skip(
         self, root_id: int, rel_path: str, reason: str, message: str,
@@ -181,16 +187,27 @@ class DocumentRows:
         )
         self.conn.execute("DELETE FROM roots WHERE path = ?", (root,))
 
-    def fingerprints(self, root_id: int) -> dict[str, Fingerprint]:
-        """rel_path -> fingerprint for every document of a root."""
-        rows = self.conn.execute(
-            "SELECT rel_path, id, size, mtime_ns, hash FROM documents WHERE root_id = ?",
-            (root_id,),
-        )
-        return {
-            rel_path: Fingerprint(doc_id, size, mtime_ns, hash_)
-            for rel_path, doc_id, size, mtime_ns, hash_ in rows
-        }
+    def fingerprints(
+        self, root_id: int, under: Sequence[str] | None = None
+    ) -> dict[str, Fingerprint]:
+        """rel_path -> fingerprint for every document of a root.
+
+        ``under``: only the documents at or below these root-relative paths
+        ("" is the whole root), read as ranges of the fingerprint index: a
+        ``scan FILE`` on a 21,660-file root read every row (59 of its 72 ms).
+        """
+        out: dict[str, Fingerprint] = {}
+        for where, params in _path_ranges(under):
+            rows = self.conn.execute(
+                "SELECT rel_path, id, size, mtime_ns, hash FROM documents "
+                f"WHERE root_id = ?{where}",
+                (root_id, *params),
+            )
+            out.update(
+                (rel_path, Fingerprint(doc_id, size, mtime_ns, hash_))
+                for rel_path, doc_id, size, mtime_ns, hash_ in rows
+            )
+        return out
 
     def touch_document(self, doc_id: int, size: int, mtime_ns: int) -> None:
         """Record a new stat fingerprint for unchanged content."""
@@ -560,3 +577,21 @@ class DocumentRows:
             int(self.conn.execute("PRAGMA data_version").fetchone()[0]),
             self.conn.total_changes,
         )
+
+
+def _path_ranges(under: Sequence[str] | None) -> list[tuple[str, tuple[str, ...]]]:
+    """SQL conditions on ``rel_path`` for the paths at or below each of ``under``.
+
+    "p/" <= rel_path < "p0" is every path that starts with "p/" ("0" follows
+    "/" in byte order, SQLite's BINARY collation), so the index is read as a
+    range. None or "" is the whole root: no condition.
+    """
+    if under is None or "" in under:
+        return [("", ())]
+    return [
+        (
+            " AND (rel_path = ? OR (rel_path >= ? AND rel_path < ?))",
+            (p, p + "/", p + "0"),
+        )
+        for p in dict.fromkeys(under)
+    ]

@@ -71,8 +71,11 @@ class Index(Protocol):
     def delete_root(self, root: str) -> None:
         """Forget a root whose documents were removed already."""
 
-    def fingerprints(self, root_id: int) -> dict[str, Fingerprint]:
-        """rel_path -> fingerprint of every document of a root."""
+    def fingerprints(
+        self, root_id: int, under: Sequence[str] | None = None
+    ) -> dict[str, Fingerprint]:
+        """rel_path -> fingerprint of every document of a root (``under``: only
+        those at or below these root-relative paths; "" is the whole root)."""
 
     def touch_document(self, doc_id: int, size: int, mtime_ns: int) -> None:
         """Record a new stat fingerprint for unchanged content."""
@@ -107,8 +110,11 @@ class Index(Protocol):
         """A document's number of segments."""
 
     # -- skip records (files left out, until they change; issue #23)
-    def skip_fingerprints(self, root_id: int) -> dict[str, SkipRow]:
-        """rel_path -> the recorded skip of every skipped file of a root."""
+    def skip_fingerprints(
+        self, root_id: int, under: Sequence[str] | None = None
+    ) -> dict[str, SkipRow]:
+        """rel_path -> the recorded skip of every skipped file of a root
+        (``under``: as ``fingerprints``)."""
 
     def record_skip(
         self, root_id: int, rel_path: str, reason: str, message: str,
