@@ -8,7 +8,9 @@ busy machine disturbs less) of:
   write through the hard link the copy shares with the corpus);
 - ``query --json`` in ``--mode lexical`` and in the default ``auto`` mode
   (a few queries in turn);
-- ``docindex --help``.
+- ``docindex --help``;
+- ``scan FILE`` after that one file was replaced again (what a git hook or an
+  editor's on-save scan runs).
 
 The trees are ``bench/speed.py``'s ``make_tree`` copies of
 ``../shared/corpus/docs`` (hard links, under /tmp/docindex-bench/fixed/trees so
@@ -73,6 +75,8 @@ FIGURES = [
     ("`query --mode lexical`", "lexical", None, 0.08),
     ("`query` (auto mode)", "auto", None, 0.08),
     ("`docindex --help`", "help", None, 0.10),
+    # A git hook's or an editor's on-save scan names the changed file.
+    ("`scan FILE` after that file's edit", "file", None, None),
 ]
 
 
@@ -181,6 +185,8 @@ def bench_scale(scale: int, installs: list[Install], runs: int) -> Path:
                 record(inst, "lexical", [*query, "--mode", "lexical"])
                 record(inst, "auto", query)
                 record(inst, "help", [*inst.cmd, "--help"])
+                _replace(target, original + f"\n\nsaved {run} {time.time()}\n".encode())
+                record(inst, "file", [*inst.cmd, "scan", str(target), "--db", db, "-q"])
     finally:
         for watcher in watchers:
             watcher.send_signal(signal.SIGINT)  # applies the pending edit, then ends
