@@ -346,7 +346,7 @@ def query(text: str | None, top: int, mode: str, snippet_chars: int,
 def _batch(db: str | None, queries: Any, options: dict[str, Any]) -> None:
     """``--queries``: one JSON line out per line in; a JSON line's ``id`` is echoed."""
     from . import api
-    from .render import cli_json, to_dict
+    from .render import to_dict
 
     ids: list[Any] = []
 
@@ -375,7 +375,7 @@ def _batch(db: str | None, queries: Any, options: dict[str, Any]) -> None:
     for result in api.batch_query(db, texts(), options):
         data = to_dict(result)
         qid = ids.pop(0)
-        click.echo(cli_json(data if qid is None else {"id": qid, **data}))
+        _echo_json(data if qid is None else {"id": qid, **data})
 
 
 @cli.command()
@@ -496,7 +496,6 @@ def watch(
     opts out).
     """
     from . import api
-    from .render import cli_json
     from .rendezvous import watcher_mode
 
     signals = _signals()
@@ -518,7 +517,7 @@ def watch(
         if serve and not serving and index_db:
             serving.append(_start_serving(index_db[0]))
         if as_json:
-            click.echo(cli_json(report))
+            _echo_json(report)
         else:
             line = f"+{report.added} ~{report.updated} -{report.removed}"
             line += f" in {report.took_ms:.0f} ms"

@@ -162,11 +162,11 @@ def skipped(reason: str | None, db: str | None, as_json: bool) -> None:
     again.
     """
     from . import api
-    from .render import cli_json, print_skipped
+    from .render import print_skipped
 
     result = api.skipped(db, reason=reason)
     if as_json:
-        click.echo(cli_json(result))
+        echo_json(result)
     else:
         print_skipped(out_console(), result)
 

@@ -584,11 +584,9 @@ def _scan(
     workers.close(kill=result.interrupted)
     # Prune only after a complete walk: a root that vanished, a walk that hit
     # a limit or one cut short must not delete what it did not see.
-    for root_str, rid in root_ids.items():
-        if not complete[rid]:
-            continue
-        prefixes = _scope_prefixes(Path(root_str), scopes)
-        if prefixes is None:
+    for rid in root_ids.values():
+        prefixes = under[rid]
+        if not complete[rid] or not prefixes:  # cut short, or out of scope
             continue
         for rel_path, row in known[rid].items():
             if rel_path in seen[rid] or not _under(rel_path, prefixes):
