@@ -275,6 +275,7 @@ def test_pdf_over_its_file_budget_keeps_the_pages_read() -> None:
 
 
 def test_pdf_page_alarm_lets_an_outer_deadline_fire() -> None:
+    import gc
     import signal
 
     class Outer(BaseException):
@@ -283,6 +284,10 @@ def test_pdf_page_alarm_lets_an_outer_deadline_fire() -> None:
     def fire(signum: int, frame: object) -> None:
         raise Outer
 
+    # No garbage collection while the alarm may fire: a Python gc callback
+    # (hypothesis installs one once any of its tests ran) would swallow the
+    # exception as "unraisable" instead of letting it reach the extractor.
+    gc.disable()
     previous = signal.signal(signal.SIGALRM, fire)
     signal.setitimer(signal.ITIMER_REAL, 0.05)
     try:
@@ -291,6 +296,7 @@ def test_pdf_page_alarm_lets_an_outer_deadline_fire() -> None:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        gc.enable()
 
 
 @pytest.mark.slow
