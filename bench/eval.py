@@ -71,7 +71,7 @@ def bm25_baseline(
     import Stemmer
 
     sys.path.insert(0, str(ROOT))
-    from docindex.evaluate import (
+    from docindex.api.evaluate import (
         load_beir,
         mrr_at_k,
         ndcg_at_k,

@@ -232,10 +232,10 @@ def print_table(scale: int, files: int, installs: list[Install], runs: int) -> N
 PHASES = r"""
 import json, sqlite3, statistics, sys, time
 from pathlib import Path
-from docindex import api
+from docindex.api import commands as api
 from docindex.config import Config
-from docindex.search import fts_match, parse
-from docindex.walker import WalkOptions, walk
+from docindex.search.engine import fts_match, parse
+from docindex.ingest.walker import WalkOptions, walk
 db, tree, queries = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 q = queries[0]
 def med(f, n=5):

@@ -40,7 +40,7 @@ _WRAPPER = (
     "        if line.startswith('VmHWM'):\n"
     "            sys.stderr.write('\\nVMHWM ' + line.split()[1] + '\\n')\n"
     "atexit.register(_hwm)\n"
-    "from docindex.cli import cli\n"
+    "from docindex.cli.main import cli\n"
     "cli(prog_name='docindex')\n"
 )
 
@@ -90,7 +90,7 @@ _VANISH = _HWM + (
     "import dataclasses, json, os, sys\n"
     "from pathlib import Path\n"
     "from docindex.config import Config\n"
-    "from docindex.indexer import scan\n"
+    "from docindex.ingest.indexer import scan\n"
     "from docindex.store import Store\n"
     "root, db = Path(sys.argv[1]), Path(sys.argv[2])\n"
     "def hook(event):\n"

@@ -44,8 +44,8 @@ def corpus_pages(limit: int) -> list[bytes]:
 
 
 def _ours(data: bytes) -> str:
-    from docindex.extract import ExtractLimits
-    from docindex.extract.html import extract
+    from docindex.ingest.extract import ExtractLimits
+    from docindex.ingest.extract.html import extract
 
     return extract(data, "x.html", ExtractLimits()).units[0].text
 

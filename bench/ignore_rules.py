@@ -27,7 +27,7 @@ import statistics
 import time
 from pathlib import Path
 
-from docindex.walker import FileEntry, PathRules, WalkOptions, walk
+from docindex.ingest.walker import FileEntry, PathRules, WalkOptions, walk
 
 BASE = Path("/tmp/docindex-bench/ignore")
 

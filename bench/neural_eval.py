@@ -42,7 +42,7 @@ def _segments(n: int, size: int = 400) -> list[str]:
 def speed(args: argparse.Namespace) -> None:
     import numpy as np
 
-    from docindex.embed_minilm import MiniLMEmbedder
+    from docindex.embed.minilm import MiniLMEmbedder
 
     segs = _segments(args.n)
     vectors = {}
@@ -84,7 +84,7 @@ def profile(args: argparse.Namespace) -> None:
     import numpy as np
     import onnxruntime as ort
 
-    from docindex.embed_minilm import (
+    from docindex.embed.minilm import (
         DISABLED_OPTIMIZERS,
         MiniLMEmbedder,
         _load_weights,
@@ -130,7 +130,7 @@ def profile(args: argparse.Namespace) -> None:
 
 
 def latency(args: argparse.Namespace) -> None:
-    from docindex.embed_minilm import MiniLMEmbedder
+    from docindex.embed.minilm import MiniLMEmbedder
 
     queries = [
         json.loads(line)["text"]
@@ -151,8 +151,8 @@ def latency(args: argparse.Namespace) -> None:
 
 
 def ndcg(args: argparse.Namespace) -> None:
+    from docindex.api.evaluate import evaluate
     from docindex.config import Config
-    from docindex.evaluate import evaluate
 
     weights = [float(w) for w in args.weights.split(",")]
     for name in args.sets.split(","):

@@ -70,7 +70,7 @@ def _cfg(root: Path, provider: str = "ngram") -> object:
 
 def build_index(force: bool = False) -> tuple[Path, object, int]:
     """The cached 100k+-segment index (built on first use)."""
-    from docindex.indexer import scan
+    from docindex.ingest.indexer import scan
     from docindex.store import Store
 
     docs = CACHE / "docs"
@@ -81,7 +81,7 @@ def build_index(force: bool = False) -> tuple[Path, object, int]:
     if db.exists():
         try:
             with Store.open(db) as store:
-                from docindex.indexer import check_settings
+                from docindex.ingest.indexer import check_settings
 
                 check_settings(store, cfg)  # type: ignore[arg-type]
                 n = store.count_segments()
@@ -107,7 +107,7 @@ def build_index(force: bool = False) -> tuple[Path, object, int]:
 
 def in_process(db: Path, cfg: object, runs: int) -> list[float]:
     """Milliseconds per search(), auto mode, top 10 (first run per query is warm-up)."""
-    from docindex.search import QueryOptions, search
+    from docindex.search.engine import QueryOptions, search
     from docindex.store import Store
 
     opts = QueryOptions(top=10, mode="auto")
@@ -140,8 +140,8 @@ def all_vectors_cost(db: Path, cfg: object, runs: int) -> float:
     """Median ms to score every vector with one product (the alternative pool)."""
     import numpy as np
 
-    from docindex.embed import dequantize
-    from docindex.indexer import _embedder
+    from docindex.embed.ngram import dequantize
+    from docindex.ingest.indexer import _embedder
     from docindex.store import Store
 
     emb = _embedder(cfg)  # type: ignore[arg-type]
@@ -158,7 +158,7 @@ def all_vectors_cost(db: Path, cfg: object, runs: int) -> float:
 
 def scan_times(provider: str) -> tuple[float, float]:
     """(in-process, whole-process) seconds of one fresh scan of one corpus copy."""
-    from docindex.indexer import scan
+    from docindex.ingest.indexer import scan
     from docindex.store import Store
 
     with tempfile.TemporaryDirectory(prefix="docindex-scan-") as tmp:

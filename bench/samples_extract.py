@@ -16,12 +16,12 @@ from collections import Counter
 from pathlib import Path
 
 try:
-    import docindex.extract  # noqa: F401
+    import docindex.ingest.extract  # noqa: F401
 except ImportError:  # run from a checkout without installing
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from docindex.errors import ExtractionError
-from docindex.extract import ExtractLimits, get_extractor
+from docindex.ingest.extract import ExtractLimits, get_extractor
 
 KINDS = {".pdf": "pdf", ".docx": "docx", ".pptx": "pptx", ".xlsx": "xlsx"}
 DEFAULT_SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "samples"

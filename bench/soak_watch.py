@@ -370,7 +370,7 @@ def latency_and_idle(work: Path, debounce_ms: int, runs: int, idle_s: float) -> 
 def _probe(
     watcher: Watcher, root: Path, db: Path, debounce_ms: int, runs: int, idle_s: float
 ) -> None:
-    from docindex import api
+    from docindex.api import commands as api
 
     watcher.wait_lines(1)
     found, cli = [], []

@@ -85,7 +85,7 @@ print(time.perf_counter() - started, time.process_time() - cpu)
 
 INPROC = r"""
 import json, sys, time
-from docindex import api
+from docindex.api import commands as api
 db, runs, queries = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
 out = []
 for q in queries:

@@ -1,3 +1,3 @@
-from docindex.launcher import main
+from docindex.cli.launcher import main
 
 main(prog_name="docindex")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
+from docindex.errors import ConfigError
 
 DEFAULT_DB_DIR = ".docindex"
 DEFAULT_DB_NAME = "index.db"

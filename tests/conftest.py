@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from docindex.cli import cli
+from docindex.cli.main import cli
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 

@@ -17,8 +17,8 @@ import click
 import pytest
 from conftest import run, run_json, write_tree
 
-from docindex.cli import cli
-from docindex.workspace import resolve_db
+from docindex.api.workspace import resolve_db
+from docindex.cli.main import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = {

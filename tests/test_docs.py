@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from docindex.cli import cli
+from docindex.cli.main import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMANDS = sorted(cli.commands)

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from docindex.embed import PURE_TOKENS_MAX, NgramEmbedder, dequantize, quantize
-from docindex.embedder import make_embedder
+from docindex.embed.choice import make_embedder
+from docindex.embed.ngram import PURE_TOKENS_MAX, NgramEmbedder, dequantize, quantize
 
 TEXTS = [
     "Indexing documents with SQLite FTS5",
@@ -25,7 +25,7 @@ def test_embedding_is_stable_across_processes() -> None:
     """CRC-32 hashing, never the per-process salted hash(): same bytes elsewhere."""
     code = (
         "import sys\n"
-        "from docindex.embed import NgramEmbedder\n"
+        "from docindex.embed.ngram import NgramEmbedder\n"
         f"v = NgramEmbedder(dim=256).embed({TEXTS!r})\n"
         "sys.stdout.buffer.write(v.astype('<f4').tobytes())\n"
     )
@@ -91,7 +91,7 @@ def test_provider_none_has_no_embedder() -> None:
 )
 def test_quantize_round_trip(matrix: np.ndarray) -> None:
     """int8 and int4 blobs decode to within half a quantisation step of the input."""
-    from docindex.embed import cosine_int8
+    from docindex.embed.ngram import cosine_int8
 
     dim = matrix.shape[1]
     peak = np.abs(matrix).max(axis=1, keepdims=True)
@@ -126,7 +126,7 @@ def test_quantized_cosine_matches_float_cosine() -> None:
 def test_pure_python_query_path_matches_numpy() -> None:
     import numpy as np
 
-    from docindex.embed import NgramEmbedder, cosine_int8, dequantize, quantize
+    from docindex.embed.ngram import NgramEmbedder, cosine_int8, dequantize, quantize
 
     emb = NgramEmbedder(dim=256)
     docs = ["indexing the documents quickly", "全文检索与数据库索引", "unrelated cats"]
@@ -144,7 +144,7 @@ def test_vectorised_vocabulary_equals_per_term_features() -> None:
     """The batch CRC-32 of sub-words is zlib's, term by term (issue #3 speed)."""
     import zlib
 
-    from docindex.embed import SUBWORD_WEIGHT
+    from docindex.embed.ngram import SUBWORD_WEIGHT
 
     emb = NgramEmbedder(dim=512)
     new = ["index", "abc", "abcd", "x9y8z7", "configur", "the", "你好", "检",
@@ -211,7 +211,7 @@ def test_row_norms_add_left_to_right(n) -> None:
     """
     import math
 
-    from docindex.embed import _row_norms
+    from docindex.embed.ngram import _row_norms
 
     rng = np.random.default_rng(n)
     for dim in (16, 64, 256):
@@ -246,7 +246,7 @@ def test_rescanning_one_file_never_imports_numpy(tmp_path) -> None:
         "import sys, sqlite3\n"
         "if sys.argv[2] == 'numpy':\n"
         "    import numpy\n"
-        "from docindex import api\n"
+        "from docindex.api import commands as api\n"
         "api.scan(sys.argv[1], path=__import__('pathlib').Path(sys.argv[3]))\n"
         "vecs = sqlite3.connect(sys.argv[1]).execute(\n"
         "    'SELECT vec FROM segments ORDER BY id').fetchall()\n"

@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import run, run_json
 
-from docindex.errors import DocindexError
-from docindex.evaluate import (
+from docindex.api.evaluate import (
     evaluate,
     load_beir,
     mrr_at_k,
@@ -18,6 +17,7 @@ from docindex.evaluate import (
     recall_at_k,
     sample_queries,
 )
+from docindex.errors import DocindexError
 
 CORPUS = [
     {"_id": "cats", "title": "Cats", "text": "Cats purr when they are content."},

@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 
 from docindex.errors import ExtractionError
-from docindex.extract import ExtractLimits, get_extractor
-from docindex.extract._zipguard import check_xml_parts, check_zip
-from docindex.extract.docx import extract as extract_docx
-from docindex.extract.pdf import extract as extract_pdf
-from docindex.extract.pdf import normalize_text
-from docindex.extract.pptx import extract as extract_pptx
-from docindex.extract.xlsx import extract as extract_xlsx
+from docindex.ingest.extract import ExtractLimits, get_extractor
+from docindex.ingest.extract._zipguard import check_xml_parts, check_zip
+from docindex.ingest.extract.docx import extract as extract_docx
+from docindex.ingest.extract.pdf import extract as extract_pdf
+from docindex.ingest.extract.pdf import normalize_text
+from docindex.ingest.extract.pptx import extract as extract_pptx
+from docindex.ingest.extract.xlsx import extract as extract_xlsx
 
 LIMITS = ExtractLimits()
 PDF_SAMPLES = Path(__file__).resolve().parents[2] / "shared/samples/py-pdf-sample-files"

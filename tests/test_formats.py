@@ -17,9 +17,9 @@ import _formats
 import pytest
 from click.testing import CliRunner
 
-from docindex.cli import cli
+from docindex.cli.main import cli
 from docindex.errors import ExtractionError
-from docindex.extract import ExtractLimits, get_extractor, kind_for
+from docindex.ingest.extract import ExtractLimits, get_extractor, kind_for
 
 LIMITS = ExtractLimits()
 

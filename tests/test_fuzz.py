@@ -22,12 +22,12 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from docindex.cli import cli
+from docindex.cli.main import cli
 from docindex.errors import ExtractionError
-from docindex.extract import ExtractLimits, get_extractor, kind_for
-from docindex.search import quote_fts
+from docindex.ingest.extract import ExtractLimits, get_extractor, kind_for
+from docindex.search.engine import quote_fts
 from docindex.store import migrations
-from docindex.tokenize import iter_terms, query_terms, terms
+from docindex.text.tokenize import iter_terms, query_terms, terms
 
 SHARED_SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "samples"
 

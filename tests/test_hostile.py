@@ -27,7 +27,7 @@ import pytest
 
 from docindex.config import Config
 from docindex.errors import ExtractionError
-from docindex.extract import ExtractLimits, get_extractor
+from docindex.ingest.extract import ExtractLimits, get_extractor
 
 # -- builders -------------------------------------------------------------------
 
@@ -698,7 +698,7 @@ def test_scan_completes_over_every_hostile_case(tmp_path: Path) -> None:
 
 def test_file_that_vanishes_between_walk_and_read(tmp_path: Path) -> None:
     """A walk hook (the progress callback) deletes one file and swaps another for a FIFO."""
-    from docindex.indexer import Progress, scan
+    from docindex.ingest.indexer import Progress, scan
     from docindex.store import Store
 
     root = tmp_path / "docs"
@@ -725,7 +725,7 @@ def test_file_that_vanishes_between_walk_and_read(tmp_path: Path) -> None:
 
 
 def test_prepare_on_missing_path_and_fifo(tmp_path: Path) -> None:
-    from docindex.indexer import Job, prepare
+    from docindex.ingest.indexer import Job, prepare
 
     cfg = Config()
     missing = prepare(Job(str(tmp_path / "nope.md"), "nope.md", str(tmp_path), 1, 1,
@@ -783,7 +783,7 @@ def test_permission_denied_file_and_directory(tmp_path: Path) -> None:
 
 
 def test_fifo_named_gitignore_does_not_block_the_walk(tmp_path: Path) -> None:
-    from docindex.walker import FileEntry, WalkOptions, walk
+    from docindex.ingest.walker import FileEntry, WalkOptions, walk
 
     root = tmp_path / "docs"
     _gitignore_fifo(root)

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from test_extract_office import _build_docx, _build_pptx, _build_xlsx
 from test_hostile import surrogate_pdf
 
-from docindex.extract import MARKDOWN_SUFFIXES, OFFICE_SUFFIXES, kind_for
-from docindex.extract.hygiene import clean_text
+from docindex.ingest.extract import MARKDOWN_SUFFIXES, OFFICE_SUFFIXES, kind_for
+from docindex.ingest.extract.hygiene import clean_text
 
 
 @given(st.text())

@@ -20,7 +20,7 @@ from conftest import run, run_json, write_tree
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from docindex.walker import FileEntry, PathRules, WalkOptions, walk
+from docindex.ingest.walker import FileEntry, PathRules, WalkOptions, walk
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git not found")
 
@@ -180,7 +180,7 @@ def test_gitignore_above_the_root_applies_below_it(tmp_path: Path) -> None:
 
 def test_watch_filter_uses_the_same_rules(tmp_path: Path) -> None:
     from docindex.config import Config
-    from docindex.watch import PathFilter
+    from docindex.ingest.watch import PathFilter
 
     root = issue_tree(tmp_path / "repo").resolve()
     filt = PathFilter([str(root)], Config(roots=(str(root),)))

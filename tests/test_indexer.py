@@ -12,12 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from docindex import indexer, pool
 from docindex.config import Config
-from docindex.embed import NgramEmbedder
-from docindex.stem import stem
+from docindex.embed.ngram import NgramEmbedder
+from docindex.ingest import indexer, pool
 from docindex.store import Store
-from docindex.tokenize import _CJK, normalize, term_parts, terms
+from docindex.text.stem import stem
+from docindex.text.tokenize import _CJK, normalize, term_parts, terms
 
 
 def _reference_terms(text: str, cjk_ngram: int = 2, use_stem: bool = True) -> list[str]:
@@ -66,7 +66,7 @@ def test_cjk_ngram_texts_match_the_reference(
     run_lists: list[list[str]], n: int
 ) -> None:
     """The numpy n-gram text of big CJK files (issue #7) is the plain join."""
-    from docindex.tokenize import cjk_ngram_texts
+    from docindex.text.tokenize import cjk_ngram_texts
 
     expected = [" ".join(_reference_terms(" ".join(runs), n)) for runs in run_lists]
     assert cjk_ngram_texts(run_lists, n) == expected
@@ -75,15 +75,15 @@ def test_cjk_ngram_texts_match_the_reference(
 def test_fts_rows_of_a_cjk_heavy_file_are_what_delete_replays() -> None:
     """A file past CJK_NUMPY_MIN takes the numpy path; each FTS row must still be
     ``fts_row`` of its segment, or deleting the file would corrupt the index."""
-    from docindex.segment import segment_document
+    from docindex.ingest.segment import segment_document
 
     paras = [
         f"段落{i}：全文检索和向量检索 mixes English words 第{i}节。" for i in range(60)
     ]
     doc = "# 标题 Title\n\n" + "\n\n".join(paras[:30]) + "\n\n## 第二 Part\n\n"
     doc += "\n\n".join(paras[30:]) + "\n\n## English\n\nonly latin words here\n"
-    from docindex import analyze
-    from docindex.extract import ExtractLimits, get_extractor
+    from docindex.ingest import analyze
+    from docindex.ingest.extract import ExtractLimits, get_extractor
 
     cfg = Config(roots=("/x",))
     extracted = get_extractor("md")(doc.encode(), "a.md", ExtractLimits())
@@ -138,7 +138,7 @@ def test_embed_parts_on_mixed_text() -> None:
 def test_cjk_ngram_hashes_are_zlib_crc32() -> None:
     import zlib
 
-    from docindex.embed import _utf8_crcs
+    from docindex.embed.ngram import _utf8_crcs
 
     chars = ["中", "ア", "한", "〇", "𠀀", "\U000323af"]
     keys, expected = [], []
@@ -160,7 +160,7 @@ def test_table_crcs_of_cjk_unigrams_and_bigrams_are_zlib_crc32() -> None:
     import random
     import zlib
 
-    from docindex.embed import _ngram_crcs
+    from docindex.embed.ngram import _ngram_crcs
 
     rng = random.Random(7)
     pool = ["中", "ア", "한", "〇", "𠀀", "\U000323af", "\u1100", "\uff9f"]
@@ -274,9 +274,9 @@ MD_LINE = st.one_of(
 
 
 def _analyses(text: str, bulk: bool) -> tuple[Any, Any, list[Any]]:
-    from docindex import analyze
-    from docindex.extract import ExtractLimits, get_extractor
-    from docindex.segment import segment_document
+    from docindex.ingest import analyze
+    from docindex.ingest.extract import ExtractLimits, get_extractor
+    from docindex.ingest.segment import segment_document
 
     cfg = Config(roots=("/x",))
     extracted = get_extractor("md")(text.encode(), "a-b.md", ExtractLimits())
@@ -297,8 +297,8 @@ def test_analyze_document_counts_what_document_terms_counts(
 ) -> None:
     """A scan counts salient terms from token lists (issue #22); the stored
     string must be ``document_terms`` of the FTS rows, as before."""
-    from docindex import analyze
-    from docindex.tokenize import stopword_terms
+    from docindex.ingest import analyze
+    from docindex.text.tokenize import stopword_terms
 
     doc, plain, _ = _analyses("\n\n".join(lines), bulk)
     assert (doc.fts, doc.vectors) == tuple(plain)
@@ -310,8 +310,8 @@ def test_salient_terms_of_a_big_cjk_file_and_ties() -> None:
     at the cut: the kept terms are ordered by count, then term."""
     import json
 
-    from docindex import analyze
-    from docindex.tokenize import stopword_terms
+    from docindex.ingest import analyze
+    from docindex.text.tokenize import stopword_terms
 
     paras = [f"段落{i}：全文检索 term{i} term{i % 7} 第{i}节。" for i in range(300)]
     doc, _, segments = _analyses("# 标题\n\n" + "\n\n".join(paras), bulk=True)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from conftest import run, run_json
 
-from docindex.tokenize import query_terms, terms
+from docindex.text.tokenize import query_terms, terms
 
 SENTENCE = "1989년 3월 12일 서울지방검찰청 공안부는 임종석의 사전구속영장을 발부받았다."
 QUESTION = "임종석이 여의도 농민 폭력 시위를 주도한 혐의로 지명수배 된 날은?"

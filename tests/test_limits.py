@@ -19,8 +19,8 @@ import pytest
 from conftest import run
 
 from docindex.config import Config
-from docindex.embedder import embedder_for
-from docindex.limits import MAX_QUERY_CHARS
+from docindex.embed.choice import embedder_for
+from docindex.models.limits import MAX_QUERY_CHARS
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 GUIDE = "# Install\n\nRun pip install docindex.\n\n## On Linux\n\nUse pip3.\n"
@@ -240,7 +240,7 @@ def test_mcp_rejects_hostile_arguments_by_name(index: tuple[Path, Path]) -> None
 def test_mcp_line_over_the_cap_is_a_parse_error_not_a_memory_hog(
     index: tuple[Path, Path],
 ) -> None:
-    from docindex.limits import MAX_MCP_LINE_BYTES
+    from docindex.models.limits import MAX_MCP_LINE_BYTES
 
     root, db = index
     server = _Server(db, root)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from docindex.config import Config
-from docindex.indexer import scan
+from docindex.ingest.indexer import scan
 from docindex.store import Store
 from tests.conftest import run, run_json
 

@@ -24,11 +24,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from docindex.cli import cli
-from docindex.extract import ExtractLimits
-from docindex.extract.markdown import extract
+from docindex.cli.main import cli
+from docindex.ingest.extract import ExtractLimits
+from docindex.ingest.extract.markdown import extract
+from docindex.ingest.segment import markdown_headings, segment_document
 from docindex.models import Extracted, Unit
-from docindex.segment import markdown_headings, segment_document
 
 _MD = MarkdownIt("commonmark")
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "docs"
@@ -92,8 +92,8 @@ def test_corpus_headings_match_markdown_it() -> None:
 
 
 def _front_blanked(raw: str) -> str:
-    from docindex.extract.markdown import parse_front_matter
-    from docindex.mdsyntax import hide_unrendered
+    from docindex.ingest.extract.markdown import parse_front_matter
+    from docindex.text.mdsyntax import hide_unrendered
 
     _, span = parse_front_matter(raw)
     lines = raw.split("\n")

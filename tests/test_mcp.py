@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from conftest import run
 
-from docindex.mcp_server import INSTALL_HINT, MAX_BATCH, tool_schemas
+from docindex.serve.mcp import INSTALL_HINT, MAX_BATCH, tool_schemas
 
 TOOLS = {
     "doc_scan", "doc_query", "doc_reindex", "doc_stats", "get_doc", "get_outline",

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from conftest import run, run_json
 
-from docindex.embed_minilm import dense_gate, onnx_available, unavailable_reason
+from docindex.embed.minilm import dense_gate, onnx_available, unavailable_reason
 
 REASON = unavailable_reason()
 needs_model = pytest.mark.skipif(
@@ -36,7 +36,7 @@ DOCS = {
 
 @pytest.fixture(scope="module")
 def numpy_embedder() -> Any:
-    from docindex.embed_minilm import MiniLMEmbedder
+    from docindex.embed.minilm import MiniLMEmbedder
 
     return MiniLMEmbedder(backend="numpy")
 
@@ -63,7 +63,7 @@ SENTENCES = [*REFERENCE["sentences"], "short", "a much longer sentence " * 20]
 @needs_onnx
 def test_default_int8_onnx_core_agrees_with_numpy(numpy_embedder: Any) -> None:
     from docindex.config import Config
-    from docindex.embedder import embedder_for as _embedder
+    from docindex.embed.choice import embedder_for as _embedder
 
     onnx = _embedder(Config(embedding_provider="minilm"))  # shared with the CLI tests
     assert (onnx.backend, onnx.int8) == ("onnx", True)
@@ -74,7 +74,7 @@ def test_default_int8_onnx_core_agrees_with_numpy(numpy_embedder: Any) -> None:
 @needs_onnx
 @pytest.mark.slow
 def test_fp32_onnx_core_agrees_with_numpy(numpy_embedder: Any) -> None:
-    from docindex.embed_minilm import MiniLMEmbedder
+    from docindex.embed.minilm import MiniLMEmbedder
 
     onnx = MiniLMEmbedder(backend="onnx", int8=False)
     cos = _cos(onnx.embed(SENTENCES), numpy_embedder.embed(SENTENCES))
@@ -98,7 +98,7 @@ def test_truncation_and_empty_batch(numpy_embedder: Any) -> None:
 
 
 def test_length_batches_group_equal_lengths_longest_first() -> None:
-    from docindex.embed_minilm import BATCH_TOKENS, length_batches
+    from docindex.embed.minilm import BATCH_TOKENS, length_batches
 
     lengths = [5, 300, 5, 40, 5, 40, 1, *[7] * 200]
     batches = length_batches(lengths)
@@ -124,7 +124,7 @@ def test_vector_does_not_depend_on_batch_mates(numpy_embedder: Any) -> None:
 def test_optimised_model_cache_is_keyed_by_graph_version(tmp_path: Path) -> None:
     import numpy as np
 
-    from docindex.embed_minilm import GRAPH_VERSION, MiniLMEmbedder
+    from docindex.embed.minilm import GRAPH_VERSION, MiniLMEmbedder
 
     built = MiniLMEmbedder(cache_dir=tmp_path).embed(SENTENCES)
     (cached,) = tmp_path.glob("minilm-*.onnx")
@@ -141,7 +141,7 @@ def test_gate_fires_for_cjk_and_unknown_queries(numpy_embedder: Any) -> None:
 
 
 def test_gate_never_fires_for_ngram() -> None:
-    from docindex.embed import NgramEmbedder
+    from docindex.embed.ngram import NgramEmbedder
 
     assert dense_gate(NgramEmbedder(), "向量检索怎么用") is None
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from conftest import run, run_json
 
+from docindex.ingest.segment import segment_document
 from docindex.models import Extracted, Segment, Unit
-from docindex.segment import segment_document
 
 GUIDE = """---
 title: The Guide

@@ -62,8 +62,8 @@ def test_pdf_page_and_line_within_page(tmp_path: Path, shared: Path) -> None:
     assert all("page" in h for h in hits) and {h["page"] for h in hits} <= {1, 2, 3, 4}
     assert hits[0]["chunk_id"].startswith(f"four.pdf#p{hits[0]['page']}")
     # The cited line, within the cited page, holds the matched words.
-    from docindex.extract import ExtractLimits
-    from docindex.extract.pdf import extract
+    from docindex.ingest.extract import ExtractLimits
+    from docindex.ingest.extract.pdf import extract
 
     units = extract(sample.read_bytes(), "four.pdf", ExtractLimits()).units
     page = next(u for u in units if u.page == hits[0]["page"])

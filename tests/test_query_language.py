@@ -10,8 +10,8 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
-from docindex.cli import cli
-from docindex.query import NO_WORDS, parse_query
+from docindex.cli.main import cli
+from docindex.search.query import NO_WORDS, parse_query
 
 DOCS = {
     "en/apisix/limit-count.md": (

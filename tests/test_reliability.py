@@ -287,7 +287,7 @@ def test_disk_full_is_a_clear_error_and_the_index_is_unchanged(tmp_path: Path) -
     """SQLITE_FULL mid-scan (PRAGMA max_page_count): rolled back, clear message."""
     from docindex.config import Config
     from docindex.errors import DocindexError
-    from docindex.indexer import scan
+    from docindex.ingest.indexer import scan
     from docindex.store import Store
 
     root = tmp_path / "docs"
@@ -604,7 +604,7 @@ def test_first_scans_racing_on_a_new_index(tmp_path: Path) -> None:
 
 def test_queries_answer_while_a_scan_writes(tmp_path: Path) -> None:
     """Readers see the last committed state while a real scan process writes (WAL)."""
-    from docindex import api
+    from docindex.api import commands as api
 
     root = tmp_path / "docs"
     write_variant(root, 24, 0)
@@ -672,7 +672,7 @@ def test_scan_path_outside_the_roots_is_refused(
 def test_file_arguments_outside_the_roots_are_refused(
     scoped: tuple[Path, Path, Path], command: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from docindex.cli import cli
+    from docindex.cli.main import cli
 
     if command not in cli.commands:
         pytest.skip(f"`docindex {command}` does not exist yet")
@@ -705,7 +705,7 @@ def test_mcp_tool_arguments_outside_the_roots_are_refused(
 ) -> None:  # fmt: skip
     from docindex.errors import DocindexError
 
-    mcp_server = pytest.importorskip("docindex.mcp_server")
+    mcp_server = pytest.importorskip("docindex.serve.mcp")
     root, outside, db = scoped
     monkeypatch.chdir(root)
     tools = mcp_server.Tools(str(db), [str(root)])

@@ -11,8 +11,8 @@ from conftest import run, run_json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from docindex.search import fuse_scores, rrf
-from docindex.snippet import make_snippet, open_fence
+from docindex.search.engine import fuse_scores, rrf
+from docindex.search.snippet import make_snippet, open_fence
 
 DOCS = {
     "fetch.md": "# Fetching data\n\nThe client fetched the data and fetches more later.\n",
@@ -324,7 +324,7 @@ def test_fresh_process_without_numpy_ranks_like_numpy(tree) -> None:
         here = _run_json("query", query, "--top", "20")
         fresh = subprocess.run(
             [sys.executable, "-c",
-             "import sys; from docindex.cli import cli; "
+             "import sys; from docindex.cli.main import cli; "
              "cli(['query', sys.argv[1], '--top', '20', '--json']); ",
              query],
             capture_output=True, text=True, env=dict(os.environ), check=False,
@@ -352,7 +352,7 @@ def test_long_lived_process_switches_to_numpy_after_a_few_queries(tree) -> None:
     _run_json("scan", str(root))
     code = (
         "import sys\n"
-        "from docindex import api\n"
+        "from docindex.api import commands as api\n"
         "seen = []\n"
         "for i in range(5):\n"
         "    api.query(None, 'indexing search', {'mode': 'auto'})\n"
@@ -377,7 +377,7 @@ def test_human_query_output_without_rich_and_without_control_codes(tree) -> None
     _run_json("scan", str(root))
     code = (
         "import sys\n"
-        "from docindex.cli import cli\n"
+        "from docindex.cli.main import cli\n"
         "try:\n"
         "    cli(['query', 'indexing notes'])\n"
         "except SystemExit:\n"

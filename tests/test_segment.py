@@ -1,8 +1,8 @@
 """Segmentation: sizes, headings, blocks, line numbers, chunk ids."""
 
-from docindex.anchors import slugify
+from docindex.ingest.segment import segment_document
 from docindex.models import Extracted, Unit
-from docindex.segment import segment_document
+from docindex.text.anchors import slugify
 
 
 def seg(text: str, size: int = 400, markdown: bool = True, rel: str = "a.md"):
@@ -106,7 +106,7 @@ def test_slugify() -> None:
 
 
 def test_markdown_title_is_the_first_h1_outside_fences_in_400_lines() -> None:
-    from docindex.extract import ExtractLimits, get_extractor
+    from docindex.ingest.extract import ExtractLimits, get_extractor
 
     def _first_h1(text: str) -> str | None:
         """The title the Markdown extractor gives a file without front matter."""

@@ -26,8 +26,8 @@ from conftest import write_tree
 from hypothesis import given
 from hypothesis import strategies as st
 
-from docindex.rendezvous import encode_request
-from docindex.server import decode_request
+from docindex.serve.rendezvous import encode_request
+from docindex.serve.server import decode_request
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"),
@@ -360,7 +360,7 @@ def test_another_user_is_refused(served, tmp_path: Path) -> None:
             if not os.stat(folder).st_mode & 0o001:
                 os.chmod(folder, os.stat(folder).st_mode | 0o011)
                 opened.append(str(folder))
-        from docindex.rendezvous import stamp
+        from docindex.serve.rendezvous import stamp
 
         payload = encode_request(
             stamp(), ["docindex", "stats"], None, "/", {}, 0o22,

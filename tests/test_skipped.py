@@ -10,7 +10,7 @@ from typing import Any
 import _formats
 from click.testing import CliRunner
 
-from docindex.cli import cli
+from docindex.cli.main import cli
 
 OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(504)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from docindex import api
+from docindex.api import commands as api
 from docindex.store import Store
 from docindex.store import halves as store_halves
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from docindex import stem as stem_module
-from docindex.stem import clear_cache, stem, stem_new
+from docindex.text import stem as stem_module
+from docindex.text.stem import clear_cache, stem, stem_new
 
 SCIFACT = Path(__file__).resolve().parents[2] / "shared/eval/scifact/corpus.jsonl"
 

@@ -9,11 +9,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from docindex.analyze import analyze_segments, document_fields, fts_row, title_text
 from docindex.config import Config
+from docindex.ingest.analyze import (
+    analyze_segments,
+    document_fields,
+    fts_row,
+    title_text,
+)
+from docindex.ingest.segment import segment_document
 from docindex.models import Extracted, Unit
-from docindex.search import quote_fts
-from docindex.segment import segment_document
+from docindex.search.engine import quote_fts
 from docindex.store import (
     DocFilter,
     Index,
@@ -22,7 +27,7 @@ from docindex.store import (
     compress_body,
     encode_segments,
 )
-from docindex.tokenize import query_terms
+from docindex.text.tokenize import query_terms
 
 CFG = Config(roots=("/r",))
 

@@ -213,7 +213,7 @@ def test_first_scan_writes_with_a_rollback_journal_then_returns_to_wal(
     import sqlite3
 
     from docindex.config import Config
-    from docindex.indexer import scan
+    from docindex.ingest.indexer import scan
 
     root = tmp_path / "docs"
     root.mkdir()
@@ -298,7 +298,7 @@ def test_term_frequencies_equal_the_fts5_vocabulary(tmp_path: Path) -> None:
     after documents were replaced and deleted (FTS5 then holds delete markers)."""
     import shutil
 
-    from docindex import api
+    from docindex.api import commands as api
 
     root = tmp_path / "docs"
     shutil.copytree(Path(__file__).resolve().parents[1] / "example", root)
@@ -325,7 +325,7 @@ def test_fingerprints_under_a_path_are_its_files_and_no_neighbour(
 ) -> None:
     """``fingerprints(root, under)`` reads index ranges: "a" is ``a`` and ``a/…``,
     never ``a-b``, ``a.md``, ``ab`` or ``a0`` (which sort between them)."""
-    from docindex import api
+    from docindex.api import commands as api
 
     names = ["a", "a/x.md", "a/b/y.md", "a-b/z.md", "a.md", "ab/w.md", "a0/v.md",
              "b/a/u.md", "é/t.md", "é/s/r.md", "éa/q.md"]  # fmt: skip

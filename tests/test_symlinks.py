@@ -16,9 +16,9 @@ from test_watch import indexed, wait_for, watching  # noqa: F401  (fixture)
 
 from docindex.config import Config
 from docindex.errors import DocindexError
-from docindex.indexer import Progress, scan
+from docindex.ingest.indexer import Progress, scan
+from docindex.ingest.walker import escape_reason
 from docindex.store import Store
-from docindex.walker import escape_reason
 
 SECRETS = ("topsecret", "oddsecret")
 
@@ -144,7 +144,7 @@ def test_follow_symlinks_stays_inside_the_roots(tmp_path: Path, outside: Path) -
 
 
 def test_mcp_doc_scan_applies_the_rule(tmp_path: Path, outside: Path) -> None:
-    mcp_server = pytest.importorskip("docindex.mcp_server")
+    mcp_server = pytest.importorskip("docindex.serve.mcp")
     root = tmp_path / "docs"
     root.mkdir()
     (root / "in.md").write_text("# In\n\ninside words\n")

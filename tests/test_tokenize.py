@@ -3,7 +3,7 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from docindex.tokenize import cjk_ratio, has_cjk, query_terms, terms
+from docindex.text.tokenize import cjk_ratio, has_cjk, query_terms, terms
 
 
 def test_nfkc_casefold_and_stem() -> None:
@@ -58,7 +58,7 @@ def test_is_cjk_and_ascii_token_path_agree_with_the_regexes() -> None:
     """Cheaper query-time helpers (issue #7) give exactly the regexes' answers."""
     import re
 
-    from docindex.tokenize import _CJK, _TOKEN_RE, is_cjk, token_matches
+    from docindex.text.tokenize import _CJK, _TOKEN_RE, is_cjk, token_matches
 
     cjk = re.compile(f"[{_CJK}]")
     for code in [*range(0, 0x3500, 7), *range(0x9F00, 0xAD00, 3), 0x20000, 0x323AF,
@@ -73,7 +73,7 @@ def _reference_parts(text: str) -> tuple[list[str], list[str]]:
     """term_parts without the blanking shortcut: tokens of the plain NFKC text."""
     import re
 
-    from docindex.tokenize import _CJK, _LATIN_RE, normalize
+    from docindex.text.tokenize import _CJK, _LATIN_RE, normalize
 
     norm = normalize(text)
     return _LATIN_RE.findall(norm), re.findall(f"[{_CJK}]+", norm)
@@ -83,7 +83,7 @@ def test_blanked_compatibility_characters_are_separators_in_nfkc() -> None:
     """Every character term_parts blanks before NFKC normalises to non-term text."""
     import unicodedata
 
-    from docindex.tokenize import _SEPARATOR_COMPAT_RE, term_parts
+    from docindex.text.tokenize import _SEPARATOR_COMPAT_RE, term_parts
 
     blanked = [chr(c) for c in range(0x110000) if _SEPARATOR_COMPAT_RE.match(chr(c))]
     assert len(blanked) == 37 and "，" in blanked and "ａ" not in blanked
@@ -101,7 +101,7 @@ _TRICKY = "，．：（）；！？＝＃\xa0\u2009\u3000…ａＡ１＿ﬁ⾏ά
 
 @given(st.text(alphabet=st.sampled_from(_TRICKY)) | st.text())
 def test_term_parts_equal_plain_nfkc_tokens(text: str) -> None:
-    from docindex.tokenize import term_parts
+    from docindex.text.tokenize import term_parts
 
     # Short texts (queries) take one regex, long ones two and the blanking.
     long = (text + "\n") * (300 // (len(text) + 1) + 1)

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from docindex.walker import FileEntry, SkipEntry, WalkOptions, walk
+from docindex.ingest.walker import FileEntry, SkipEntry, WalkOptions, walk
 
 
 def listing(root: Path, **kw):

@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 
 from docindex.config import Config
-from docindex.store import Store
-from docindex.watch import (
+from docindex.ingest.watch import (
     Batch,
     BatchReport,
     Coalescer,
@@ -25,7 +24,8 @@ from docindex.watch import (
     RawEvent,
     own_files,
 )
-from docindex.watch import watch as core_watch
+from docindex.ingest.watch import watch as core_watch
+from docindex.store import Store
 
 R = "/r"
 
@@ -367,7 +367,7 @@ def test_overflow_falls_back_to_a_root_scan(watching) -> None:
 
 
 def test_root_deleted_and_recreated(watching, monkeypatch) -> None:
-    import docindex.watch as watch_mod
+    import docindex.ingest.watch as watch_mod
 
     monkeypatch.setattr(watch_mod, "HEALTH_INTERVAL_S", 0.1)
     w = watching({"a.md": "alpha\n"})
@@ -396,7 +396,7 @@ def test_scan_while_watching_waits_and_agrees(watching) -> None:
 
 
 def test_root_moved_away_and_replaced(watching, monkeypatch) -> None:
-    import docindex.watch as watch_mod
+    import docindex.ingest.watch as watch_mod
 
     monkeypatch.setattr(watch_mod, "HEALTH_INTERVAL_S", 0.1)
     w = watching({"a.md": "alpha\n"})
@@ -409,8 +409,8 @@ def test_root_moved_away_and_replaced(watching, monkeypatch) -> None:
 
 
 def test_temp_paths_are_applied_only_when_indexed(tmp_path: Path) -> None:
-    from docindex.indexer import scan
-    from docindex.watch import _known
+    from docindex.ingest.indexer import scan
+    from docindex.ingest.watch import _known
 
     root = tmp_path / "docs"
     (root / "sub").mkdir(parents=True)

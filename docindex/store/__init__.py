@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._sql import compress_body
-from .interface import Index
-from .records import (
+from docindex.store._sql import compress_body
+from docindex.store.interface import Index
+from docindex.store.records import (
     DocFilter,
     DocHit,
     DocRow,
@@ -26,10 +26,10 @@ from .records import (
     StoredDocument,
     Vacuumed,
 )
-from .sqlite import Store, repair_hint, translate
+from docindex.store.sqlite import Store, repair_hint, translate
 
 if TYPE_CHECKING:
-    from .encoding import EncodedSegments, NewDocument, encode_segments
+    from docindex.store.encoding import EncodedSegments, NewDocument, encode_segments
 
 _WRITE_SIDE = {"EncodedSegments", "NewDocument", "encode_segments"}
 
@@ -37,7 +37,7 @@ _WRITE_SIDE = {"EncodedSegments", "NewDocument", "encode_segments"}
 def __getattr__(name: str) -> Any:
     """The write side (``encoding.py``) on first use: a query never needs it."""
     if name in _WRITE_SIDE:
-        from . import encoding
+        from docindex.store import encoding
 
         return getattr(encoding, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

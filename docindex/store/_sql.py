@@ -7,7 +7,7 @@ import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from .records import DocFilter
+from docindex.store.records import DocFilter
 
 ALL_DOCS = DocFilter()
 MAX_VARS = 900  # bound parameters per statement in chunked IN lists
@@ -70,7 +70,7 @@ def decode_section(
         return [], ""
     entry = sections[index]
     if not entry or isinstance(entry[0], str):  # a bare heading path
-        from ..anchors import slug_path
+        from docindex.text.anchors import slug_path
 
         path: list[str] = entry  # type: ignore[assignment]
         return path, slug_path(path)

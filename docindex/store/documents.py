@@ -14,9 +14,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..models import SkipRecord, printable
-from . import maintenance
-from ._sql import (
+from docindex.models import SkipRecord, printable
+from docindex.store import maintenance
+from docindex.store._sql import (
     ALL_DOCS,
     chunks,
     decode_section,
@@ -24,7 +24,7 @@ from ._sql import (
     document_body,
     filter_sql,
 )
-from .records import (
+from docindex.store.records import (
     SEGMENT_COLUMNS,
     DocFilter,
     Fingerprint,
@@ -35,7 +35,7 @@ from .records import (
 )
 
 if TYPE_CHECKING:
-    from .encoding import NewDocument
+    from docindex.store.encoding import NewDocument
 
 FTS_HASHSIZE = 16 * 1024 * 1024
 _INSERT_SEGMENT = (
@@ -440,7 +440,7 @@ class DocumentRows:
         ]
 
     def _segment_rows(self, where: str, params: tuple[Any, ...]) -> list[SegmentRow]:
-        from ..anchors import chunk_id
+        from docindex.text.anchors import chunk_id
 
         sql = (
             "SELECT s.id, s.doc_id, s.id - d.first_segment, s.section, s.part, s.frag, "

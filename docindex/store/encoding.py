@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .records import SEGMENT_COLUMNS, SegmentColumns
+from docindex.store.records import SEGMENT_COLUMNS, SegmentColumns
 
 if TYPE_CHECKING:
-    from ..models import Segment
+    from docindex.models import Segment
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +73,7 @@ def encode_segments(segments: Sequence[Segment], rel_path: str) -> EncodedSegmen
     the section's index and its piece number, and ``frag`` only when its
     chunk id is not ``chunk_id(rel_path, anchor, part)`` (issue #7).
     """
-    from ..anchors import chunk_id, slug_path
+    from docindex.text.anchors import chunk_id, slug_path
 
     index: dict[tuple[tuple[str, ...], str], int] = {}
     rows: list[SegmentColumns] = []

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .records import (
+from docindex.store.records import (
     DocFilter,
     DocHit,
     Fingerprint,
@@ -29,8 +29,8 @@ from .records import (
 )
 
 if TYPE_CHECKING:
-    from ..models import SkipRecord
-    from .encoding import NewDocument
+    from docindex.models import SkipRecord
+    from docindex.store.encoding import NewDocument
 
 
 class Index(Protocol):

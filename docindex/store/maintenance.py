@@ -20,7 +20,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-from .records import Space, Vacuumed
+from docindex.store.records import Space, Vacuumed
 
 STALE_KEY = "fts_stale"
 STALE_SHARE = 0.2

@@ -9,11 +9,11 @@ import sqlite3
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ._sql import ALL_DOCS, MAX_WITHIN, chunks, filter_sql, varints
-from .records import DocFilter, DocHit, SegmentRow
+from docindex.store._sql import ALL_DOCS, MAX_WITHIN, chunks, filter_sql, varints
+from docindex.store.records import DocFilter, DocHit, SegmentRow
 
 if TYPE_CHECKING:
-    from .halves import Halves
+    from docindex.store.halves import Halves
 
 
 class PostingRows:

@@ -23,8 +23,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..config import DEFAULT_DB_DIR
-from ..errors import (
+from docindex.config import DEFAULT_DB_DIR
+from docindex.errors import (
     DocindexError,
     ForeignDatabaseError,
     IndexBusyError,
@@ -32,17 +32,14 @@ from ..errors import (
     IndexNotFoundError,
     SchemaTooNewError,
 )
-from . import maintenance, migrations
-from ._sql import document_body
-from .documents import DocumentRows
-from .postings import PostingRows
-from .records import (
-    Space,
-    Vacuumed,
-)
+from docindex.store import maintenance, migrations
+from docindex.store._sql import document_body
+from docindex.store.documents import DocumentRows
+from docindex.store.postings import PostingRows
+from docindex.store.records import Space, Vacuumed
 
 if TYPE_CHECKING:
-    from .halves import Halves
+    from docindex.store.halves import Halves
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 WAL_LIMIT_BYTES = 8 << 20  # 2x the -wal of SQLite's auto-checkpoint (1,000 pages)
@@ -186,7 +183,7 @@ class Store(DocumentRows, PostingRows):
 
     def _split_rankings(self) -> None:
         """A reading command on a big index and 2+ cores ranks in two halves."""
-        from . import halves
+        from docindex.store import halves
 
         if self.outdated or halves.cores() < 2:
             return

@@ -1,0 +1,611 @@
+"""High-level operations shared by the CLI and the MCP server.
+
+Each function resolves the workspace, opens the index, calls the core and
+closes the index: one call per command, no printing.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from docindex.api import workspace
+from docindex.config import Config
+from docindex.errors import MisuseError, OutsideRootsError, RelocatedIndexError
+from docindex.models import QueryOptions, QueryResult, ScanResult
+
+if TYPE_CHECKING:
+    from docindex.store import Store
+
+
+def scan(
+    db: str | None, *, path: Path | None = None, roots: list[str] | None = None,
+    exclude: list[str] | None = None, force: bool = False, hidden: bool | None = None,
+    follow_symlinks: bool | None = None, no_gitignore: bool = False,
+    provider: str | None = None, progress: Any = None,
+    stop: Callable[[], bool] | None = None,
+) -> ScanResult:  # fmt: skip
+    """Incremental scan; see ``docindex scan --help``. ``stop``: see indexer.scan."""
+    from docindex.ingest.indexer import resolve_scope
+    from docindex.ingest.indexer import scan as core_scan
+
+    overrides: dict[str, Any] = {}
+    if hidden is not None:
+        overrides["hidden"] = hidden
+    if follow_symlinks is not None:
+        overrides["follow_symlinks"] = follow_symlinks
+    if no_gitignore:
+        overrides["use_gitignore"] = False
+    if provider:
+        overrides["embedding_provider"] = provider
+    ws = workspace.load(
+        db, overrides, extra_roots=roots, scan_path=path, must_exist=False
+    )
+    _refuse_relocated(ws)
+    if exclude:
+        ws = workspace.Workspace(
+            ws.db, ws.config.replace(exclude=(*ws.config.exclude, *exclude))
+        )
+    roots_p = [Path(r) for r in ws.config.roots]
+    scopes = []
+    missing = path is not None and not os.path.lexists(path)
+    if path is not None and not (
+        len(roots_p) == 1 and Path(path).resolve() == roots_p[0]
+    ):
+        if missing and not any(_inside(Path(path), r) for r in roots_p):
+            raise MisuseError(f"{path} does not exist")
+        try:
+            scopes.append(resolve_scope(roots_p, path))
+        except OutsideRootsError:
+            folder = path if Path(path).is_dir() else Path(path).parent
+            raise OutsideRootsError(
+                f"{path} is outside the index's roots "
+                f"({', '.join(map(str, roots_p))}); to add its folder as a root "
+                f"and scan it, run `docindex scan --root {shlex.quote(str(folder))}`"
+            ) from None
+    with ws.open(create=True) as store, _progress_ctx(progress) as on_progress:
+        result = core_scan(store, ws.config, scopes=scopes, force=force,
+                           on_progress=on_progress, bulk=True, stop=stop)  # fmt: skip
+        if store.get_meta("location") != str(ws.db):
+            # Where the index was written: a copy or move of its folder shows
+            # as a different place later (workspace.relocation, issue #20).
+            with store.atomic():
+                store.set_meta("location", str(ws.db))
+    for err in result.errors:
+        if err["reason"] == "missing-root":
+            root = shlex.quote(err["path"])
+            result.warnings.append(
+                f"root {err['path']} no longer exists; its documents are kept. If "
+                f"it moved, run `docindex roots move {root} NEW`; to forget it, "
+                f"`docindex roots remove {root}`"
+            )
+    if missing and not result.removed:
+        raise MisuseError(f"{path} does not exist, and nothing under it was indexed")
+    return result
+
+
+def _refuse_relocated(ws: workspace.Workspace) -> None:
+    """A write to an index whose folder was copied or moved would index the old place."""
+    moved = workspace.relocation(ws.db)
+    if moved is not None and moved.old in ws.config.roots:
+        gone = "" if Path(moved.old).is_dir() else ", which no longer exists"
+        raise RelocatedIndexError(
+            f"the index in {moved.new} was made for {moved.old}{gone}: the folder "
+            f"was copied or moved. Run `{moved.fix()}` to make the index follow it "
+            "(nothing is re-indexed)"
+        )
+
+
+def _inside(path: Path, root: Path) -> bool:
+    target = path.resolve()
+    return target == root or root in target.parents
+
+
+class _null_ctx:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _progress_ctx(progress: Any) -> Any:
+    return progress if progress is not None else _null_ctx()
+
+
+def reindex(
+    db: str | None, *, path: Path | None = None, full: bool = False,
+    provider: str | None = None, progress: Any = None,
+    stop: Callable[[], bool] | None = None,
+    roots: list[str] | None = None,
+) -> ScanResult:  # fmt: skip
+    """Force re-reading files; with ``full`` rebuild the index file from scratch.
+
+    A full rebuild writes a new file beside the old one and swaps it in with
+    an atomic rename, so an interrupted rebuild leaves the old index intact
+    (and the next ``reindex --full`` continues the new one).
+    """
+    overrides: dict[str, Any] = {}
+    if provider:
+        overrides["embedding_provider"] = provider
+    if not full:
+        return scan(db, path=path, force=True, provider=provider, progress=progress,
+                    roots=roots, stop=stop)  # fmt: skip
+    import sqlite3
+
+    from docindex.errors import IndexCorruptError, IndexNotFoundError
+    from docindex.store import translate
+
+    try:
+        try:
+            ws = workspace.load(db, overrides, extra_roots=roots, must_exist=True)
+        except sqlite3.DatabaseError as exc:  # damaged past the header (#17)
+            raise translate(exc, workspace.resolve_db(db) or "") from exc
+    except IndexCorruptError:
+        # Its roots and settings live in the damaged file (issue #8); a rebuild
+        # needs them from elsewhere: --root, or the folder that holds the
+        # index's default place (issue #20: the suggested command must work).
+        ws = _rebuild_workspace(db, overrides, roots)
+    if not ws.config.roots:  # e.g. a 0-byte file: nothing says what to rebuild
+        raise IndexNotFoundError(
+            f"index {ws.db} records no roots to rebuild; run "
+            f"`docindex reindex --full --root DIR --db {shlex.quote(str(ws.db))}`"
+        )
+    tmp = ws.db.with_name(ws.db.name + ".rebuild")
+    from docindex.ingest.indexer import scan as core_scan
+    from docindex.store import Store
+
+    if not _resumable(tmp, ws.config):
+        # A first scan writes with a rollback journal (Store.bulk_journal): a
+        # stale -journal must never meet a new file of the same name.
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(f"{tmp}{suffix}").unlink(missing_ok=True)
+    with Store.open(tmp, create=True, busy_timeout=ws.config.busy_timeout_s) as store, \
+            _progress_ctx(progress) as on_progress:  # fmt: skip
+        result = core_scan(store, ws.config, on_progress=on_progress, bulk=True,
+                           stop=stop)  # fmt: skip
+        store.checkpoint()
+    if result.interrupted:
+        return result  # the old index stays; the rebuild resumes next time
+    # Take the write lock on the old index while swapping, so no writer is lost.
+    try:
+        old = Store.open(ws.db, busy_timeout=ws.config.busy_timeout_s)
+    except IndexCorruptError:
+        os.replace(tmp, ws.db)  # nobody can write a damaged index anyway
+    else:
+        with old, old.atomic():
+            os.replace(tmp, ws.db)
+    for side in (Path(f"{ws.db}-wal"), Path(f"{ws.db}-shm")):
+        side.unlink(missing_ok=True)
+    return result
+
+
+def _rebuild_workspace(
+    db: str | None, overrides: dict[str, Any], roots: list[str] | None
+) -> workspace.Workspace:
+    """Settings for rebuilding a damaged index: defaults, file, env, flags, roots."""
+    from docindex import config as cfgmod
+    from docindex.errors import IndexCorruptError
+
+    path = workspace.resolve_db(db, near=[Path(r) for r in roots or []])
+    assert path is not None  # load() found a file to be damaged
+    if not roots and path.parent.name == cfgmod.DEFAULT_DB_DIR:
+        roots = [str(path.parent.parent)]
+    if not roots:
+        raise IndexCorruptError(
+            f"index {path} is damaged and its roots cannot be read; rebuild it "
+            f"with `docindex reindex --full --root DIR --db {shlex.quote(str(path))}`"
+        )
+    cfg = cfgmod.from_env(Config())
+    file = cfgmod.config_file_for(path)
+    if file is not None:
+        cfg = cfgmod.from_env(cfgmod.load_file(file, Config()))
+    changes = dict(overrides)
+    changes["roots"] = tuple(workspace.canonical_roots(roots))
+    return workspace.Workspace(path, cfg.replace(**changes))
+
+
+def _resumable(tmp: Path, cfg: Any) -> bool:
+    """True when ``tmp`` is an interrupted rebuild with exactly ``cfg``'s settings.
+
+    Its scan phase commits the files it finished (all of them unless it was
+    interrupted, issue #17) and neural vectors commit in batches (issue #9),
+    so continuing it redoes no finished work; any doubt
+    (damaged, other roots or settings) starts the rebuild afresh.
+    """
+    if not tmp.is_file():
+        return False
+    import sqlite3
+
+    from docindex.errors import DocindexError
+    from docindex.ingest.indexer import check_settings
+    from docindex.store import Store
+
+    try:
+        with Store.open(tmp, busy_timeout=cfg.busy_timeout_s) as store:
+            check_settings(store, cfg)
+            return bool(
+                store.get_meta("settings") == cfg.index_settings()
+                and store.get_meta("embedder") is not None
+                and sorted(store.roots().values()) == sorted(map(str, cfg.roots))
+            )
+    except (DocindexError, sqlite3.Error, OSError):
+        return False
+
+
+def _options(options: dict[str, Any], text: str | None = None) -> QueryOptions:
+    opts = dict(options)
+    cursor = opts.pop("cursor", None)
+    if cursor:
+        from docindex.models.limits import check_length
+
+        check_length("cursor", cursor, 1024)
+        from docindex.search.cursor import decode_cursor
+
+        # The cursor was signed with the query text (see _add_cursor).
+        opts["offset"] = decode_cursor(cursor, {**opts, "query": text})
+    return QueryOptions(**opts)
+
+
+def query(db: str | None, text: str, options: dict[str, Any]) -> QueryResult:
+    """Run one query; see ``docindex query --help``."""
+    from docindex.search.engine import (  # not for a scan, which never searches (#24)
+        parse,
+        search,
+    )
+
+    ws = workspace.load(db)
+    opts = _options(options, text)
+    with _open_for_reading(ws) as store:
+        # One read transaction: a query that spans a scan's commit would find
+        # FTS rowids in the old snapshot and their segments gone in the new (#8).
+        with store.atomic(immediate=False):
+            result = search(store, parse(text, ws.config), ws.config, opts)
+    _add_cursor(result, options)
+    return result
+
+
+def batch_query(
+    db: str | None, lines: Iterable[str], options: dict[str, Any]
+) -> Iterator[QueryResult]:
+    """Run many queries over one open index (``--queries``), in order."""
+    from docindex.search.engine import parse, search
+
+    ws = workspace.load(db)
+    opts = _options(options)
+    from docindex.errors import BadInputError
+
+    with _open_for_reading(ws) as store:
+        for number, line in enumerate(lines, 1):
+            try:
+                with store.atomic(immediate=False):  # one snapshot per query
+                    result = search(store, parse(line, ws.config), ws.config, opts)
+            except BadInputError as exc:
+                raise BadInputError(f"line {number}: {exc}") from None
+            _add_cursor(result, options)
+            yield result
+
+
+def _add_cursor(result: QueryResult, options: dict[str, Any]) -> None:
+    if result.next_offset is not None:
+        from docindex.search.cursor import encode_cursor
+
+        result_cursor = encode_cursor(
+            result.next_offset, {**options, "query": result.query}
+        )
+        result.next_cursor = result_cursor
+
+
+def _open_for_reading(ws: workspace.Workspace) -> Store:
+    """The index for a reading command: memory-mapped, read-only where need be."""
+    return ws.open(readonly=_readonly_ok(ws.db), mapped=True)
+
+
+def _readonly_ok(db: Path) -> bool:
+    """Open read-only when we may not write the folder (a WAL index still needs -shm)."""
+    return not os.access(db.parent, os.W_OK) and Path(f"{db}-shm").exists()
+
+
+def stats(db: str | None) -> dict[str, Any]:
+    """What the index holds."""
+    ws = workspace.load(db)
+    with ws.open() as store:
+        counts = store.counts()
+        size = ws.db.stat().st_size
+        wal = Path(f"{ws.db}-wal")
+        space = store.space()
+        return {
+            "db": str(ws.db),
+            "documents": counts.documents,
+            "segments": counts.segments,
+            "embedded": counts.embedded,
+            "roots": list(store.roots().values()),
+            "types": store.kinds(),
+            "db_bytes": size + (wal.stat().st_size if wal.exists() else 0),
+            # free pages + stale FTS data: what `docindex vacuum` gives back
+            "reclaimable_bytes": space.reclaimable_bytes,
+            "embedder": store.get_meta("embedder"),
+            "tokenizer": store.get_meta("tokenizer"),
+            "facets": store.facet_values(),
+            "facet_counts": [
+                {"key": k, "documents": d, "values": v}
+                for k, d, v in store.facet_counts()
+            ],
+            "skipped": store.skip_counts(),
+        }
+
+
+def vacuum(db: str | None) -> dict[str, Any]:
+    """Merge the FTS index and give free pages back (``docindex vacuum``, #22).
+
+    Raises:
+        IndexBusyError: a scan or a watcher is writing the index; nothing changed.
+    """
+    ws = workspace.load(db)
+    with ws.open() as store:
+        done = store.vacuum()
+        left = store.space().reclaimable_bytes
+    return {
+        "db": str(ws.db),
+        "before_bytes": done.before_bytes,
+        "after_bytes": done.after_bytes,
+        "reclaimed_bytes": max(0, done.before_bytes - done.after_bytes),
+        "reclaimable_bytes": left,
+        "took_ms": done.took_ms,
+    }
+
+
+def skipped(db: str | None, *, reason: str | None = None) -> dict[str, Any]:
+    """Files left out of the index with reason and message (issue #23).
+
+    Returns:
+        ``{"counts": {reason: n}, "files": [SkipRecord, ...]}``; ``counts``
+        covers every reason, ``files`` only ``reason`` when one is given.
+    """
+    ws = workspace.load(db)
+    with ws.open() as store:
+        return {"counts": store.skip_counts(), "files": store.skipped(reason)}
+
+
+def watch(
+    db: str | None, *, roots: list[str] | None = None, debounce_ms: int = 300,
+    on_batch: Callable[..., None], stop_event: Any,
+    on_notice: Callable[[str], None] | None = None,
+    on_start: Callable[[Path, list[str]], None] | None = None,
+) -> None:  # fmt: skip
+    """Keep the index current until ``stop_event`` is set; see ``docindex watch --help``.
+
+    The index is created if missing (with ``--root``). Its store uses a short
+    busy timeout so a batch that meets another writer is retried, not stuck.
+    """
+    from docindex.ingest.watch import watch as core_watch
+    from docindex.store import Store
+
+    ws = workspace.load(db, extra_roots=roots, must_exist=False)
+    _refuse_relocated(ws)
+    if on_start is not None:
+        on_start(ws.db, list(ws.config.roots))
+    busy = min(ws.config.busy_timeout_s, 2.0)
+
+    def open_store() -> Store:
+        return Store.open(ws.db, create=True, busy_timeout=busy)
+
+    core_watch(open_store, ws.config, debounce_ms=debounce_ms, on_batch=on_batch,
+               stop_event=stop_event, on_notice=on_notice)  # fmt: skip
+
+
+# -- navigation (issue #6) ------------------------------------------------------
+
+
+def _nav_workspace(db: str | None, roots: list[str] | None) -> workspace.Workspace:
+    return workspace.load(db, extra_roots=roots)
+
+
+def outline(
+    db: str | None, file: str, *, depth: int = 6, roots: list[str] | None = None,
+    cwd: Path | None = None,
+) -> Any:  # fmt: skip
+    """A document's title and headings; see ``docindex outline --help``."""
+    from docindex.search import navigate
+
+    ws = _nav_workspace(db, roots)
+    with _open_for_reading(ws) as store:
+        return navigate.outline(store, ws.config.roots, file, depth=depth, cwd=cwd)
+
+
+def show(
+    db: str | None, target: str, *, context: int = 0, roots: list[str] | None = None,
+    cwd: Path | None = None,
+) -> Any:  # fmt: skip
+    """A chunk and its neighbours; see ``docindex show --help``."""
+    from docindex.search import navigate
+
+    ws = _nav_workspace(db, roots)
+    with _open_for_reading(ws) as store:
+        return navigate.show(store, ws.config.roots, target, context=context, cwd=cwd)
+
+
+def section(
+    db: str | None, file: str, heading: str, *, include_subsections: bool = True,
+    roots: list[str] | None = None, cwd: Path | None = None,
+) -> Any:  # fmt: skip
+    """One heading's section; see ``docindex section --help``."""
+    from docindex.search import navigate
+
+    ws = _nav_workspace(db, roots)
+    with _open_for_reading(ws) as store:
+        return navigate.section(store, ws.config.roots, file, heading,
+                                include_subsections=include_subsections, cwd=cwd)  # fmt: skip
+
+
+def list_documents(
+    db: str | None, *, path_glob: str | None = None, types: tuple[str, ...] = (),
+    limit: int = 50, offset: int = 0, roots: list[str] | None = None,
+) -> Any:  # fmt: skip
+    """Indexed documents, a page at a time; see ``docindex list --help``."""
+    from docindex.search import navigate
+
+    ws = _nav_workspace(db, roots)
+    with _open_for_reading(ws) as store:
+        return navigate.list_documents(store, ws.config.roots, path_glob=path_glob,
+                                       types=types, limit=limit, offset=offset)  # fmt: skip
+
+
+def related(
+    db: str | None, target: str, *, top: int = 10, same_file: bool = False,
+    roots: list[str] | None = None, cwd: Path | None = None,
+) -> Any:  # fmt: skip
+    """Nearest chunks by vector; see ``docindex related --help``."""
+    from docindex.search import navigate
+
+    ws = _nav_workspace(db, roots)
+    with _open_for_reading(ws) as store:
+        return navigate.related(store, ws.config.roots, target, top=top,
+                                same_file=same_file, cwd=cwd)  # fmt: skip
+
+
+def index_vocabulary(db: str | None, roots: list[str] | None = None) -> dict[str, Any]:
+    """Types and front-matter facet values in the index (for MCP schema enums).
+
+    Returns ``{"roots": [...], "types": [...], "facets": {key: [values]}}``;
+    empty lists when no index exists yet.
+    """
+    from docindex.errors import IndexNotFoundError
+
+    try:
+        ws = _nav_workspace(db, roots)
+    except IndexNotFoundError:
+        return {"roots": [str(Path(r).resolve()) for r in roots or []], "types": [],
+                "facets": {}}  # fmt: skip
+    with _open_for_reading(ws) as store:
+        return {
+            "roots": list(ws.config.roots),
+            "types": sorted(store.kinds()),
+            "facets": store.facet_values(),
+        }
+
+
+# -- roots and settings (issue #20) ---------------------------------------------
+
+
+def roots_list(db: str | None) -> dict[str, Any]:
+    """The index's roots with document counts; see ``docindex roots --help``."""
+    from docindex.api import roots as rootsmod
+
+    ws = workspace.load(db)
+    with _open_for_reading(ws) as store:
+        listed = rootsmod.list_roots(store, ws.config.roots)
+    moved = workspace.relocation(ws.db)
+    return {"db": str(ws.db), "roots": listed,
+            "relocated": None if moved is None else
+            {"old": moved.old, "new": moved.new, "fix": moved.fix()}}  # fmt: skip
+
+
+def roots_change(db: str | None, action: str, path: str, new: str | None = None) -> Any:
+    """``roots add PATH``, ``roots remove PATH`` or ``roots move PATH NEW``.
+
+    Raises:
+        MisuseError: the roots come from a config file or DOCINDEX_ROOTS
+            (edit those instead), or the path is not a root / not a folder.
+    """
+    from docindex.api import roots as rootsmod
+
+    ws = workspace.load(db)
+    _, sources = workspace.layered(ws.db)
+    if sources["roots"] not in ("default", "index"):
+        raise MisuseError(
+            f"the roots come from the {sources['roots']}; change them there"
+        )
+    with ws.open() as store:
+        if action == "add":
+            return rootsmod.add(store, ws.config, path)[1]
+        if action == "remove":
+            return rootsmod.remove(store, ws.config, path)[1]
+        assert new is not None
+        return rootsmod.move(store, ws.config, path, new, db=ws.db)[1]
+
+
+def settings(db: str | None, near: list[str] | None = None) -> dict[str, Any]:
+    """Effective settings and where each comes from; see ``docindex config --help``."""
+    from dataclasses import asdict
+
+    from docindex import config as cfgmod
+
+    places = [Path(p) for p in near or []]
+    path = workspace.resolve_db(db, near=places)
+    found = path is not None and path.is_file()
+    if path is None:
+        cfg, sources = (
+            cfgmod.from_env(Config()),
+            dict.fromkeys(cfgmod.FIELDS, "default"),
+        )
+        for name in cfgmod.env_fields():
+            sources[name] = f"environment DOCINDEX_{name.upper()}"
+        file = None
+    else:
+        cfg, sources = workspace.layered(path)
+        file = cfgmod.config_file_for(path)
+    values = asdict(cfg)
+    return {
+        "db": {"path": None if path is None else str(path), "exists": found,
+               "source": workspace.db_source(db, places) if path else "none found"},
+        "config_file": None if file is None else str(file),
+        "settings": {
+            name: {"value": list(v) if isinstance(v, tuple) else v,
+                   "source": sources[name]}
+            for name, v in values.items()
+        },
+    }  # fmt: skip
+
+
+def hit_lines(
+    db: str | None, hits: list[Any], context: int, *, whole_chunk: bool = False
+) -> list[list[tuple[int, str]]]:
+    """Each hit's line with ``context`` lines either side, from the indexed text.
+
+    For ``query --context N`` and ``--vimgrep`` (``whole_chunk``: every line of
+    the hit's segment). Lines are (number, text), numbered as the hit's
+    ``line`` is (within its page or slide for PDF and PPTX), and come from
+    the text the index holds.
+    """
+    ws = workspace.load(db)
+    out: list[list[tuple[int, str]]] = []
+    with _open_for_reading(ws) as store:
+        bodies: dict[int, list[str]] = {}
+        for hit in hits:
+            rows = [
+                r
+                for r in store.segments_by_chunk_id(hit.chunk_id)
+                if r.root == hit.root
+            ]
+            if not rows:
+                out.append([])
+                continue
+            seg = rows[0]
+            if seg.doc_id not in bodies:
+                bodies[seg.doc_id] = store.body(seg.doc_id).split("\n")
+            lines = bodies[seg.doc_id]
+            # The segment's first line in the whole text; its start_line may
+            # count from the top of a page instead.
+            first = sum(1 for _ in _newlines(lines, seg.char_start)) + 1
+            shift = first - hit.start_line
+            if whole_chunk:
+                lo, hi = first, first + (hit.end_line - hit.start_line)
+            else:
+                lo, hi = hit.line + shift - context, hit.line + shift + context
+            lo, hi = max(1, lo, 1 + shift), min(len(lines), hi)  # not before the page
+            out.append([(n - shift, lines[n - 1]) for n in range(lo, hi + 1)])
+    return out
+
+
+def _newlines(lines: list[str], offset: int) -> Iterator[None]:
+    """One item per line break before character ``offset`` of the joined text."""
+    seen = 0
+    for line in lines:
+        seen += len(line) + 1
+        if seen > offset:
+            return
+        yield None

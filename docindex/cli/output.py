@@ -1,0 +1,180 @@
+"""Shared pieces of the click layer: colour, consoles, JSON output, finding the index.
+
+Kept apart from ``cli.py`` so that module stays a list of commands (issue #20).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+
+def err_console(quiet: bool = False) -> Any:
+    from rich.console import Console
+
+    return Console(stderr=True, quiet=quiet, highlight=False, **_rich_color())
+
+
+def _color_choice() -> str:
+    ctx = click.get_current_context(silent=True)
+    return str(ctx.meta.get("docindex.color", "auto")) if ctx else "auto"
+
+
+def color() -> bool | None:
+    """click.echo's ``color``: --color, then NO_COLOR / FORCE_COLOR, else auto."""
+    choice = _color_choice()
+    if choice != "auto":
+        return choice == "always"
+    if os.environ.get("NO_COLOR"):
+        return False
+    return True if os.environ.get("FORCE_COLOR") else None
+
+
+def _rich_color() -> dict[str, Any]:
+    wanted = color()
+    if wanted is False:
+        return {"color_system": None}  # no colour, no bold: plain text
+    if wanted is True:
+        return {"force_terminal": True}
+    return {}
+
+
+def out_console() -> Any:
+    from rich.console import Console
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            # rich exits 1; a reader that stopped early is no failure (#20).
+            raise BrokenPipeError
+
+    # Off a terminal, rich would wrap and truncate at 80 columns (issue #20).
+    width = None if _tty(sys.stdout) else 100_000
+    return _Console(highlight=False, width=width, **_rich_color())
+
+
+def _tty(stream: Any) -> bool:
+    """A terminal; False for a closed stream (``docindex query x >&-``: None)."""
+    return stream is not None and stream.isatty()
+
+
+def piped() -> bool:
+    return not _tty(sys.stdout)
+
+
+def _set_color(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    ctx.meta["docindex.color"] = value
+    return value
+
+
+COLOR_OPTION = click.Option(
+    ["--color"],
+    type=click.Choice(["auto", "always", "never"]),
+    default="auto",
+    show_default=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_set_color,
+    help="Colour output (auto: on a terminal unless NO_COLOR is set).",
+)
+
+
+def find_db(
+    db: str | None, near: tuple[str, ...] | list[str] = (), *, warn: bool = True
+) -> str | None:
+    """The one rule that finds the index (workspace.resolve_db), for every command.
+
+    ``--db``, ``DOCINDEX_DB``, the nearest ``.docindex/`` upward from the named
+    folders, then from the current directory. Warns on stderr when the index's
+    folder was copied or moved and its root still points at the old place.
+    """
+    from docindex.api.workspace import relocation, resolve_db
+
+    path = resolve_db(db, near=[Path(p) for p in near])
+    if path is None:
+        return None
+    moved = relocation(path) if warn else None
+    if moved is not None:
+        click.echo(
+            click.style(
+                f"warning: this index was made for {moved.old} but lives in "
+                f"{moved.new}; answers come from the old place. If the folder "
+                f"was copied or moved, run `{moved.fix()}`",
+                fg="yellow",
+            ),
+            err=True,
+            color=color(),
+        )
+    return str(path)
+
+
+def db_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--db FILE`` with ``DOCINDEX_DB`` as its environment variable."""
+    return click.option(
+        "--db",
+        type=click.Path(dir_okay=False),
+        envvar="DOCINDEX_DB",
+        help="Index file (default: DOCINDEX_DB, else the nearest .docindex/index.db "
+        "upward from the named folder or the current directory).",
+        callback=_remember_db,
+    )(fn)
+
+
+DB_META = "docindex.db"  # the running command's --db value (click ctx.meta)
+
+
+def _remember_db(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """Keep --db where the CLI's error handler can name the index (issue #17)."""
+    ctx.meta[DB_META] = value
+    return value
+
+
+def json_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--json``: one JSON document on stdout."""
+    return click.option(
+        "--json", "as_json", is_flag=True, help="Print JSON (see README: JSON output)."
+    )(fn)
+
+
+def echo_json(value: Any) -> None:
+    from docindex.cli.render import cli_json
+
+    click.echo(cli_json(value))
+
+
+def progress_bar(enabled: bool) -> Any:
+    """A rich progress bar on stderr (transient), or a no-op."""
+    from docindex.cli.progress import ScanProgress
+
+    return ScanProgress(enabled and _tty(sys.stderr))
+
+
+class NdjsonProgress:
+    """``scan --json --progress``: progress events as JSON lines on stdout."""
+
+    def __enter__(self) -> Any:
+        import time
+
+        from docindex.cli.render import cli_json
+
+        last: list[Any] = ["", 0.0]  # phase, time of the last event printed
+
+        def report(event: Any) -> None:
+            now = time.monotonic()
+            final = event.total is not None and event.done >= event.total
+            if event.phase == last[0] and not final and now - last[1] < 0.1:
+                return
+            last[:] = [event.phase, now]
+            click.echo(cli_json({"event": "progress", "phase": event.phase,
+                                 "done": event.done, "total": event.total,
+                                 "path": event.path}))  # fmt: skip
+            sys.stdout.flush()
+
+        return report
+
+    def __exit__(self, *exc: object) -> None:
+        return None

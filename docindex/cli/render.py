@@ -1,0 +1,484 @@
+"""Output: rich text for people (stdout for results, stderr for the rest), JSON for scripts."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from docindex.models import Hit, ScanResult
+from docindex.models.serialize import hit_dict as hit_dict  # re-exported: the old home
+from docindex.models.serialize import to_dict as to_dict
+from docindex.models.serialize import to_json as to_json
+
+_MARK = re.compile(r"\*\*(.+?)\*\*")
+
+
+SCHEMA_VERSION = 1  # of every command's --json output (README: JSON output)
+
+
+def cli_json(value: Any) -> str:
+    """One command's ``--json`` document: ``schema_version`` first, then the result."""
+    data = to_dict(value)
+    if isinstance(data, dict):
+        data = {"schema_version": SCHEMA_VERSION, **data}
+    return json.dumps(data, ensure_ascii=False)
+
+
+def location(hit: Hit) -> str:
+    """Human location suffix: ``p. 3``, ``slide 2``, ``Sheet1!A12``."""
+    if hit.page is not None:
+        return f"p. {hit.page}"
+    if hit.slide is not None:
+        return f"slide {hit.slide}"
+    if hit.sheet is not None:
+        return f"{hit.sheet}!{hit.cell}" if hit.cell else hit.sheet
+    return ""
+
+
+# C0 controls (but tab and newline) and DEL: a document's escape sequences must
+# not reach the terminal.
+_CONTROLS = {c: None for c in (*range(0, 9), *range(11, 32), 127)}
+
+
+def hits_text(
+    result: Any, *, explain: bool = False, full_paths: bool = False,
+    context: list[list[tuple[int, str]]] | None = None,
+) -> str:  # fmt: skip
+    """A QueryResult for people: score, path:line, location, heading, snippet.
+
+    Styled with ``click.style`` (``click.echo`` drops the styles off a terminal)
+    rather than rich, whose import is a quarter of a one-shot query (issue #7).
+    """
+    import click
+
+    style = click.style
+    if not result.hits:
+        lines = [style("no hits", dim=True)]
+        hint = getattr(result, "hint", None)
+        if hint and hint.get("suggestion"):  # issue #6: say why, and what to try
+            lines.append(style(f"hint: {_clean(hint['suggestion'])}", fg="yellow"))
+        return "\n".join(lines)
+    lines = []
+    for number, hit in enumerate(result.hits):
+        head = style(f"{hit.score:.3f} ", fg="green", bold=True)
+        shown = hit.path if full_paths else hit.rel_path
+        head += style(_clean(shown), fg="magenta", bold=True)
+        head += style(f":{hit.line}", fg="cyan")
+        loc = location(hit)
+        if loc:
+            head += style(f"  {_clean(loc)}", fg="yellow")
+        trail = " > ".join(hit.heading_path) if hit.heading_path else hit.title
+        if trail:
+            head += style(f"  {_clean(trail)}", dim=True)
+        lines.append(head)
+        if context is not None and context[number]:
+            for n, text in context[number]:
+                mark = ">" if n == hit.line else " "
+                gutter = style(f"  {mark}{n:>5} ", fg="cyan", dim=n != hit.line)
+                lines.append(gutter + _clean(text))
+            continue
+        snippet, pos, out = _clean(hit.snippet), 0, ["    "]
+        for m in _MARK.finditer(snippet):
+            out += [snippet[pos : m.start()], style(m.group(1), fg="yellow", bold=True)]
+            pos = m.end()
+        lines.append("".join([*out, snippet[pos:]]))
+        if hit.folded_count:  # issue #19: more of this document, folded behind it
+            more = ", ".join(f":{f.line}" for f in hit.folded)
+            more += ", …" if hit.folded_count > len(hit.folded) else ""
+            note = f"    + {hit.folded_count} more here ({more})"
+            lines.append(style(note, dim=True))
+        if explain and hit.explain:
+            lines.append(style(f"    {json.dumps(hit.explain)}", dim=True))
+    footer = f"{len(result.hits)} of {result.total} hits in {result.took_ms:.1f} ms"
+    footer += f" ({', '.join(result.used) or 'no lists'}"
+    footer += ", degraded)" if result.degraded else ")"
+    lines.append(style(footer, dim=True))
+    return "\n".join(lines)
+
+
+def _clean(text: str) -> str:
+    return text.translate(_CONTROLS)
+
+
+def vimgrep_lines(hits: list[Hit], lines: list[list[tuple[int, str]]]) -> list[str]:
+    """``path:line:col:text`` per hit, as ``rg --vimgrep`` prints (vim's ``-q``).
+
+    ``lines`` holds each hit's segment, numbered. The line is the hit's own
+    line when a highlighted word is on it, else the segment's first line that
+    has one (an editor should land on a match); ``col`` is the 1-based column
+    of that word (1 when there is none) and ``text`` the line as indexed.
+    """
+    out = []
+    for hit, segment in zip(hits, lines or [[]] * len(hits), strict=False):
+        words = [m.group(1).lower() for m in _MARK.finditer(hit.snippet)]
+        ordered = sorted(segment, key=lambda nt: nt[0] != hit.line)
+        line, col, text = hit.line, 1, ""
+        for number, candidate in ordered:
+            found = [i for w in words if (i := candidate.lower().find(w)) >= 0]
+            if found:
+                line, col, text = number, min(found) + 1, candidate
+                break
+        else:
+            text = next((t for n, t in segment if n == hit.line), "")
+        if not text:
+            text = _MARK.sub(r"\1", hit.snippet)
+        text = _clean(text).replace("\n", " ")
+        out.append(f"{_clean(hit.path)}:{line}:{col}:{text}")
+    return out
+
+
+def scan_text(result: ScanResult) -> str:
+    """Summarise a scan for people (stderr), with click styles (no rich: issue #7).
+
+    Paths and messages are printed as text (a ``[`` in a file name is not
+    markup) without control characters.
+    """
+    import click
+
+    parts = [
+        f"scanned {result.scanned}",
+        f"indexed {result.indexed}",
+        f"updated {result.updated}",
+        f"removed {result.removed}",
+        f"unchanged {result.unchanged}",
+    ]
+    lines = [", ".join(parts) + f" in {result.took_ms / 1000:.2f} s"]
+    for warning in result.warnings:
+        lines.append(click.style(f"warning: {_clean(warning)}", fg="yellow"))
+    if result.skipped:
+        skipped = ", ".join(f"{k} {v}" for k, v in sorted(result.skipped.items()))
+        lines.append(click.style(f"skipped: {skipped}", dim=True))
+    for err in result.errors[:20]:
+        line = f"  {err['reason']}: {err['path']}: {err['message']}"
+        lines.append(click.style(_clean(line), fg="yellow"))
+    if len(result.errors) > 20:
+        more = f"  … and {len(result.errors) - 20} more (see --json)"
+        lines.append(click.style(more, dim=True))
+    if result.errors:
+        hint = "  `docindex skipped` lists every file left out and why"
+        lines.append(click.style(hint, dim=True))
+    return "\n".join(lines)
+
+
+def human_size(n: float) -> str:
+    """Bytes for people: ``512 B``, ``27.1 MB`` (powers of 1024, like ``ls -h``)."""
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TB"  # pragma: no cover
+
+
+def vacuum_text(result: dict[str, Any]) -> str:
+    """The line ``docindex vacuum`` prints."""
+    return (
+        f"{result['db']}: {human_size(result['before_bytes'])} -> "
+        f"{human_size(result['after_bytes'])} "
+        f"({human_size(result['reclaimed_bytes'])} reclaimed, "
+        f"{result['took_ms'] / 1000:.1f} s)"
+    )
+
+
+TOP = 10  # types and facets shown by ``docindex stats``
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
+def interrupted_text(result: ScanResult, again: str) -> str:
+    """The one line an interrupted scan prints: what it finished, how to go on."""
+    done = result.scanned - result.pending
+    return (
+        f"interrupted: {done:,} of {result.scanned:,} files indexed; "
+        f"run `docindex {again}` again to finish"
+    )
+
+
+def print_stats(console: Any, stats: dict[str, Any]) -> None:
+    """Index statistics on one screen; ``--json`` has every facet value."""
+    from rich.table import Table
+
+    table = Table(show_header=False, box=None)
+    table.add_row("index", stats["db"])
+    table.add_row("size", human_size(stats["db_bytes"]))
+    reclaimable = stats.get("reclaimable_bytes", 0)
+    table.add_row(
+        "reclaimable",
+        f"{human_size(reclaimable)} (`docindex vacuum`)" if reclaimable else "0 B",
+    )
+    table.add_row("documents", f"{stats['documents']:,}")
+    table.add_row("segments", f"{stats['segments']:,}")
+    table.add_row("vectors", f"{stats['embedded']:,}")
+    for number, root in enumerate(stats["roots"] or ["(none)"]):
+        table.add_row("roots" if number == 0 else "", root)
+    types = sorted(stats["types"].items(), key=lambda kv: (-kv[1], kv[0]))
+    shown = ", ".join(f"{k} {v:,}" for k, v in types[:TOP])
+    if len(types) > TOP:
+        shown += f", … {len(types) - TOP} more"
+    table.add_row("types", shown or "(none)")
+    emb = stats.get("embedder") or {}
+    if emb:
+        table.add_row("embedder", f"{emb.get('provider')} (dim {emb.get('dim')})")
+    facets = stats.get("facet_counts") or []
+    for number, facet in enumerate(facets[:TOP]):
+        label = f"facets (top {min(TOP, len(facets))} of {len(facets)})"
+        table.add_row(
+            label if number == 0 else "",
+            f"{facet['key']}: {_count(facet['documents'], 'document')}, "
+            f"{_count(facet['values'], 'value')}",
+        )
+    skipped = stats.get("skipped") or {}
+    if skipped:
+        counts = ", ".join(f"{k} {v:,}" for k, v in sorted(skipped.items()))
+        table.add_row("skipped", f"{counts} (see `docindex skipped`)")
+    console.print(table)
+    if len(facets) > TOP:
+        from rich.text import Text
+
+        console.print(Text("every facet and value: docindex stats --json", style="dim"))
+
+
+def print_skipped(console: Any, result: dict[str, Any]) -> None:
+    """Skipped files grouped by reason: path and message, then the counts."""
+    from rich.text import Text
+
+    files = result["files"]
+    by_reason: dict[str, list[Any]] = {}
+    for record in files:
+        by_reason.setdefault(record.reason, []).append(record)
+    for reason, records in sorted(by_reason.items()):
+        console.print(Text(f"{reason} ({len(records)})", style="bold"))
+        for record in records:
+            line = Text("  ")
+            line.append(_clean(record.path), style="magenta")
+            if record.message and record.message != reason:
+                line.append(f"  {_clean(record.message)}", style="dim")
+            console.print(line, soft_wrap=True)
+    counts = result["counts"]
+    if not counts:
+        console.print(Text("no file was left out", style="dim"))
+    elif not files:
+        console.print(Text("no file skipped for that reason", style="dim"))
+    total = sum(counts.values())
+    if total:
+        summary = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+        files_word = "file" if total == 1 else "files"
+        console.print(Text(f"{total} {files_word}: {summary}", style="dim"))
+
+
+# -- navigation (issue #6) ------------------------------------------------------
+
+
+def _where(start: int, end: int, page: Any = None, slide: Any = None,
+           sheet: Any = None) -> str:  # fmt: skip
+    lines = f"{start}-{end}" if end != start else f"{start}"
+    if page is not None:
+        return f"p. {page}, lines {lines}"
+    if slide is not None:
+        return f"slide {slide}, lines {lines}"
+    if sheet is not None:
+        return f"{sheet}, lines {lines}"
+    return f"lines {lines}"
+
+
+def print_outline(console: Any, outline: Any) -> None:
+    """A document's headings, indented by level, with their lines."""
+    from rich.text import Text
+
+    console.print(Text(f"{outline.title}  ({outline.rel_path})", style="bold"))
+    if not outline.outline:
+        console.print(Text("no headings", style="dim"))
+    for entry in outline.outline:
+        line = Text("  " * (entry.level - 1))
+        line.append(entry.text)
+        where = f"{entry.unit}:{entry.line}" if entry.unit else f":{entry.line}"
+        line.append(f"  {where}", style="cyan")
+        line.append(f"  {entry.chunk_id}", style="dim")
+        console.print(line, soft_wrap=True)
+
+
+def print_shown(console: Any, shown: Any) -> None:
+    """A chunk with its neighbours; the requested chunk is marked."""
+    from rich.text import Text
+
+    for chunk in [*shown.before, shown.chunk, *shown.after]:
+        head = Text()
+        marked = chunk is shown.chunk
+        head.append("> " if marked else "  ", style="bold green")
+        head.append(chunk.chunk_id, style="bold magenta" if marked else "magenta")
+        head.append(f"  chunk {chunk.position} of {shown.total}", style="dim")
+        loc = _where(chunk.start_line, chunk.end_line, chunk.page, chunk.slide,
+                     chunk.sheet)  # fmt: skip
+        head.append(f"  {loc}", style="cyan")
+        console.print(head, soft_wrap=True)
+        console.print(Text(chunk.text), soft_wrap=True)
+
+
+def print_section(console: Any, section: Any) -> None:
+    """A section's heading, line range and text."""
+    from rich.text import Text
+
+    unit = f"  {section.unit}" if section.unit else ""
+    head = Text(f"{section.rel_path}:{section.start_line}-{section.end_line}{unit}",
+                style="bold magenta")  # fmt: skip
+    head.append(f"  {section.heading}", style="dim")
+    console.print(head, soft_wrap=True)
+    console.print(Text(section.text), soft_wrap=True)
+
+
+def document_rows(listing: Any) -> list[str]:
+    """Piped ``list``: absolute path, type, bytes, segments, title; tab-separated."""
+    return [
+        "\t".join(
+            _clean(str(v)).replace("\t", " ")
+            for v in (doc.path, doc.type, doc.size, doc.segments, doc.title)
+        )
+        for doc in listing.documents
+    ]
+
+
+def print_documents(
+    console: Any, listing: Any, offset: int = 0, footer_only: bool = False
+) -> None:
+    """Indexed documents as a table, with a paging footer."""
+    from rich.table import Table
+    from rich.text import Text
+
+    if footer_only:
+        console.print(Text(_list_footer(listing, offset), style="dim"))
+        return
+    table = Table(box=None)
+    # Paths are what people copy: the title gives way first (issue #20).
+    longest = max((len(d.rel_path) for d in listing.documents), default=4)
+    for name in ("path", "type", "size", "segments", "title"):
+        wide = min(longest, max(20, console.width - 40)) if name == "path" else None
+        table.add_column(
+            name,
+            justify="right" if name in ("size", "segments") else "left",
+            min_width=wide,
+            overflow="ellipsis" if name == "title" else "fold",
+        )
+    for doc in listing.documents:
+        table.add_row(
+            doc.rel_path, doc.type, human_size(doc.size), str(doc.segments), doc.title
+        )
+    console.print(table)
+    console.print(Text(_list_footer(listing, offset), style="dim"))
+
+
+def _list_footer(listing: Any, offset: int) -> str:
+    shown = (
+        f"{offset + 1}-{offset + len(listing.documents)}" if listing.documents else "0"
+    )
+    more = (
+        f"; next: --offset {offset + len(listing.documents)}"
+        if listing.has_more
+        else ""
+    )
+    return f"{shown} of {listing.total} documents{more}"
+
+
+def print_related(console: Any, related: Any) -> None:
+    """Related chunks: score, path:line, chunk id and a snippet."""
+    from rich.text import Text
+
+    if not related.hits:
+        console.print(Text("nothing related", style="dim"))
+    for hit in related.hits:
+        head = Text()
+        head.append(f"{hit.score:.3f} ", style="bold green")
+        head.append(hit.rel_path, style="bold magenta")
+        head.append(f":{hit.line}", style="cyan")
+        head.append(f"  {hit.chunk_id}", style="dim")
+        console.print(head, soft_wrap=True)
+        console.print(Text(f"    {hit.snippet}"), soft_wrap=False)
+
+
+def print_eval(console: Any, report: Any) -> None:
+    """``docindex eval``: one row per mode and view: nDCG@10, Recall@100, MRR@10."""
+    from rich.table import Table
+
+    sampled = (
+        f", {report.queries} of {report.judged_queries} judged queries (seed {report.seed})"
+        if report.queries < report.judged_queries
+        else f", {report.queries} judged queries"
+    )
+    table = Table(
+        title=f"{report.dataset}: {report.documents} documents{sampled}",
+        title_justify="left",
+    )
+    for name in ("mode", "view", "nDCG@10", "Recall@100", "MRR@10", "ms/query"):
+        table.add_column(name, justify="left" if name in ("mode", "view") else "right")
+    for m in report.modes:
+        mode = f"{m.mode} (degraded)" if m.degraded else m.mode
+        table.add_row(
+            mode, m.view, f"{m.ndcg_at_10:.4f}", f"{m.recall_at_100:.4f}", f"{m.mrr_at_10:.4f}",
+            f"{m.median_query_ms:.1f}",
+        )  # fmt: skip
+    console.print(table)
+
+
+# -- roots and settings (issue #20) ---------------------------------------------
+
+
+def print_roots(console: Any, data: dict[str, Any]) -> None:
+    """Roots with their document counts; a missing folder and a moved index are said."""
+    from rich.table import Table
+    from rich.text import Text
+
+    if not data["roots"]:
+        hint = "no roots: add one with `docindex roots add DIR`"
+        console.print(Text(hint, style="dim"))
+        return
+    table = Table(box=None)
+    for name in ("root", "documents", "folder"):
+        table.add_column(name, justify="right" if name == "documents" else "left")
+    for root in data["roots"]:
+        folder = Text("ok") if root.exists else Text("missing", style="bold red")
+        table.add_row(root.path, f"{root.documents:,}", folder)
+    console.print(table)
+    moved = data.get("relocated")
+    if moved:
+        console.print(
+            Text(
+                f"this index lives in {moved['new']} but its root is {moved['old']}: "
+                f"if the folder was copied or moved, run `{moved['fix']}`",
+                style="yellow",
+            )
+        )
+
+
+def root_change_text(change: Any) -> str:
+    """One line saying what ``roots add/remove/move`` did and what comes next."""
+    if change.action == "add":
+        return f"added root {change.root}; index it with `docindex scan`"
+    if change.action == "remove":
+        return (
+            f"removed root {change.root} and its {_count(change.documents, 'document')}"
+        )
+    return (
+        f"moved root {change.old} -> {change.root}; kept "
+        f"{_count(change.documents, 'document')} (run `docindex scan` to pick up "
+        "changed files)"
+    )
+
+
+def print_settings(console: Any, data: dict[str, Any]) -> None:
+    """``docindex config``: each setting, its value and where it comes from."""
+    from rich.table import Table
+
+    db = data["db"]
+    table = Table(box=None)
+    for name in ("setting", "value", "source"):
+        table.add_column(name)
+    where = db["path"] or "(none yet)"
+    if db["path"] and not db["exists"]:
+        where += " (not created yet)"
+    table.add_row("db", where, db["source"])
+    for name, item in data["settings"].items():
+        value = item["value"]
+        shown = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+        table.add_row(name, shown or "-", item["source"])
+    console.print(table)

@@ -1,0 +1,113 @@
+"""``docindex roots`` and ``docindex config`` (issue #20)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from docindex.cli.output import db_option, echo_json, find_db, json_option, out_console
+
+
+@click.group(invoke_without_command=True)
+@db_option
+@json_option
+@click.pass_context
+def roots(ctx: click.Context, db: str | None, as_json: bool) -> None:
+    """List the index's roots; add, remove or move one.
+
+    Documents are stored relative to their root, so `roots move` after copying
+    or moving a folder keeps every document, chunk id and vector: the next scan
+    reads only the files that changed.
+    """
+    ctx.ensure_object(dict)
+    ctx.obj.update(db=db, as_json=as_json)
+    if ctx.invoked_subcommand is None:
+        _roots_list(db, as_json)
+
+
+def _roots_list(db: str | None, as_json: bool) -> None:
+    from docindex.api import commands as api
+    from docindex.cli.render import print_roots
+
+    data = api.roots_list(find_db(db, warn=False))
+    if as_json:
+        echo_json(data)
+    else:
+        print_roots(out_console(), data)
+
+
+def _roots_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return db_option(json_option(click.pass_context(fn)))
+
+
+def _roots_db(ctx: click.Context, db: str | None) -> str | None:
+    return db or (ctx.obj or {}).get("db")
+
+
+@roots.command(name="list")
+@_roots_options
+def roots_list(ctx: click.Context, db: str | None, as_json: bool) -> None:
+    """List the roots with their document counts."""
+    _roots_list(_roots_db(ctx, db), as_json or (ctx.obj or {}).get("as_json", False))
+
+
+def _roots_change(
+    ctx: click.Context, db: str | None, as_json: bool, *args: Any
+) -> None:
+    from docindex.api import commands as api
+    from docindex.cli.render import root_change_text
+
+    change = api.roots_change(find_db(_roots_db(ctx, db), warn=False), *args)
+    if as_json or (ctx.obj or {}).get("as_json"):
+        echo_json(change)
+    else:
+        click.echo(root_change_text(change), err=True)
+
+
+@roots.command(name="add")
+@click.argument("path", type=click.Path(path_type=Path))
+@_roots_options
+def roots_add(ctx: click.Context, path: Path, db: str | None, as_json: bool) -> None:
+    """Add PATH as a root (indexed by the next `docindex scan`)."""
+    _roots_change(ctx, db, as_json, "add", str(path))
+
+
+@roots.command(name="remove")
+@click.argument("path", type=click.Path(path_type=Path))
+@_roots_options
+def roots_remove(ctx: click.Context, path: Path, db: str | None, as_json: bool) -> None:
+    """Forget root PATH and drop its documents from the index (never the files)."""
+    _roots_change(ctx, db, as_json, "remove", str(path))
+
+
+@roots.command(name="move")
+@click.argument("old", type=click.Path(path_type=Path))
+@click.argument("new", type=click.Path(path_type=Path))
+@_roots_options
+def roots_move(ctx: click.Context, old: Path, new: Path, db: str | None,
+               as_json: bool) -> None:  # fmt: skip
+    """Point root OLD at folder NEW (after a copy or move); nothing is re-indexed."""
+    _roots_change(ctx, db, as_json, "move", str(old), str(new))
+
+
+@click.command()
+@db_option
+@json_option
+def config(db: str | None, as_json: bool) -> None:
+    """Print the effective settings and where each comes from.
+
+    Sources, lowest first: default, index (remembered when it was built),
+    config file (config.toml beside the index, or DOCINDEX_CONFIG), environment
+    (DOCINDEX_<NAME>), flag.
+    """
+    from docindex.api import commands as api
+    from docindex.cli.render import print_settings
+
+    data = api.settings(db)
+    if as_json:
+        echo_json(data)
+    else:
+        print_settings(out_console(), data)

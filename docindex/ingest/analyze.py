@@ -1,0 +1,266 @@
+"""Segments -> FTS rows and vectors: the tokenize/embed stage of a scan (issue #18).
+
+Pure functions of the configuration and a document's segments, run in the
+scan's worker processes; the search uses the same ``title_text`` and
+``embed_input`` to rebuild what a segment was indexed with.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import chain
+from typing import NamedTuple
+
+from docindex.config import Config
+from docindex.embed.choice import embedder_for
+from docindex.embed.ngram import NgramEmbedder
+from docindex.models import Segment
+from docindex.text.tokenize import cjk_ngrams, stopword_terms, term_parts, terms
+
+EMBED_BATCH = 512  # segments embedded at once: bounds a big file's memory (#8)
+CJK_NUMPY_MIN = 512  # CJK characters in a file from which its n-gram text uses numpy
+
+
+class Analysis(NamedTuple):
+    """A document's FTS rows (title, body) and vector blobs, one per segment.
+
+    ``vectors`` is None when they come later (a deferred neural embedder) or
+    never (provider ``none``).
+    """
+
+    fts: tuple[tuple[str, str], ...]
+    vectors: tuple[bytes, ...] | None
+
+
+def title_text(title: str | None, rel_path: str) -> str:
+    """What the FTS ``title`` column indexes: the title plus the file name's words."""
+    stem = os.path.splitext(rel_path.rsplit("/", 1)[-1])[0]
+    stem = stem.replace("_", " ").replace("-", " ")
+    return f"{title} {stem}" if title else stem
+
+
+def fts_row(
+    cfg: Config, doc_title: str, heading: Sequence[str], text: str
+) -> tuple[str, str]:
+    """Pre-tokenised (title, body) columns for one segment; used to insert and delete."""
+    head = " ".join((doc_title, *heading))
+    n, use_stem = cfg.cjk_ngram, cfg.stem
+    return (
+        " ".join(terms(head, cjk_ngram=n, use_stem=use_stem)),
+        " ".join(terms(text, cjk_ngram=n, use_stem=use_stem)),
+    )
+
+
+def document_fields(
+    cfg: Config, doc_title: str, headings: Iterable[Sequence[str]]
+) -> tuple[str, str]:
+    """Pre-tokenised (title and file name, headings) of a document's FTS row.
+
+    Each heading counts once however many segments sit under it (issue #21);
+    the same function rebuilds them to delete the row.
+    """
+    seen: dict[str, None] = {}
+    for path in headings:
+        for head in path:
+            seen.setdefault(head)
+    n, use_stem = cfg.cjk_ngram, cfg.stem
+    return (
+        " ".join(terms(doc_title, cjk_ngram=n, use_stem=use_stem)),
+        " ".join(terms("\n".join(seen), cjk_ngram=n, use_stem=use_stem)),
+    )
+
+
+TERMS_KEPT = 128  # salient terms stored per document (query feedback, #21)
+
+
+def document_terms(fts: Sequence[tuple[str, str]], skip: frozenset[str]) -> str:
+    """A document's length in body terms and its TERMS_KEPT most frequent terms.
+
+    JSON ``[length, {term: count}]``, one- character terms and ``skip``
+    (stopwords as index terms) left out. Query feedback reads these instead of
+    tokenising document bodies at query time; on SciFact 128 terms ranked as
+    well as every term (64 lost 0.6 points nDCG@10 of ``--files``). A scan
+    gets the same string from ``analyze_document``, which counts the terms
+    before they are joined into FTS text.
+    """
+    return salient_terms(Counter(" ".join([b for _, b in fts]).split()), skip)
+
+
+def salient_terms(counts: Counter[str], skip: frozenset[str]) -> str:
+    """``document_terms`` from the counts of a document's body terms."""
+    # Ranked in C (issue #22: with the counting, a fifth of a worker's time
+    # went to a Python loop per token and per distinct term): most_common()
+    # orders by count, so only the terms down to the TERMS_KEPT-th eligible
+    # count (ties included) are looked at, then ordered by (-count, term).
+    kept: list[tuple[str, int]] = []
+    floor = 0
+    for term, n in counts.most_common():
+        if n < floor:
+            break
+        if len(term) > 1 and term not in skip:
+            kept.append((term, n))
+            if len(kept) == TERMS_KEPT:
+                floor = n
+    kept.sort(key=_by_count_then_term)
+    top = dict(kept[:TERMS_KEPT])
+    length = counts.total()
+    return json.dumps([length, top], ensure_ascii=False, separators=(",", ":"))
+
+
+def _by_count_then_term(item: tuple[str, int]) -> tuple[int, str]:
+    return -item[1], item[0]
+
+
+def embed_input(title: str | None, heading: Sequence[str], text: str) -> str:
+    """Semantic input: ``Doc title > Section > Subsection`` then the text (issue #3)."""
+    context = " > ".join(p for p in (title, *heading) if p)
+    return f"{context}\n{text}" if context else text
+
+
+def analyze_segments(
+    cfg: Config, title: str | None, doc_title: str, segments: Sequence[Segment],
+    *, bulk: bool = False,
+) -> Analysis:  # fmt: skip
+    """FTS rows and quantised vectors of a file's segments (``Analysis``).
+
+    Each segment's text is tokenised once (issue #7): the latin terms and CJK
+    runs of ``context + "\\n" + text`` are those of the context followed by
+    those of the text (a newline never joins two terms), so ``embed_parts``
+    gets what ``embed(embed_input(...))`` would tokenise. Heading terms repeat
+    along a section and are cached.
+    """
+    fts, vectors, _ = _analyze(cfg, title, doc_title, segments, bulk)
+    return Analysis(fts, vectors)
+
+
+class DocumentAnalysis(NamedTuple):
+    """``Analysis`` and the document's salient terms (``document_terms``)."""
+
+    fts: tuple[tuple[str, str], ...]
+    vectors: tuple[bytes, ...] | None
+    terms: str
+
+
+def analyze_document(
+    cfg: Config, title: str | None, doc_title: str, segments: Sequence[Segment],
+    *, bulk: bool = False,
+) -> DocumentAnalysis:  # fmt: skip
+    """``analyze_segments`` and ``document_terms`` of its FTS rows, in one pass.
+
+    The terms are counted from the token lists the FTS text is joined from
+    (issue #22: splitting that text again to count it cost ~15% of a scan's
+    worker time); the string is the one ``document_terms`` makes.
+    """
+    fts, vectors, counts = _analyze(cfg, title, doc_title, segments, bulk)
+    return DocumentAnalysis(
+        fts, vectors, salient_terms(counts, stopword_terms(cfg.stem))
+    )
+
+
+def _analyze(
+    cfg: Config, title: str | None, doc_title: str, segments: Sequence[Segment],
+    bulk: bool,
+) -> tuple[tuple[tuple[str, str], ...], tuple[bytes, ...] | None, Counter[str]]:  # fmt: skip
+    """FTS rows, vectors and the counts of the body terms (``analyze_document``)."""
+
+    def tok(text: str) -> list[str]:
+        return terms(text, cjk_ngram=cfg.cjk_ngram, use_stem=cfg.stem)
+
+    n_gram, use_stem = cfg.cjk_ngram, cfg.stem
+    embedder = embedder_for(cfg)
+    # The n-gram embedder shares the tokenizer: it takes the terms made here.
+    ngram = embedder if isinstance(embedder, NgramEmbedder) else None
+    by_parts = ngram is not None
+    numpy_ready = ngram is not None and (bulk or ngram.numpy_used)
+    heads: dict[tuple[str, ...], str] = {}
+    contexts: dict[tuple[str, ...], tuple[list[str], list[str]]] = {}
+    titles: list[str] = []
+    latin: list[str | None] = []  # each body's latin terms, None when it has none
+    body_runs: list[list[str]] = []
+    word_lists: list[list[str]] = []
+    run_lists: list[list[str]] = []
+    body_words: list[list[str]] = []
+    for seg in segments:
+        words, runs = term_parts(seg.text, use_stem=use_stem)
+        head = heads.get(seg.heading_path)
+        if head is None:
+            head = heads[seg.heading_path] = " ".join(
+                tok(" ".join((doc_title, *seg.heading_path)))
+            )
+        titles.append(head)
+        latin.append(" ".join(words) if words else None)
+        if by_parts:
+            ctx = contexts.get(seg.heading_path)
+            if ctx is None:
+                parts = (title or doc_title, *seg.heading_path)
+                context = " > ".join(p for p in parts if p)
+                ctx = contexts[seg.heading_path] = term_parts(
+                    context, use_stem=use_stem
+                )
+            word_lists.append(ctx[0] + words if ctx[0] else words)
+            run_lists.append(ctx[1] + runs if ctx[1] else runs)
+        body_runs.append(runs)
+        body_words.append(words)
+    # Each body's terms counted as lists (their strings are the stem memo's,
+    # hashed once); the CJK n-grams exist only as text, split per batch.
+    counts = Counter(chain.from_iterable(body_words))
+    cjk_batch: list[str] = []
+    # " ".join(words + cjk_ngrams(runs)), with the n-grams made per file
+    rows: list[tuple[str, str]] = []
+    for head, lat, cjk in zip(
+        titles, latin, _cjk_texts(body_runs, n_gram, numpy_ready), strict=True
+    ):
+        if cjk:
+            cjk_batch.append(cjk)
+            if len(cjk_batch) == EMBED_BATCH:
+                counts.update(" ".join(cjk_batch).split())
+                cjk_batch.clear()
+        rows.append((head, cjk if lat is None else f"{lat} {cjk}" if cjk else lat))
+    if cjk_batch:
+        counts.update(" ".join(cjk_batch).split())
+    counts.pop("", None)  # an empty term would not survive the join and split
+    fts = tuple(rows)
+    if embedder is None or embedder.deferred:
+        return fts, None, counts  # neural vectors come in embed_pending (#9)
+    from docindex.embed.ngram import quantize
+
+    # In batches: one batch for a 5 MB file's 10k segments peaked at ~400 MiB
+    # (issue #8). Rows are independent, so the vectors are bit-identical.
+    vectors: list[bytes] = []
+    for i in range(0, len(segments), EMBED_BATCH):
+        if ngram is not None:
+            vectors.extend(ngram.quantized_rows(
+                word_lists[i : i + EMBED_BATCH], run_lists[i : i + EMBED_BATCH],
+                bulk=bulk,
+            ))  # fmt: skip
+            continue
+        matrix = embedder.embed(
+            [embed_input(title or doc_title, s.heading_path, s.text)
+             for s in segments[i : i + EMBED_BATCH]]
+        )  # fmt: skip
+        vectors.extend(quantize(matrix, embedder.bits))
+    return fts, tuple(vectors), counts
+
+
+def _cjk_texts(
+    run_lists: list[list[str]], n_gram: int, numpy_ready: bool = False
+) -> Iterator[str]:
+    """Each body's CJK n-grams as FTS text; numpy pays past ``CJK_NUMPY_MIN`` characters.
+
+    Lazily, in batches as the vectors are: the caller joins each text to its
+    latin terms as it goes, so a big CJK file never holds both forms whole
+    (issue #8: peak memory). numpy only when the process has it already
+    (``numpy_ready``): importing it would cost more than it saves.
+    """
+    chars = sum(len(run) for runs in run_lists for run in runs)
+    if chars < CJK_NUMPY_MIN or not numpy_ready:
+        for runs in run_lists:
+            yield " ".join(cjk_ngrams(runs, n_gram)) if runs else ""
+        return
+    from docindex.text.tokenize import cjk_ngram_texts
+
+    for i in range(0, len(run_lists), EMBED_BATCH):
+        yield from cjk_ngram_texts(run_lists[i : i + EMBED_BATCH], n_gram)

@@ -1,0 +1,283 @@
+"""PDF extractor: one citable :class:`Unit` per page, with pypdf.
+
+pypdf is imported inside :func:`extract` so that ``docindex --help`` never pays
+for it. Every failure leaves as an :class:`ExtractionError` with a skip reason.
+
+Time is bounded per page, not per file (issue #23): pages are read one at a
+time, each under its own alarm (``ExtractLimits.page_timeout_s``); a page that
+takes longer is left out and counted in ``page_errors``, and when the whole
+file passes its budget (``timeout_s`` plus ``pdf_seconds_per_page`` a page, at
+most ``pdf_timeout_s``) the pages read so far are kept and the file is
+``truncated``. So a 1,000-page manual indexes completely, and a pathological
+one keeps what could be read. Opening the file (the xref, repairs) has the
+office budget ``timeout_s``. The alarm shares SIGALRM with any timer already
+running (a caller's own deadline still fires on time).
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import math
+import re
+import signal
+import threading
+import time
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from docindex.errors import ExtractionError
+from docindex.ingest.extract import ExtractLimits
+from docindex.models import Extracted, Unit
+
+_BLANK_RUN = re.compile(r"\n{4,}")
+_TRAILING_WS = re.compile(r"[ \t\f\v]+$", re.MULTILINE)
+
+
+def normalize_text(text: str) -> str:
+    """Normalise extracted text: LF line ends, no NULs, no trailing spaces.
+
+    CRLF, CR, vertical tab and the Unicode line/paragraph separators become
+    ``\\n`` (so ``str.splitlines`` and ``split("\\n")`` agree on line numbers),
+    trailing spaces are stripped from each line, runs of more than two blank
+    lines collapse to two, and leading/trailing blank lines are dropped.
+
+    Args:
+        text: raw text from a parser.
+
+    Returns:
+        The normalised text.
+    """
+    text = text.replace("\r\n", "\n").replace("\x00", "")
+    for sep in ("\r", "\v", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"):
+        if sep in text:
+            text = text.replace(sep, "\n")
+    text = _TRAILING_WS.sub("", text)
+    text = _BLANK_RUN.sub("\n\n\n", text)
+    return text.strip("\n")
+
+
+def describe_error(exc: BaseException) -> str:
+    """A one-line, bounded message for an unexpected parser exception."""
+    lines = str(exc).strip().splitlines()
+    message = lines[0][:200] if lines else ""
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+def extract(data: bytes, name: str, limits: ExtractLimits) -> Extracted:
+    """Extract the text layer of a PDF, one unit per page.
+
+    Pages without text are left out (their numbers are kept on the others);
+    pages beyond ``limits.max_pages`` are dropped and recorded in
+    ``meta["truncated"]``.
+
+    Args:
+        data: the raw bytes of the file.
+        name: the file name, used in messages only.
+        limits: bounds for this file (pages, characters).
+
+    Returns:
+        The extracted pages with ``page`` set (1-based), ``kind="pdf"`` and the
+        metadata title when there is one.
+
+    Raises:
+        ExtractionError: ``encrypted`` when the empty password does not open the
+            file, ``no-text-layer`` when no page has text (scanned, needs OCR),
+            ``corrupt`` for anything pypdf cannot parse.
+    """
+    # pypdf reports recoverable damage through logging (even at ERROR level, e.g.
+    # "Advanced encoding ... not implemented yet") and warnings. Our tests turn
+    # warnings into errors and the core never prints, so both are silenced; real
+    # failures still arrive as exceptions.
+    logging.getLogger("pypdf").setLevel(logging.CRITICAL)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return _extract(data, name, limits)
+        except ExtractionError:
+            raise
+        except RecursionError:
+            raise ExtractionError("corrupt", "PDF objects nested too deeply") from None
+        except MemoryError:
+            raise ExtractionError("too-large", "PDF needs too much memory") from None
+        except Exception as exc:
+            raise _classify(exc) from None
+
+
+def _classify(exc: Exception) -> ExtractionError:
+    """Map a pypdf exception to a skip reason."""
+    from pypdf.errors import DependencyError, FileNotDecryptedError
+
+    if isinstance(exc, FileNotDecryptedError):
+        return ExtractionError("encrypted", "PDF is encrypted (password required)")
+    if isinstance(exc, DependencyError):
+        return ExtractionError("encrypted", f"PDF encryption not supported: {exc}")
+    return ExtractionError("corrupt", describe_error(exc))
+
+
+class _Overtime(BaseException):
+    """Raised by the page alarm; a BaseException so pypdf's handlers let it pass."""
+
+
+class _Alarm:
+    """SIGALRM budgets for one step at a time, nested inside any running timer.
+
+    Off the main thread (or without ``setitimer``) nothing is armed and only
+    the between-page checks bound the time.
+    """
+
+    def __init__(self) -> None:
+        self.armed = False
+        self.outer_due = False
+
+    def __enter__(self) -> _Alarm:
+        if not hasattr(signal, "setitimer"):
+            return self
+        if threading.current_thread() is not threading.main_thread():
+            return self
+        self.outer_handler: Any = signal.getsignal(signal.SIGALRM)
+        left, _ = signal.getitimer(signal.ITIMER_REAL)
+        self.outer_end = time.monotonic() + left if left else math.inf
+        signal.signal(signal.SIGALRM, self._fire)
+        self.armed = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if not self.armed:
+            return
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, self.outer_handler)
+        if self.outer_end != math.inf:  # give the caller's timer its time back
+            left = max(self.outer_end - time.monotonic(), 0.001)
+            signal.setitimer(signal.ITIMER_REAL, left)
+
+    @contextmanager
+    def budget(self, seconds: float) -> Iterator[None]:
+        """Raise :class:`_Overtime` if the block runs longer than ``seconds``."""
+        if not self.armed:
+            yield
+            return
+        outer_left = self.outer_end - time.monotonic()
+        self.outer_due = outer_left <= seconds
+        signal.setitimer(signal.ITIMER_REAL, max(min(seconds, outer_left), 0.001))
+        try:
+            yield
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+
+    def _fire(self, signum: int, frame: Any) -> None:
+        if self.outer_due and callable(self.outer_handler):
+            self.outer_handler(signum, frame)  # the caller's deadline came first
+        raise _Overtime
+
+
+def _extract(data: bytes, name: str, limits: ExtractLimits) -> Extracted:
+    if b"%PDF-" not in data[:1024]:
+        raise ExtractionError("corrupt", "not a PDF file (no %PDF- header)")
+    with _Alarm() as alarm:
+        return _read_pages(data, limits, alarm)
+
+
+def _read_pages(data: bytes, limits: ExtractLimits, alarm: _Alarm) -> Extracted:
+    from pypdf import PasswordType, PdfReader
+
+    try:
+        with alarm.budget(limits.timeout_s):
+            reader = PdfReader(io.BytesIO(data), strict=False)
+            if reader.is_encrypted and reader.decrypt("") == PasswordType.NOT_DECRYPTED:
+                raise ExtractionError(
+                    "encrypted", "PDF is encrypted (password required)"
+                )
+            n_pages = len(reader.pages)
+    except _Overtime:
+        raise ExtractionError(
+            "timeout", f"opening the PDF took over {limits.timeout_s:g} s"
+        ) from None
+    units: list[Unit] = []
+    truncated: list[str] = []
+    failed = slow = 0
+    chars = 0
+    # The file's budget grows with its pages, so a long honest book gets
+    # minutes while a short hostile file stays near the office timeout.
+    total = min(
+        limits.pdf_timeout_s,
+        limits.timeout_s + limits.pdf_seconds_per_page * min(n_pages, limits.max_pages),
+    )
+    deadline = time.monotonic() + total
+    for index in range(n_pages):
+        if index >= limits.max_pages:
+            truncated.append(f"pages:{limits.max_pages}/{n_pages}")
+            break
+        if chars >= limits.max_text_chars:
+            truncated.append(f"chars:{limits.max_text_chars}")
+            break
+        left = deadline - time.monotonic()
+        budget = min(limits.page_timeout_s, left)
+        try:
+            if left <= 0:
+                raise _Overtime
+            with alarm.budget(budget):
+                raw = reader.pages[index].extract_text()
+        except _Overtime:
+            if budget < limits.page_timeout_s:  # the file's time ran out
+                truncated.append(f"time:{total:g}s at page {index + 1}/{n_pages}")
+                break
+            slow += 1  # this page is left out; the others are kept
+            continue
+        except (ExtractionError, RecursionError, MemoryError):
+            raise  # ExtractionError: a caller's timeout may fire as one
+        except Exception as exc:
+            # One damaged page (bad font, broken content stream) should not cost
+            # the other pages, but a file where every page fails is corrupt.
+            if _is_encryption_error(exc):
+                raise
+            failed += 1
+            continue
+        text = normalize_text(raw or "")
+        if text.strip():
+            units.append(Unit(text=text, page=index + 1))
+            chars += len(text)
+    if failed and failed == min(n_pages, limits.max_pages):
+        raise ExtractionError("corrupt", f"no page of {n_pages} could be read")
+    if slow and not units:
+        raise ExtractionError(
+            "timeout", f"every page read took over {limits.page_timeout_s:g} s"
+        )
+    if not units:
+        if n_pages == 0:
+            return Extracted(units=(Unit(text=""),), title=None, kind="pdf")
+        raise ExtractionError(
+            "no-text-layer", f"no text on any of {n_pages} pages (scanned? needs OCR)"
+        )
+    meta: dict[str, str] = {}
+    if truncated:
+        meta["truncated"] = ";".join(truncated)
+    if failed or slow:
+        errors = [f"{failed} unreadable"] if failed else []
+        if slow:
+            errors.append(f"{slow} over {limits.page_timeout_s:g} s")
+        meta["page_errors"] = ", ".join(errors)
+    return Extracted(units=tuple(units), title=_title(reader), kind="pdf", meta=meta)
+
+
+def _is_encryption_error(exc: Exception) -> bool:
+    from pypdf.errors import DependencyError, FileNotDecryptedError
+
+    return isinstance(exc, (FileNotDecryptedError, DependencyError))
+
+
+def _title(reader: object) -> str | None:
+    """The document-information title, or None if absent or unreadable."""
+    try:
+        meta = reader.metadata  # type: ignore[attr-defined]
+        title = meta.title if meta is not None else None
+    except ExtractionError:
+        raise  # the indexer's timeout
+    except Exception:  # unreadable metadata must not cost the text
+        return None
+    if not isinstance(title, str):
+        return None
+    title = " ".join(title.replace("\x00", "").split())
+    return title or None

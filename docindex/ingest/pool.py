@@ -1,0 +1,308 @@
+"""The scan's worker processes and the time bound of one extraction.
+
+A scan prepares files (read, extract, segment, tokenise, embed) in a small
+process pool when there is enough work. This module knows nothing of files:
+it maps a picklable top-level function over items in order, a bounded number
+of chunks ahead, and bounds a call in time with SIGALRM.
+
+No process of the pool outlives the process that made it (issue #17):
+
+- every worker holds the read end of a *lifeline* pipe whose only write end
+  is in the parent; a thread in the worker waits for EOF and exits the worker
+  at once. EOF comes when the parent closes it (``close(kill=True)``, to stop
+  at once) or when the parent dies in any way, SIGKILL included. A pipe
+  works on every OS (Linux, macOS, Windows), unlike ``PR_SET_PDEATHSIG``,
+  which would fire only when the worker's own parent (the forkserver) dies.
+- the forkserver (POSIX) starts its own session (``docindex._forkserver``),
+  so a terminal's Ctrl-C and a kill of the scan's process group reach the
+  parent alone: workers never print ``KeyboardInterrupt`` tracebacks and the
+  parent decides when they stop. Once the parent and the workers are gone the
+  forkserver sees EOF on multiprocessing's own "alive" pipe, exits, and
+  removes multiprocessing's ``pymp-*`` folder; the resource tracker then
+  sees EOF too and exits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Generic, TypeVar
+
+POOL_THRESHOLD = 48  # items to prepare before a process pool pays for itself
+CHUNK_BYTES = 256 * 1024  # a worker's unit of work: ~this many bytes of files
+CHUNK_FILES = 32
+IN_FLIGHT = 3  # chunks submitted ahead, per worker (bounds memory, issue #7)
+
+T = TypeVar("T")
+R = TypeVar("R")
+A = TypeVar("A")
+
+
+class ExtractTimeout(BaseException):
+    """Raised by the alarm; a BaseException so no library's ``except Exception`` eats it."""
+
+
+class deadline:
+    """Bound a call in time with SIGALRM (POSIX main thread only; else unbounded)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.armed = False
+
+    def __enter__(self) -> None:
+        import signal
+        import threading
+
+        if not hasattr(signal, "setitimer"):
+            return
+        if threading.current_thread() is not threading.main_thread():
+            return
+
+        def _fire(signum: int, frame: object) -> None:
+            raise ExtractTimeout(f"extraction took over {self.seconds:g} s")
+
+        self.previous = signal.signal(signal.SIGALRM, _fire)
+        signal.setitimer(signal.ITIMER_REAL, self.seconds)
+        self.armed = True
+
+    def __exit__(self, *exc: object) -> None:
+        if self.armed:
+            import signal
+
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self.previous)
+
+
+def chunked(items: Sequence[T], size_of: Callable[[T], int]) -> Iterator[list[T]]:
+    """Consecutive runs of about CHUNK_BYTES (at most CHUNK_FILES items)."""
+    chunk: list[T] = []
+    size = 0
+    for item in items:
+        chunk.append(item)
+        size += size_of(item)
+        if size >= CHUNK_BYTES or len(chunk) >= CHUNK_FILES:
+            yield chunk
+            chunk, size = [], 0
+    if chunk:
+        yield chunk
+
+
+def _run_chunk(fn: Callable[[T, A], R], chunk: list[T], arg: A) -> list[R]:
+    return [fn(item, arg) for item in chunk]
+
+
+class Stopped(Exception):
+    """``map_ordered`` was asked to stop; results not yet consumed are dropped."""
+
+
+def _worker_main(conn: Any, lifeline: Any) -> None:
+    """A worker: run ``(fn, chunk, arg)`` requests from ``conn`` until told to stop.
+
+    Each worker has its own pipe (no queue shared between processes, no lock a
+    killed worker could leave held, no reader thread to hang in the parent).
+    """
+    import signal
+    import threading
+
+    # Ctrl-C is the parent's to handle (it stops the workers itself); a worker
+    # that got it anyway would print a KeyboardInterrupt traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_watch_lifeline, args=(lifeline,), daemon=True).start()
+    while True:
+        try:
+            request = conn.recv()
+        except (EOFError, OSError):
+            return
+        if request is None:
+            return
+        fn, chunk, arg = request
+        try:
+            reply: tuple[bool, Any] = (True, [fn(item, arg) for item in chunk])
+        except Exception as exc:  # fn's own failure: the parent re-raises it
+            reply = (False, RuntimeError(f"{type(exc).__name__}: {exc}"))
+        try:
+            conn.send(reply)
+        except (EOFError, OSError):
+            return
+
+
+def _watch_lifeline(lifeline: Any) -> None:
+    """Block until the parent closes the lifeline or dies, then exit at once."""
+    try:
+        lifeline.recv_bytes()
+    except (EOFError, OSError):
+        pass
+    os._exit(1)
+
+
+class _Proc:
+    """One worker process, its pipe, and the chunk numbers it owes, in order."""
+
+    def __init__(self, process: Any, conn: Any) -> None:
+        self.process = process
+        self.conn = conn
+        self.owed: list[int] = []
+
+
+class Workers(Generic[A]):
+    """A process pool, booted as soon as the caller knows it will pay.
+
+    Booting early (issue #7) lets the forkserver start and import the worker
+    modules (``preload``) while the main process is still walking, instead
+    of after the walk, on the critical path.
+    """
+
+    def __init__(self, count: int, preload: Sequence[str] = ()) -> None:
+        self.count = count or min(2, os.cpu_count() or 1)
+        self.preload = list(preload)
+        self.procs: list[_Proc] = []
+        self._ctx: Any = None
+        self._lifeline: Any = None  # (read end, write end) while workers live
+
+    def boot(self) -> None:
+        """Start the forkserver (without waiting for its imports); idempotent."""
+        if self._ctx is not None or self.count <= 1:
+            return
+        import multiprocessing
+
+        method = (
+            "forkserver"
+            if "forkserver" in multiprocessing.get_all_start_methods()
+            else "spawn"
+        )
+        self._ctx = multiprocessing.get_context(method)
+        if method == "forkserver":
+            from multiprocessing import forkserver
+
+            # Workers fork from a server that imported these once, instead of
+            # each importing them itself; the server skips what will not import.
+            # docindex._forkserver detaches the server from the terminal.
+            self._ctx.set_forkserver_preload(
+                ["docindex.ingest._forkserver", *self.preload]
+            )
+            forkserver.ensure_running()  # spawns the server; does not wait
+
+    def _start(self) -> _Proc:
+        """Start one worker (the pool's context, booted on first use)."""
+        if self._ctx is None:
+            import multiprocessing
+
+            self.boot()
+            self._ctx = self._ctx or multiprocessing.get_context()
+        if self._lifeline is None:
+            self._lifeline = self._ctx.Pipe(duplex=False)
+        ours, theirs = self._ctx.Pipe()
+        process = self._ctx.Process(
+            target=_worker_main, args=(theirs, self._lifeline[0]), daemon=True,
+            name="docindex-worker",
+        )  # fmt: skip
+        process.start()
+        theirs.close()  # the worker holds it now: EOF reaches us if it dies
+        return _Proc(process, ours)
+
+    def close(self, kill: bool = False) -> None:
+        """Stop the workers.
+
+        Args:
+            kill: stop them at once (an interrupt, an error) instead of letting
+                them finish the chunks they are preparing.
+        """
+        if kill and self._lifeline is not None:
+            self._lifeline[1].close()  # every worker's watcher exits it now
+        for proc in self.procs:
+            if not kill:
+                with contextlib.suppress(OSError):
+                    proc.conn.send(None)
+            proc.conn.close()
+        for proc in self.procs:
+            proc.process.join(timeout=0.5 if kill else 10)
+            if proc.process.is_alive():
+                proc.process.kill()
+                proc.process.join(timeout=5)
+        self.procs = []
+        if self._lifeline is not None:
+            for end in self._lifeline:
+                end.close()
+            self._lifeline = None
+
+    def map_ordered(
+        self, fn: Callable[[T, A], R], items: Sequence[T], arg: A,
+        size_of: Callable[[T], int], stop: Callable[[], bool] | None = None,
+        failed: Callable[[T, str], R] | None = None,
+    ) -> Iterator[R]:  # fmt: skip
+        """``fn(item, arg)`` for each item, in order, in worker processes when it pays.
+
+        At most ``IN_FLIGHT`` chunks per worker are sent ahead of the one being
+        consumed (issue #7), each to the worker owing the fewest, so results
+        never pile up in memory when the consumer is the slower side. Results
+        come back in order, so one core or two give the same output. ``fn``
+        must be a picklable top-level function.
+
+        Args:
+            failed: makes the result of an item whose worker died under it
+                (a crash in a C library, the OOM killer); the worker is
+                replaced and the other chunks it owed go to the new one.
+                Without it a dead worker raises RuntimeError.
+
+        Raises:
+            Stopped: ``stop()`` turned true while waiting for a worker (checked
+                every 0.1 s); the workers are stopped at once.
+        """
+        if self.count <= 1 or len(items) < POOL_THRESHOLD:
+            for item in items:
+                yield fn(item, arg)
+            return
+        from multiprocessing.connection import wait
+
+        while len(self.procs) < self.count:
+            self.procs.append(self._start())
+        chunks = chunked(items, size_of)
+        sent: dict[int, list[T]] = {}  # chunk number -> its items, until consumed
+        owner: dict[int, _Proc] = {}
+        head = 0
+
+        def send(number: int, chunk: list[T], proc: _Proc | None = None) -> None:
+            proc = proc or min(self.procs, key=lambda p: len(p.owed))
+            proc.conn.send((fn, chunk, arg))
+            proc.owed.append(number)
+            sent[number], owner[number] = chunk, proc
+
+        for number, chunk in enumerate(chunks):
+            send(number, chunk)
+            if len(sent) >= IN_FLIGHT * self.count:
+                break
+        while head in sent:
+            proc = owner[head]
+            while not wait([proc.conn], timeout=0.1):
+                if stop is not None and stop():
+                    self.close(kill=True)
+                    raise Stopped
+            try:
+                ok, payload = proc.conn.recv()
+            except (EOFError, OSError):
+                why = self._bury(proc)
+                if failed is None:
+                    raise RuntimeError(why) from None
+                fresh = self.procs[-1]
+                for later in proc.owed[1:]:  # never started: the new worker's now
+                    send(later, sent[later], fresh)
+                ok, payload = True, [failed(item, why) for item in sent[head]]
+            else:
+                proc.owed.pop(0)
+            if not ok:
+                raise payload
+            del sent[head], owner[head]
+            head += 1
+            for chunk in chunks:  # refill one slot
+                send(head + len(sent), chunk)
+                break
+            yield from payload
+
+    def _bury(self, dead: _Proc) -> str:
+        """Replace a worker that died; say how it died."""
+        dead.process.join(timeout=5)
+        dead.conn.close()
+        self.procs.remove(dead)
+        self.procs.append(self._start())
+        return f"worker process died (exit code {dead.process.exitcode})"

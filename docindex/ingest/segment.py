@@ -1,0 +1,626 @@
+"""Split extracted units into line-numbered Segments with stable chunk ids.
+
+Rules (issues #2 and #6): segments of about ``size`` characters break on line
+boundaries; a line longer than ``size`` is cut at a word boundary when it has
+one; Markdown segments never cross headings and carry the heading path; a
+segment never starts on a blank line; a fenced code block or a table stays in
+one segment unless it alone exceeds the size.
+
+Speed (issue #7): nothing loops over every line in Python, and the text is not
+split into lines. Positions are character offsets; a line is known by the
+offset of its first character (``len(text) + 1`` stands for "past the last
+line"), so lines [a, b) are ``text[a : b - 1]``. One regex pass finds the few
+lines that matter (headings, fences, table rows); where a segment of plain
+lines must end is found with ``str.rfind``; line numbers are counted newlines.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from itertools import accumulate, islice
+
+from docindex.models import Extracted, Segment, Unit
+from docindex.text.anchors import chunk_id, slugify
+from docindex.text.mdsyntax import heading_text
+
+_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$")
+_HEADING_MARKS = re.compile(r" {0,3}(#{1,6})[ \t]+")  # _HEADING up to its text
+# A line that may be a heading or open a fence (``#``, ``` or ~~~ after at most
+# 3 spaces) or is a table row (``|`` after any whitespace): group 1 is "#",
+# "```" or "~~~", None for a table row. A fence opener is what
+# ``^ {0,3}(`{3,}|~{3,})`` matches; ``[^\S\n]`` is the whitespace str.strip()
+# removes, newline excepted.
+_SPECIAL = re.compile(r"^(?: {0,3}(#|```|~~~)|[^\S\n]*\|)")
+# The same after a newline: searching for a literal first character runs in C
+# far faster than trying ``^`` at every position.
+_SPECIAL_AFTER_NL = re.compile(r"\n(?: {0,3}(#|```|~~~)|[^\S\n]*\|)")
+# What closes a fence for packing: any leading whitespace, then the marker.
+_CLOSER = {
+    "```": re.compile(r"^[^\S\n]*```", re.MULTILINE),
+    "~~~": re.compile(r"^[^\S\n]*~~~", re.MULTILINE),
+}
+_TABLE_RUN = re.compile(r"[^\S\n]*\|[^\n]*(?:\n[^\S\n]*\|[^\n]*)*")
+_BLANK_LINES = re.compile(r"(?:[^\S\n]*\n)*")
+_HAS_TEXT = re.compile(r"[^\S\n]*\S")  # matched at a line start
+_NON_BLANK = re.compile(r"\S")
+UNIT_SEPARATOR = "\n"
+
+# (where the line starts, "#" | "```" | "~~~" | "|") of each special line, in order.
+_Specials = list[tuple[int, str]]
+
+
+@dataclass(slots=True)
+class _Section:
+    heading_path: tuple[str, ...]
+    anchor: str  # chunk-id fragment, "" for a file without headings
+    first: int  # offset of its first line in the unit text
+    last: int  # offset of the line after it (len(text) + 1 past the last line)
+    body: int  # offset of the line after its heading (setext: after the underline)
+
+
+def markdown_headings(lines: list[str]) -> Iterator[tuple[int, int, str]]:
+    """Yield (0-based line, level, text) of the headings a CommonMark renderer shows.
+
+    ATX and setext headings outside fenced code; the text is as rendered
+    (``mdsyntax.heading_text``: no explicit anchor, markup or escapes).
+    """
+    text = "\n".join(lines)
+    heads = _find_headings(text, _special_lines(text))
+    if text.count("\n") != len(lines) - 1:  # an item holding a newline
+        starts = list(accumulate((len(x) + 1 for x in lines[:-1]), initial=0))
+        return iter((bisect_right(starts, h.where) - 1, h.level, h.text) for h in heads)
+    at = line = 0
+    out: list[tuple[int, int, str]] = []
+    for head in heads:
+        line += text.count("\n", at, head.where)
+        at = head.where
+        out.append((line, head.level, head.text))
+    return iter(out)
+
+
+def _special_lines(text: str) -> _Specials:
+    found = [(m.start() + 1, m[1] or "|") for m in _SPECIAL_AFTER_NL.finditer(text)]
+    head = _SPECIAL.match(text)
+    if head:
+        found.insert(0, (0, head[1] or "|"))
+    return found
+
+
+def _line_reader(text: str) -> Callable[[int], str]:
+    """The line starting at an offset of ``text``."""
+
+    def line_at(pos: int) -> str:
+        end = text.find("\n", pos)
+        return text[pos:end] if end >= 0 else text[pos:]
+
+    return line_at
+
+
+@dataclass(slots=True)
+class _Heading:
+    where: int  # offset of its first line
+    body: int  # offset of the line after it (after a setext underline)
+    level: int
+    text: str  # as rendered
+    anchor: str | None  # an explicit ``{#id}`` / ``{/*id*/}``
+
+
+_FENCE_LINE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
+_CONTAINER = re.compile(
+    r" {0,3}(?:>|[-+*](?:[ \t]|$)|\d{1,9}[.)](?:[ \t]|$)|<[A-Za-z/!?])"
+)
+_INDENTED = re.compile(r" {0,3}\t| {4}")
+_SETEXT = re.compile(r"\n {0,3}(=+|-+)[ \t]*(?=\n|\Z)")
+# A line that cannot continue a paragraph into a setext heading: blank, or a
+# block start (ATX heading, fence, quote, list item, thematic break, HTML tag).
+_NOT_PARAGRAPH = re.compile(
+    r"[ \t]*$| {0,3}(?:#{1,6}(?:[ \t]|$)|`{3,}[^`\n]*$|~~~|>|[-+*](?:[ \t]|$)"
+    r"|\d{1,9}[.)](?:[ \t]|$)|<[A-Za-z/!?]|([-*_])[ \t]*\1[ \t]*\1[-*_ \t]*$)"
+)
+
+
+def _find_headings(text: str, specials: _Specials) -> list[_Heading]:
+    """The ATX and setext headings outside fenced code, in order (CommonMark).
+
+    A fence closes at a line of its character, at least as long as the
+    opener, followed by blanks only; a backtick fence's info string holds no
+    backtick. A setext underline (``===`` or ``---``) makes a heading of the
+    paragraph lines right above it.
+    """
+    line_at = _line_reader(text)
+    out: list[_Heading] = []
+    fences: list[tuple[int, int]] = []
+    fence: tuple[str, int, int] | None = None  # (character, length, start)
+    for where, tag in specials:
+        if tag == "|":
+            continue
+        if tag == "#":
+            if fence is None:
+                found = _heading(line_at(where))
+                if found is not None:
+                    end = text.find("\n", where) + 1 or len(text) + 1
+                    out.append(_Heading(where, end, found[0], *heading_text(found[1])))
+            continue
+        m = _FENCE_LINE.match(line_at(where))
+        if m is None:
+            continue
+        if fence is None:
+            if m[1][0] != "`" or "`" not in m[2]:
+                fence = (m[1][0], len(m[1]), where)
+        elif m[1][0] == fence[0] and len(m[1]) >= fence[1] and not m[2].strip():
+            fences.append((fence[2], where))
+            fence = None
+    if fence is not None:
+        fences.append((fence[2], len(text) + 1))
+    if "\n=" in text or "\n-" in text or "\n " in text:
+        setext = _setext_headings(text, fences, {h.where for h in out})
+        if setext:
+            out = sorted([*out, *setext], key=lambda h: h.where)
+    return out
+
+
+def _lazy_parent(line: str) -> bool:
+    """True when ``line`` opens a quote, list item or HTML block whose
+    paragraph (or HTML) the next lines would continue lazily."""
+    while True:
+        found = _CONTAINER.match(line)
+        if found is None:
+            return False
+        if found[0].lstrip().startswith("<"):
+            return True
+        line = line[found.end() :]
+        if not line.strip() or _NOT_PARAGRAPH.match(line):
+            return False
+        if _CONTAINER.match(line) is None:
+            return True
+
+
+def _setext_headings(
+    text: str, fences: list[tuple[int, int]], atx: set[int]
+) -> list[_Heading]:
+    out: list[_Heading] = []
+    floor = 0  # a paragraph starts after the previous setext heading
+    for m in _SETEXT.finditer(text):
+        under = m.start() + 1
+        if any(a <= under <= b for a, b in fences):
+            continue
+        # Walk up over the paragraph's lines (stop at a blank or block start).
+        first = -1
+        pos = under
+        while pos > floor:
+            start = text.rfind("\n", 0, pos - 1) + 1
+            if (
+                start < floor
+                or start in atx
+                or _NOT_PARAGRAPH.match(text, start, pos - 1)
+            ):
+                if start >= floor and _lazy_parent(text[start : pos - 1]):
+                    first = -1  # a lazy continuation of a quote, list or HTML
+                break
+            if any(a <= start <= b for a, b in fences):
+                break
+            first = start
+            pos = start
+        # A paragraph never starts indented by 4 (that is indented code).
+        while 0 <= first < under and _INDENTED.match(text, first):
+            first = text.find("\n", first) + 1
+        if first < 0 or first >= under or any(h.where <= first < h.body for h in out):
+            continue
+        body = text.find("\n", under) + 1 or len(text) + 1
+        raw = " ".join(text[first : under - 1].split())
+        level = 1 if m[1][0] == "=" else 2
+        out.append(_Heading(first, body, level, *heading_text(raw)))
+        floor = body
+    return out
+
+
+def _heading(line: str) -> tuple[int, str] | None:
+    """(level, text) of an ATX heading line, as _HEADING finds them.
+
+    Without the regex's lazy group: the text is what follows the marks and
+    blanks, less a closing run of blanks, #s and blanks.
+    """
+    if "\n" in line:  # the regex's ``.`` and ``$`` treat a newline specially
+        match = _HEADING.match(line)
+        return (len(match[1]), match[2].strip()) if match else None
+    marks = _HEADING_MARKS.match(line)
+    if marks is None:
+        return None
+    text = line[marks.end() :].rstrip(" \t").rstrip("#").rstrip(" \t")
+    return len(marks[1]), text.strip()
+
+
+def _markdown_sections(text: str, specials: _Specials) -> list[_Section]:
+    sections: list[_Section] = []
+    stack: list[tuple[int, tuple[str, ...], str]] = []  # (level, path, slug path)
+    counts: dict[tuple[str, str], int] = {}
+    used: set[str] = set()
+    current = _Section((), "_preamble", 0, 0, 0)
+    headings = _find_headings(text, specials)
+    for head in headings:
+        current.last = head.where
+        sections.append(current)
+        level = head.level
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        parent = stack[-1][2] if stack else ""
+        # An explicit anchor ({#id}, {/*id*/}) wins over the heading's slug.
+        base = slugify(head.anchor) if head.anchor else slugify(head.text)
+        n = counts.get((parent, base), 0) + 1
+        slug = base if n == 1 else f"{base}-{n}"
+        path = f"{parent}/{slug}" if parent else slug
+        # A literal "A-2" heading must not collide with the second "A" (issue #6):
+        # keep counting until the path is unused.
+        while path in used:
+            n += 1
+            slug = f"{base}-{n}"
+            path = f"{parent}/{slug}" if parent else slug
+        counts[(parent, base)] = n
+        used.add(path)
+        heading_path = (*stack[-1][1], head.text) if stack else (head.text,)
+        stack.append((level, heading_path, path))
+        current = _Section(heading_path, path, head.where, head.where, head.body)
+    current.last = len(text) + 1
+    sections.append(current)
+    if len(sections) == 1:
+        # No headings: plain-text ids (``a.md``, ``a.md~2``) as for a .txt file;
+        # ``#_preamble`` names only text before a first heading (issue #6).
+        current.anchor = ""
+    # A heading directly followed by a sub-heading has no text of its own: it
+    # lives on in its children's heading paths rather than as an empty chunk.
+    kept = [s for s in sections if _has_body(text, s)]
+    if not kept and headings:
+        # A file of headings only is still a document (issue #19): its last
+        # heading's section holds every heading line, so each can be found.
+        last = sections[-1]
+        return [_Section(last.heading_path, last.anchor, 0, len(text) + 1, 0)]
+    return kept
+
+
+def _has_body(text: str, section: _Section) -> bool:
+    start = section.body if section.heading_path else section.first
+    return _NON_BLANK.search(text, start, section.last - 1) is not None
+
+
+def _blocks(
+    text: str, specials: _Specials, where: list[int], first: int, last: int
+) -> list[tuple[int, int]]:
+    """[start, end) of the fences and tables in lines [first, last).
+
+    A fence runs to the next line that starts, after any whitespace, with its
+    marker (or to ``last``); a table is a run of lines starting with ``|``.
+    """
+    out: list[tuple[int, int]] = []
+    k = bisect_left(where, first)  # where[k] is specials[k][0]
+    n = len(specials)
+    nxt = first  # lines before nxt belong to a block already found
+    while k < n:
+        pos, tag = specials[k]
+        k += 1
+        if pos >= last:
+            break
+        if pos < nxt or tag == "#":
+            continue
+        end = last
+        if tag != "|":
+            body = text.find("\n", pos) + 1
+            if 0 < body < last:
+                close = _CLOSER[tag].search(text, body, last - 1)
+                if close is not None:
+                    end = text.find("\n", close.end()) + 1 or len(text) + 1
+        else:
+            run = _TABLE_RUN.match(text, pos, last - 1)
+            if run is not None:
+                end = run.end() + 1
+        out.append((pos, end))
+        nxt = end
+    return out
+
+
+def _split_long_line(line: str, size: int) -> list[str]:
+    """Cut an over-long line near ``size`` at a space when there is one."""
+    parts: list[str] = []
+    while len(line) > size:
+        cut = line.rfind(" ", size // 2, size)
+        if cut <= 0:
+            cut = size
+        parts.append(line[:cut])
+        line = line[cut:]
+    parts.append(line)
+    return parts
+
+
+def _pack(
+    text: str, first: int, last: int, size: int, blocks: list[tuple[int, int]]
+) -> list[tuple[int, int]]:
+    """[start, end) line ranges of about ``size`` characters, never starting blank.
+
+    Greedy: a segment takes lines (or whole blocks) while it stays within
+    ``size`` characters, each line counting its newline, and always takes its
+    first one. The plain line that overflows the segment starting at ``s`` is
+    the one holding offset ``s + size`` (the one after ``s`` when that line
+    alone is longer). A segment ends trimmed of blank lines; a block that
+    alone exceeds the size is cut on lines, keeping blank ones.
+    """
+    out: list[tuple[int, int]] = []
+    past = len(text) + 1
+    start = -1  # first line of the open segment, -1 when none is open
+    pos = first  # next line to pack
+    for b_start, b_end in (*blocks, (last, last)):
+        while pos < b_start:  # plain lines [pos, b_start)
+            if start < 0:
+                blank = _BLANK_LINES.match(text, pos, b_start)
+                start = blank.end() if blank else pos  # it always matches
+                if start >= b_start or not _HAS_TEXT.match(text, start):
+                    start = -1
+                    break
+                pos = text.find("\n", start) + 1 or past
+                continue
+            cut = _overflow(text, start, size, past)
+            if cut >= b_start:
+                break
+            out.append((start, _trim_end(text, start, cut, past)))
+            start = cut if _HAS_TEXT.match(text, cut) else -1
+            pos = text.find("\n", cut) + 1 or past
+        if b_start == last:
+            break
+        if start < 0:
+            start = b_start
+        elif b_end - start > size:
+            out.append((start, _trim_end(text, start, b_start, past)))
+            start = b_start
+        if b_end - b_start > size:
+            # A block that alone exceeds the size: split inside it on lines.
+            while (cut := _overflow(text, start, size, past)) < b_end:
+                out.append((start, cut))
+                start = cut
+        pos = b_end
+    if start >= 0:
+        out.append((start, _trim_end(text, start, last, past)))
+    return out
+
+
+def _overflow(text: str, start: int, size: int, past: int) -> int:
+    """The first line after ``start`` that ends past offset ``start + size``."""
+    if start + size >= past:
+        return past  # every line ends by then
+    end = text.rfind("\n", start, start + size)
+    if end < 0:
+        end = text.find("\n", start)
+    return end + 1 or past
+
+
+def _trim_end(text: str, start: int, end: int, past: int) -> int:
+    """``end`` moved back over blank lines, keeping the line at ``start``."""
+    kept = len(text[start : end - 1].rstrip())
+    return text.find("\n", start + kept) + 1 or past
+
+
+def _unit_anchor(unit: Unit) -> str | None:
+    if unit.page is not None:
+        return f"p{unit.page}"
+    if unit.slide is not None:
+        return f"slide-{unit.slide}"
+    if unit.sheet is not None:
+        return f"sheet-{slugify(unit.sheet)}"
+    return None
+
+
+def segment_document(
+    extracted: Extracted, rel_path: str, size: int = 400
+) -> tuple[str, list[Segment]]:
+    """Segment every unit of a document.
+
+    Args:
+        extracted: the extractor's output.
+        rel_path: path relative to its root, the stem of every chunk id.
+        size: target segment length in characters.
+
+    Returns:
+        The document text (units joined by newlines, the text that is stored)
+        and its segments in order, with character offsets into that text.
+    """
+    segments: list[Segment] = []
+    offset = 0
+    texts: list[str] = []
+    used_anchors: set[str] = set()
+    for unit in extracted.units:
+        text = unit.text
+        specials = _special_lines(text)
+        where = [pos for pos, _ in specials]
+        anchor = _unit_anchor(unit)
+        if anchor is not None:
+            # Two sheets whose names slugify alike get -2, -3 (ids stay unique).
+            k = 1
+            while (anchor if k == 1 else f"{anchor}-{k}") in used_anchors:
+                k += 1
+            anchor = anchor if k == 1 else f"{anchor}-{k}"
+            used_anchors.add(anchor)
+        if unit.markdown:
+            sections = _markdown_sections(text, specials)
+        else:
+            sections = [_Section((), "", 0, len(text) + 1, 0)]
+        page, slide, sheet, cells = unit.page, unit.slide, unit.sheet, unit.line_cells
+        at = line = 0  # a line start and its 0-based number
+        first_of_unit = len(segments)
+        for section in sections:
+            base = section.anchor if anchor is None else _join(anchor, section.anchor)
+            path = section.heading_path
+            blocks = _blocks(text, specials, where, section.first, section.last)
+            part = 0
+            for lo, end in _pack(text, section.first, section.last, size, blocks):
+                a = line + text.count("\n", at, lo)
+                hi = end - 1  # lines [lo, end) are text[lo:hi]
+                b = a + 1 + text.count("\n", lo, hi)
+                at, line = end, b
+                if b - a == 1 and hi - lo > size * 2:
+                    spans = _split_spans(text[lo:hi], lo, size)
+                else:
+                    spans = [(lo, hi)]
+                for p, q in spans:
+                    part += 1
+                    segments.append(
+                        Segment(
+                            len(segments),
+                            text[p:q],
+                            a + 1,
+                            b,
+                            path,
+                            chunk_id(rel_path, base, part),
+                            page,
+                            slide,
+                            sheet,
+                            cells[a:b] if cells is not None else None,
+                            offset + p,
+                            offset + q,
+                            base,
+                            part,
+                        )
+                    )
+        # Line numbers are per unit: chunks join only within their unit.
+        segments[first_of_unit:] = _merge_wordless(
+            segments[first_of_unit:], text, offset
+        )
+        texts.append(text)
+        offset += len(text) + len(UNIT_SEPARATOR)
+    body = UNIT_SEPARATOR.join(texts)
+    for i, seg in enumerate(segments):
+        seg.ordinal = i
+    if not segments and ((extracted.title or "").strip() or extracted.meta):
+        # A file of front matter only (or of components only, ``<ThemePage />``)
+        # is still found by its title and name (issue #19): one empty chunk,
+        # whose FTS title column holds both.
+        segments = [Segment(0, "", 1, 1, (), rel_path, char_start=0, char_end=0)]
+    return body, _finish_ids(segments, rel_path)
+
+
+_WORD = re.compile(r"[^\W_]")
+_ATX_OR_FENCE_LINE = re.compile(
+    r"^ {0,3}(?:#{1,6}(?:[ \t][^\n]*)?|```[^\n]*|~~~[^\n]*)$", re.M
+)
+
+
+_WORDS = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]|[^\W_]+")
+MIN_PIECE_WORDS = 3  # a section's later piece with fewer words joins the one before
+
+
+def _few_words(seg: Segment) -> bool:
+    """True when a chunk has no word outside its heading and fence lines, or
+    is a later piece of its section with fewer than MIN_PIECE_WORDS words
+    (the tail ``</template>`` of a split code block)."""
+    text = seg.text
+    if _WORD.search(text) is None:
+        return True
+    if seg.part > 1 and (
+        sum(1 for _ in islice(_WORDS.finditer(text, 0, 200), MIN_PIECE_WORDS))
+        < MIN_PIECE_WORDS
+    ):
+        return True
+    # Every word on a heading or fence line? Line by line from each word found:
+    # the first prose line answers (an ``_ATX_OR_FENCE_LINE.sub`` over every
+    # chunk's text cost ~1 CPU-s of a corpus scan, issue #22).
+    at = 0
+    while (word := _WORD.search(text, at)) is not None:
+        start = text.rfind("\n", 0, word.start()) + 1
+        end = text.find("\n", word.start())
+        end = len(text) if end < 0 else end
+        if _ATX_OR_FENCE_LINE.match(text, start) is None:
+            return False
+        at = end
+    return True
+
+
+def _merge_wordless(segments: list[Segment], text: str, offset: int) -> list[Segment]:
+    """Join each chunk with no word of its own (beyond a heading) to its neighbour.
+
+    A fence-only, ``}``-only or table-rule-only chunk ranked high on its
+    heading and showed a snippet of punctuation (issue #19). It joins the
+    chunk before it in its unit (else the one after); sheets, whose lines map
+    to cells, are left alone. ``text`` is the unit's text, at ``offset`` in the
+    document.
+    """
+    if len(segments) < 2 or not any(_few_words(s) for s in segments):
+        return segments
+    out: list[Segment] = []
+    pending: Segment | None = None  # a small chunk waiting for the next one
+    for i, seg in enumerate(segments):
+        if seg.line_cells is not None:
+            out.append(seg)
+            continue
+        if pending is not None:
+            # A heading whose text was split off (a big table or fence follows)
+            # keeps its id: the chunk opens with the heading.
+            keep = pending if pending.anchor == seg.anchor else seg
+            seg = _joined(pending, seg, text, offset, keep=keep)
+            pending = None
+        nxt = segments[i + 1] if i + 1 < len(segments) else None
+        if not _few_words(seg):
+            out.append(seg)
+        elif seg.part == 1 and nxt is not None and nxt.anchor == seg.anchor:
+            pending = seg  # a section's heading joins its own text
+        elif out and out[-1].line_cells is None:
+            out[-1] = _joined(out[-1], seg, text, offset, keep=out[-1])
+        else:
+            pending = seg
+    if pending is not None:
+        out.append(pending)
+    return out
+
+
+def _joined(a: Segment, b: Segment, text: str, offset: int, keep: Segment) -> Segment:
+    """``a`` and ``b`` (consecutive, one unit) as one chunk named like ``keep``."""
+    return Segment(
+        keep.ordinal, text[a.char_start - offset : b.char_end - offset],
+        a.start_line, b.end_line,
+        keep.heading_path, keep.chunk_id, a.page, a.slide, a.sheet, None,
+        a.char_start, b.char_end, keep.anchor, keep.part,
+    )  # fmt: skip
+
+
+def _split_spans(line: str, at: int, size: int) -> list[tuple[int, int]]:
+    """Offsets of the pieces _split_long_line cuts ``line`` (at offset ``at``) into."""
+    spans: list[tuple[int, int]] = []
+    for piece in _split_long_line(line, size):
+        spans.append((at, at + len(piece)))
+        at += len(piece)
+    return spans
+
+
+def _join(anchor: str, section_anchor: str) -> str:
+    if not section_anchor or section_anchor == "_preamble":
+        return anchor
+    return f"{anchor}/{section_anchor}"
+
+
+def _finish_ids(segments: list[Segment], rel_path: str) -> list[Segment]:
+    """A file that is one chunk is just ``rel_path``; ids are made unique."""
+    import dataclasses
+
+    if len(segments) == 1 and segments[0].chunk_id in (
+        f"{rel_path}#_preamble",
+        rel_path,
+    ):
+        return [dataclasses.replace(segments[0], chunk_id=rel_path)]
+    used = {seg.chunk_id for seg in segments}
+    if len(used) == len(segments):
+        return segments  # already unique: the usual case
+    seen: dict[str, int] = {}
+    out: list[Segment] = []
+    for seg in segments:
+        cid = seg.chunk_id
+        if cid in seen:
+            # Safety net only (headings and unit anchors are already unique):
+            # never hand out an id another segment already has.
+            n = seen[cid] + 1
+            while f"{cid}~{n}" in used:
+                n += 1
+            seen[cid] = n
+            cid = f"{cid}~{n}"
+            used.add(cid)
+            seg = dataclasses.replace(seg, chunk_id=cid)
+        seen.setdefault(cid, 1)
+        out.append(seg)
+    return out

@@ -1,0 +1,537 @@
+"""Keep an index current from file-system events (issue #5).
+
+Two layers. :class:`Coalescer` is pure: it takes raw events with their time,
+filters them through an ``accept`` predicate (the walk's exclude rules, see
+:class:`PathFilter`), coalesces them per path and hands out batches of paths
+once the debounce window has passed; it never reads the clock or the disk.
+:func:`watch` is the adapter: a watchdog observer feeds a queue, the calling
+thread drains it into the coalescer and applies each batch with the ordinary
+incremental :func:`docindex.indexer.scan` limited to the batch's paths (a path
+that no longer exists removes what was indexed under it). Each batch is one
+short transaction, so readers (WAL) and other writers (busy timeout) go on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import queue
+import stat
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from docindex.config import Config
+from docindex.errors import DocindexError, IndexBusyError
+from docindex.ingest._debounce import Batch, Coalescer, RawEvent, is_under
+from docindex.ingest.walker import UNSUPPORTED_SUFFIXES, PathRules
+from docindex.store import Store
+
+__all__ = [
+    "Batch",
+    "BatchReport",
+    "Coalescer",
+    "PathFilter",
+    "RawEvent",
+    "own_files",
+    "watch",
+]
+
+RULES_FILE = ".gitignore"
+HEALTH_INTERVAL_S = 2.0  # how often to check the observer and vanished roots
+BUSY_RETRY_S = 1.0
+# Vanishing files during a walk are races the next event fixes, not errors.
+_RACES = (
+    "file vanished during the walk", "file vanished before it was read", "does not exist",
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class BatchReport:
+    """What one applied batch changed, as printed by ``docindex watch --json``."""
+
+    kind: str  # "catch-up", "changes" or "fallback"
+    paths: int
+    added: int
+    updated: int
+    removed: int
+    errors: list[dict[str, str]] = field(default_factory=list)
+    took_ms: float = 0.0
+    fallback: str | None = None
+
+
+class PathFilter:
+    """The walk's rules for one event path: hidden, default/user excludes, .gitignore.
+
+    Also drops the index's own files (the database and its -wal/-shm/-journal,
+    ``.docindex/``), so writing the index never triggers a rescan of it.
+    """
+
+    def __init__(
+        self, roots: Sequence[str], cfg: Config, own: Iterable[str] = ()
+    ) -> None:
+        self.roots = sorted(roots, key=len, reverse=True)
+        self.cfg = cfg
+        self.own = frozenset(own)
+        self._rules: dict[str, PathRules] = {}
+
+    def root_of(self, path: str) -> str | None:
+        """The (innermost) root containing ``path``."""
+        for root in self.roots:
+            if path == root or is_under(path, root):
+                return root
+        return None
+
+    def invalidate(self) -> None:
+        """Forget cached .gitignore rules (one changed)."""
+        self._rules.clear()
+
+    def accept(self, path: str, is_dir: bool) -> bool:
+        """True when the walk could index ``path`` (or something under it)."""
+        root = self.root_of(path)
+        if root is None or path == root or path in self.own:
+            return False
+        if any(is_under(path, own) for own in self.own):
+            return False
+        rel = Path(path).relative_to(root).as_posix()
+        parts = rel.split("/")
+        if not self.cfg.hidden and any(p.startswith(".") for p in parts):
+            return False
+        if (
+            not is_dir
+            and os.path.splitext(parts[-1])[1].lower() in UNSUPPORTED_SUFFIXES
+        ):
+            return False
+        rules = self._rules.get(root)
+        if rules is None:
+            rules = PathRules(
+                Path(root), self.cfg.exclude, use_gitignore=self.cfg.use_gitignore
+            )
+            self._rules[root] = rules
+        if rules.matched(rel, is_dir):
+            # An excluded folder may still hold a file an --exclude negation
+            # re-includes; the walk of its scope decides.
+            return is_dir and rules.may_reinclude
+        return True
+
+
+def own_files(db: Path) -> list[str]:
+    """The index's own paths: the database, its side files, a ``.docindex`` folder."""
+    base = str(db)
+    out = [base + s for s in ("", "-wal", "-shm", "-journal")]
+    out += [base + ".rebuild" + s for s in ("", "-wal", "-shm", "-journal")]
+    out.append(base + ".sock")  # the watcher's server (docindex.server)
+    if db.parent.name == ".docindex":
+        out.append(str(db.parent))
+    return out
+
+
+# -- the adapter ----------------------------------------------------------------
+
+_STOP = object()
+_KINDS = {"created", "modified", "deleted", "moved", "closed", "attrib"}
+
+
+class _Sink:
+    """watchdog handler: turn events into RawEvents on our queue (observer thread)."""
+
+    def __init__(self, q: queue.SimpleQueue[Any], clock: Callable[[], float]) -> None:
+        self.q = q
+        self.clock = clock
+
+    def dispatch(self, event: Any) -> None:
+        if event.event_type not in _KINDS:
+            return
+        self.q.put(RawEvent(event.event_type, os.fsdecode(event.src_path),
+                            os.fsdecode(event.dest_path or ""), event.is_directory,
+                            self.clock()))  # fmt: skip
+
+
+class _LogTap(logging.Handler):
+    """watchdog reports a kernel queue overflow and its own errors only by logging."""
+
+    def __init__(self, q: queue.SimpleQueue[Any]) -> None:
+        super().__init__(logging.WARNING)
+        self.q = q
+
+    def emit(self, record: logging.LogRecord) -> None:
+        msg = record.getMessage()
+        if "overflow" in msg.lower():
+            self.q.put(("fallback", None, "event queue overflow"))
+        elif record.levelno >= logging.ERROR:
+            self.q.put(("fallback", None, f"observer error: {msg}"))
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    """(device, inode) of a directory, or None if it is not one now."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
+
+
+class _Observer:
+    """One watchdog observer over the roots, re-armed when a root comes back."""
+
+    def __init__(self, roots: Sequence[str], sink: _Sink) -> None:
+        self.roots = list(roots)
+        self.sink = sink
+        self.observer: Any = None
+        self.watches: dict[str, Any] = {}
+        self.lost: set[str] = set()
+        self.idents: dict[str, tuple[int, int]] = {}
+        self.rearm: set[str] = set()
+        self.polling = False
+
+    def start(self) -> list[tuple[str, str]]:
+        from watchdog.observers import Observer
+
+        self.observer = Observer()
+        try:
+            for root in self.roots:
+                self._schedule(root)
+            self.observer.start()
+        except OSError as exc:  # e.g. the inotify watch limit
+            with contextlib.suppress(Exception):
+                self.observer.stop()
+            from watchdog.observers.polling import PollingObserver
+
+            self.polling = True
+            self.observer = PollingObserver(timeout=2.0)
+            for root in self.roots:
+                self._schedule(root)
+            self.observer.start()
+            return [
+                (r, f"native events unavailable ({exc}); polling") for r in self.roots
+            ]
+        return []
+
+    def _schedule(self, root: str) -> None:
+        ident = _identity(root)
+        if ident is None:
+            self.lost.add(root)
+            return
+        self.watches[root] = self.observer.schedule(self.sink, root, recursive=True)
+        self.idents[root] = ident
+        self.lost.discard(root)
+
+    def check(self) -> list[tuple[str, str]]:
+        """(root, reason) pairs to rescan: the observer died, or a root came back."""
+        if self.observer is None:
+            return []
+        if not self.observer.is_alive():
+            self.stop()
+            restarted = [(r, "observer stopped; restarted") for r in self.roots]
+            return restarted + self.start()
+        alive = {e.watch.path for e in self.observer.emitters if e.is_alive()}
+        out = []
+        for root in self.roots:
+            ident = _identity(root)
+            if ident is None:
+                self.lost.add(root)
+                continue
+            # A root moved away and recreated is another directory: the old
+            # watch follows the old inode, so compare identities too.
+            replaced = self.idents.get(root) not in (None, ident)
+            if root in alive and root not in self.lost and not replaced:
+                continue
+            was_lost = root in self.lost or replaced
+            watch = self.watches.pop(root, None)
+            if watch is not None:
+                with contextlib.suppress(Exception):
+                    self.observer.unschedule(watch)
+            try:
+                self._schedule(root)
+            except OSError as exc:
+                out.append((root, f"cannot watch root: {exc}"))
+                continue
+            out.append((root, "root was deleted and recreated" if was_lost
+                        else "watch on the root stopped; re-armed"))  # fmt: skip
+        return out
+
+    def rebuild(self, root: str) -> None:
+        """Drop and re-add the watches on ``root`` (fresh path bookkeeping)."""
+        self.rearm.discard(root)
+        if self.observer is None:
+            return
+        watch = self.watches.pop(root, None)
+        if watch is not None:
+            with contextlib.suppress(Exception):
+                self.observer.unschedule(watch)
+        with contextlib.suppress(OSError):
+            self._schedule(root)
+
+    def stop(self) -> None:
+        if self.observer is not None:
+            with contextlib.suppress(Exception):
+                self.observer.stop()
+                self.observer.join(timeout=5)
+        self.observer = None
+        self.watches = {}
+
+
+def watch(
+    open_store: Callable[[], Store], cfg: Config, *, debounce_ms: int = 300,
+    on_batch: Callable[[BatchReport], None], stop_event: threading.Event,
+    on_notice: Callable[[str], None] | None = None, max_batch: int = 256,
+) -> None:  # fmt: skip
+    """Catch up with an incremental scan, then apply file-system changes until stopped.
+
+    Args:
+        open_store: opens the index (called once, in this thread).
+        cfg: settings; ``cfg.roots`` are the (absolute) roots to watch.
+        debounce_ms: quiet time before a batch of changes is applied.
+        on_batch: called with a BatchReport after each applied batch.
+        stop_event: set it to stop; pending changes are applied first. It is
+            set when this function returns.
+        on_notice: called with warnings (busy index, fallbacks, dropped work).
+        max_batch: most paths per transaction.
+
+    Raises:
+        DocindexError: the index cannot be opened or its settings differ.
+    """
+    notice = on_notice or (lambda msg: None)
+    roots = [str(Path(r)) for r in cfg.roots]
+    if not roots:
+        raise DocindexError("no roots to watch; pass --root DIR")
+    q: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    clock = time.monotonic
+    obs = _Observer(roots, _Sink(q, clock))
+    tap = _LogTap(q)
+    wd_log = logging.getLogger("watchdog")
+    store = open_store()
+    wd_log.addHandler(tap)
+
+    def _wake_on_stop() -> None:
+        stop_event.wait()
+        q.put(_STOP)
+
+    threading.Thread(
+        target=_wake_on_stop, daemon=True, name="docindex-watch-stop"
+    ).start()
+    # watchdog warns from its own thread when a moved folder's watch is added
+    # again; harmless, and it would be noise on stderr (an error under pytest).
+    warnings.filterwarnings("ignore", "Callback with id", RuntimeWarning, "watchdog")
+    try:
+        own = own_files(store.path) + own_files(store.path.resolve())
+        filt = PathFilter(roots, cfg, own)
+        co = Coalescer(
+            debounce_ms / 1000, max_batch=max_batch, accept=filt.accept, roots=roots
+        )
+        # Observe first, then catch up: a change during the scan is applied after it.
+        for root, reason in obs.start():
+            notice(f"{root}: {reason}")
+        done = _apply_retrying(store, cfg, Batch(()), "catch-up", stop_event, notice)
+        if done is not None:
+            on_batch(done[0])
+            if done[1]:
+                co.add_fallback(None, "files changed during the catch-up scan", clock())
+        _loop(store, cfg, q, co, filt, obs, clock, stop_event, on_batch, notice)
+    finally:
+        stop_event.set()
+        wd_log.removeHandler(tap)
+        obs.stop()
+        store.checkpoint()
+        store.close()
+
+
+def _loop(
+    store: Store, cfg: Config, q: queue.SimpleQueue[Any], co: Coalescer,
+    filt: PathFilter, obs: _Observer, clock: Callable[[], float],
+    stop_event: threading.Event, on_batch: Callable[[BatchReport], None],
+    notice: Callable[[str], None],
+) -> None:  # fmt: skip
+    next_health = clock() + HEALTH_INTERVAL_S
+    stopping = False
+    while not stopping:
+        deadline = co.next_deadline()
+        wake = next_health if deadline is None else min(deadline, next_health)
+        items = []
+        try:
+            items.append(q.get(timeout=max(0.0, wake - clock())))
+            while True:
+                items.append(q.get_nowait())
+        except queue.Empty:
+            pass
+        for item in items:
+            if item is _STOP:
+                stopping = True
+            else:
+                _feed(item, co, filt, obs, clock(), notice)
+        now = clock()
+        if now >= next_health:
+            for root, reason in obs.check():
+                co.add_fallback(root, reason, now)
+            next_health = now + HEALTH_INTERVAL_S
+        batches = co.flush() if stopping else []
+        batch = None if stopping else co.due(now)
+        while batch is not None or batches:
+            if batch is None:
+                batch = batches.pop(0)
+            if batch.maybe:
+                batch = Batch(batch.paths + _known(store, filt, batch.maybe))
+                if not batch.paths:
+                    batch = None if stopping else co.due(clock())
+                    continue
+            kind = "fallback" if batch.fallback else "changes"
+            if batch.fallback and batch.paths[0] in obs.rearm:
+                obs.rebuild(batch.paths[0])  # before the scan, so nothing slips by
+            try:
+                report, raced = _apply(store, cfg, batch, kind)
+            except IndexBusyError:
+                if stopping:
+                    dropped = len(batch.paths) + sum(len(b.paths) for b in batches)
+                    notice(f"index is busy; dropped {dropped} pending path(s)")
+                    return
+                else:
+                    notice(
+                        f"index is busy; retrying {len(batch.paths)} path(s) shortly"
+                    )
+                    co.defer(batch, clock() + BUSY_RETRY_S)
+                batch = None
+                continue
+            except DocindexError as exc:
+                report, raced = BatchReport(kind, len(batch.paths), 0, 0, 0,
+                                            [{"path": "", "reason": "error",
+                                              "message": str(exc)}]), False  # fmt: skip
+            on_batch(report)
+            if raced and not stopping:
+                # Its removals were not pruned: go over these paths again.
+                co.defer(batch, clock() + co.debounce_s)
+            elif raced:
+                notice(f"files kept changing; {len(batch.paths)} path(s) may be stale "
+                       "until the next start")  # fmt: skip
+            batch = None if stopping else co.due(clock())
+            if batch is not None:
+                # Leave a gap between back-to-back burst transactions so another
+                # writer waiting on the lock (a `docindex scan`) gets its turn.
+                time.sleep(0.02)
+
+
+def _feed(
+    item: Any,
+    co: Coalescer,
+    filt: PathFilter,
+    obs: _Observer,
+    now: float,
+    notice: Callable[[str], None],
+) -> None:
+    if isinstance(item, tuple):  # ("fallback", root or None, reason)
+        co.add_fallback(item[1], item[2], now)
+        return
+    ev: RawEvent = item
+    if ev.src in filt.roots and ev.kind in ("deleted", "moved"):
+        # Like a scan, keep what a vanished root held (an unmounted disk is
+        # not an empty one); the health check re-arms it when it comes back.
+        obs.lost.add(ev.src)
+        notice(f"root {ev.src} disappeared; its documents are kept until it returns")
+        return
+    if ev.kind == "moved" and ev.is_directory:
+        # watchdog's inotify backend can lose track of paths below a moved
+        # folder (the soak test saw later events under wrong paths), so its
+        # watches are rebuilt and the root rescanned incrementally (stat only
+        # for unchanged files) instead of trusting the events that follow.
+        for path in (ev.src, ev.dest):
+            root = filt.root_of(path) if path and filt.accept(path, True) else None
+            if root is not None:
+                obs.rearm.add(root)
+                co.add_fallback(root, "folder moved; watches rebuilt", now)
+    for path in (ev.src, ev.dest):
+        if path and os.path.basename(path) == RULES_FILE and filt.cfg.use_gitignore:
+            # New rules: what they now exclude or include is decided by a scan
+            # of the folder they govern.
+            filt.invalidate()
+            folder = os.path.dirname(path)
+            if folder in filt.roots:
+                co.add_fallback(folder, ".gitignore changed", now)
+            else:
+                co.add(RawEvent("rescan", folder, is_directory=True, time=now))
+    co.add(ev)
+
+
+def _known(store: Store, filt: PathFilter, paths: Sequence[str]) -> tuple[str, ...]:
+    """The paths the index holds a document at (or under, for a folder)."""
+    by_root: dict[str, list[str]] = {}
+    for path in paths:
+        root = filt.root_of(path)
+        if root is not None:
+            by_root.setdefault(root, []).append(path)
+    ids = {path: rid for rid, path in store.roots().items()}
+    out: list[str] = []
+    for root, group in by_root.items():
+        if root not in ids:
+            continue
+        known = set(store.fingerprints(ids[root]))
+        folders = {
+            rel.rsplit("/", i)[0] for rel in known for i in range(1, rel.count("/") + 1)
+        }
+        for path in group:
+            rel = Path(path).relative_to(root).as_posix()
+            if rel in known or rel in folders:
+                out.append(path)
+    return tuple(out)
+
+
+def _apply_retrying(
+    store: Store, cfg: Config, batch: Batch, kind: str, stop_event: threading.Event,
+    notice: Callable[[str], None],
+) -> tuple[BatchReport, bool] | None:  # fmt: skip
+    # A catch-up scan can be long: a signal stops it between files (#17).
+    stop = stop_event.is_set if kind == "catch-up" else None
+    while True:
+        try:
+            return _apply(store, cfg, batch, kind, stop)
+        except IndexBusyError:
+            notice("index is busy (another docindex is writing); retrying")
+            if stop_event.wait(BUSY_RETRY_S):
+                return None
+
+
+def _apply(
+    store: Store, cfg: Config, batch: Batch, kind: str,
+    stop: Callable[[], bool] | None = None,
+) -> tuple[BatchReport, bool]:  # fmt: skip
+    """Apply one batch; the flag says the tree kept moving under every attempt."""
+    from docindex.ingest.indexer import scan
+
+    if kind == "changes" and cfg.workers != 1:
+        # A process pool costs more to start than a few hundred changed files
+        # take to prepare here; catch-up and fallback scans keep it.
+        cfg = cfg.replace(workers=1)
+    started = time.perf_counter()
+    added = updated = removed = 0
+    raced = False
+    for _attempt in range(3):
+        result = scan(store, cfg, scopes=[Path(p) for p in batch.paths], stop=stop)
+        added, updated = added + result.indexed, updated + result.updated
+        if result.interrupted:
+            break
+        removed += result.removed
+        errors = [e for e in result.errors if not _raced(e)]
+        # A folder that vanished during the walk makes the scan skip pruning
+        # (it cannot tell it from an unreadable folder), so go over the batch
+        # again while the tree still moves under us.
+        raced = any(_blocks_prune(e) and not os.path.lexists(e["path"])
+                    for e in result.errors)  # fmt: skip
+        if not raced:
+            break
+    took = round((time.perf_counter() - started) * 1000, 1)
+    report = BatchReport(kind, len(batch.paths), added, updated, removed, errors, took,
+                         batch.fallback)  # fmt: skip
+    return report, raced
+
+
+def _blocks_prune(error: dict[str, str]) -> bool:
+    """The errors on which ``indexer.scan`` skips removing unseen documents."""
+    return error.get("reason") == "error" and "directory" in error.get("message", "")
+
+
+def _raced(error: dict[str, str]) -> bool:
+    """An error caused by a path vanishing mid-walk (its own event follows)."""
+    return error.get("message") in _RACES or not os.path.lexists(error.get("path", ""))

@@ -1,0 +1,486 @@
+"""Keyword (FTS5 bm25), vector (numpy cosine) and weighted fusion -> Hits.
+
+Scores (issue #3) lie in [0, 1] and mean the same thing in every mode. Each
+list's raw score is divided by that list's best raw score (bm25 for lexical,
+cosine for semantic), so every list's top hit has 1.0; ``auto`` mode fuses the
+two by a weighted mean of these normalised scores::
+
+    score(d) = (lexical(d) / max lexical + w * semantic(d) / max semantic) / (1 + w)
+
+with ``w = cfg.semantic_weight`` (0.5) and a missing list counting 0. A hit
+that both lists rank first scores 1.0; a single-mode query's best hit scores
+1.0 too, so ``--min-score`` is "share of the best possible score" everywhere.
+Weighted Reciprocal Rank Fusion (``rrf``, ``k = cfg.rrf_k``) is the other
+fusion (``fusion = "rrf"``); on the evaluation sets it ranked worse than the
+score fusion because the n-gram list is weaker than bm25 (see bench/eval.py).
+Both live in ``fusion.py``; the cosine side in ``semantic.py``.
+
+Documents (issue #21): every document is also one row of ``doc_fts`` (title
+with file name, headings, body; pre-tokenised like segments). In ``auto`` and
+``lexical`` mode a query first ranks documents by FTS5's
+``bm25(doc_fts, *FIELD_WEIGHTS)`` (BM25F-like: a field weight per column,
+``k1 = 1.2``, ``b = 0.75``), keeps the ``max(DOC_POOL, 2 x (top + offset))``
+best, and computes the segments' bm25 for those documents' segments alone
+(``docstage.document_stage``): FTS5 spends most of a broad query on per-row bm25, so
+this costs less than ranking every matching segment. Each document's
+semantic score is its best segment cosine; the two are fused as above and
+divided by the best document's score. In ``auto`` mode an RM3-style pass
+(``docstage``'s feedback) adds FEEDBACK_TERMS terms from the FEEDBACK_DOCS best
+documents' stored salient terms (``documents.terms``, written at index
+time: nothing is tokenised per query), the user's terms keeping
+FEEDBACK_ORIGINAL of the weight.
+
+``--files`` ranks these documents (``rank_documents``). The default chunk
+list (``rank_chunks``) gives each chunk CHUNK_DOC_WEIGHT of its document's
+score, the rest its own fused score, so it ranks documents nearly as well
+as ``--files`` without collapsing to one chunk per document.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+from docindex.config import Config
+from docindex.models import FoldedHit, Hit
+from docindex.models import QueryOptions as QueryOptions  # re-exported: the old home
+from docindex.models import QueryResult as QueryResult
+from docindex.search.docstage import (
+    DOC_POOL,
+    Docs,
+    document_stage,
+    rank_chunks,
+    rank_documents,
+)
+from docindex.search.fusion import fuse
+from docindex.search.fusion import (
+    fuse_scores as fuse_scores,  # re-exported: the old home
+)
+from docindex.search.fusion import rrf as rrf
+from docindex.search.query import (
+    NO_WORDS,
+    ParsedQuery,
+    normalized_words,
+    parse_query,
+    phrase_pattern,
+)
+from docindex.search.semantic import (
+    language_gate,
+    ngram_fallback,
+    provider_degraded,
+    semantic_ranking,
+)
+from docindex.search.snippet import best_line, make_snippet, match_spans, open_fence
+from docindex.store import DocFilter, Index, SegmentRow
+
+MODES = ("auto", "lexical", "semantic")
+ALL_VECTORS_MAX = 50_000  # --mode semantic scores every vector up to this many
+SEMANTIC_POOL = 2000  # lexical candidates --mode semantic scores past that
+MAX_TOP = 1000
+FOLD_SHOWN = 5  # folded hits a shown hit lists (all are counted in folded_count)
+
+
+def quote_fts(term: str) -> str:
+    """Quote one term for FTS5 MATCH: user text never reaches FTS5 as syntax.
+
+    NUL characters are dropped: FTS5 reads a quoted string up to the first NUL
+    and reports "unterminated string" (issue #8).
+    """
+    return '"' + term.replace("\x00", "").replace('"', '""') + '"'
+
+
+def _doc_filter(opts: QueryOptions) -> DocFilter:
+    """--type, --path and --where as the storage's document filter (pushed down)."""
+    return DocFilter(kinds=opts.types, path=opts.path_glob, facets=opts.where)
+
+
+def _best_per_document(
+    store: Index, ranked: list[tuple[int, float]], want: int
+) -> tuple[list[tuple[int, float]], dict[int, SegmentRow]]:
+    """Keep each document's best segment (``ranked`` is best first).
+
+    ``total`` is then exact when every candidate was looked at, else a lower
+    bound (the scan stops once a page's worth of documents is found).
+    """
+    rows: dict[int, SegmentRow] = {}
+    per_doc: list[tuple[int, float]] = []
+    seen: set[int] = set()
+    step = max(64, want * 4)
+    for start in range(0, len(ranked), step):
+        chunk = ranked[start : start + step]
+        got = store.segments_by_id([sid for sid, _ in chunk])
+        for sid, score in chunk:
+            row = got.get(sid)
+            if row is None or row.doc_id in seen:
+                continue
+            seen.add(row.doc_id)
+            rows[sid] = row
+            per_doc.append((sid, score))
+        if len(per_doc) > want:
+            break
+    return per_doc, rows
+
+
+def parse(text: str, cfg: Config) -> ParsedQuery:
+    """``text`` parsed for an index built with ``cfg`` (the edge calls this once).
+
+    Raises:
+        BadInputError: ``text`` is past the query limit (checked before parsing).
+    """
+    from docindex.models.limits import MAX_QUERY_CHARS, check_length
+
+    check_length("query", text, MAX_QUERY_CHARS)  # issue #17: bounded memory
+    return parse_query(_utf8(text), cjk_ngram=cfg.cjk_ngram, use_stem=cfg.stem)
+
+
+def search(
+    store: Index, query: str | ParsedQuery, cfg: Config, opts: QueryOptions, *,
+    hint: bool = True,
+) -> QueryResult:  # fmt: skip
+    """Run one query against an open index.
+
+    Args:
+        store: the index.
+        query: the parsed query (``parse``), or its text to parse here; the
+            query language (phrases, ``+``, ``-``) is in ``docindex.query``.
+            User text never reaches FTS5 as syntax.
+        cfg: settings (ranking weights, tokenizer, embedder).
+        opts: per-query options.
+        hint: explain an empty first page in ``result.hint`` (issue #6).
+
+    Returns:
+        A QueryResult with hits best first.
+
+    Raises:
+        BadInputError: the text or an option breaks a limit (``limits.py``).
+    """
+    from docindex.models.limits import check_query
+
+    typed = query.text if isinstance(query, ParsedQuery) else query
+    check_query(typed, opts)  # before anything scales with the input (issue #17)
+    started = time.perf_counter()
+    parsed = query if isinstance(query, ParsedQuery) else parse(query, cfg)
+    opts = _utf8_options(opts)
+    result = QueryResult(query=parsed.text, mode=opts.mode)
+    qterms = list(parsed.tokens)
+    if not parsed.searchable or not qterms:
+        # Stopwords only ("the") matched everything at 1.0 (issue #19).
+        result.hint = {
+            "unmatched_words": [], "filtered_out": False, "would_match": {},
+            "suggestion": f"{NO_WORDS}: "
+            + (
+                "add a word to look for (-word only excludes)"
+                if parsed.excluded and not parsed.positive_text.strip()
+                else "add a word that is not a stopword"
+            ),
+        }  # fmt: skip
+        result.took_ms = _ms(started)
+        return result
+    lists, gate, degraded, docs = _lists(store, parsed, cfg, opts)
+    result.degraded = degraded
+    result.used = [name for name, pairs in lists.items() if pairs]
+    fused = fuse(lists, cfg)
+    raw = {
+        name: {sid: (i, s) for i, (sid, s) in enumerate(pairs, start=1)}
+        for name, pairs in lists.items()
+    }
+    ranked = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
+    ranked = [(sid, s) for sid, s in ranked if s >= opts.min_score]
+    want = opts.top + opts.offset
+    doc_raw: dict[int, tuple[int, float]] = {}
+    doc_of: dict[int, int] | None = None
+    folded: dict[int, list[tuple[int, float]]] = {}
+    if opts.files and docs is not None:
+        # --files ranks whole documents (the document stage, issue #21).
+        ranked, rows, raw = rank_documents(store, docs, fused, lists, qterms, cfg, opts)
+    elif opts.files:
+        ranked, rows = _best_per_document(store, ranked, want)
+    else:
+        if docs is not None:  # chunks know their document's score (#21)
+            ranked, doc_raw, doc_of = rank_chunks(
+                store, docs, fused, lists, qterms, cfg, opts
+            )
+        if opts.per_doc > 0:
+            ranked, folded = fold_per_document(store, ranked, opts.per_doc, doc_of)
+        shown = [sid for sid, _ in ranked[opts.offset : want]]
+        extra = [sid for s in shown for sid, _ in folded.get(s, ())[:FOLD_SHOWN]]
+        rows = store.segments_by_id(shown + extra)
+    result.total = len(ranked)
+    if opts.offset + opts.top < len(ranked):
+        result.next_offset = opts.offset + opts.top
+    page = ranked[opts.offset : opts.offset + opts.top]
+    result.hits = _page_hits(
+        store, page, rows, raw, gate, folded, qterms, cfg, opts, doc_raw
+    )
+    if hint and not result.hits and opts.offset == 0:
+        result.hint = _zero_hint(store, parsed, cfg, opts)
+    result.took_ms = _ms(started)
+    return result
+
+
+Ranked = list[tuple[int, float]]  # (segment id, score) best first
+
+
+def _lists(
+    store: Index, parsed: ParsedQuery, cfg: Config, opts: QueryOptions
+) -> tuple[dict[str, Ranked], str | None, bool, Docs | None]:
+    """The ranked lists to fuse, the language gate (or None), ``degraded``
+    and the document stage (None in semantic mode).
+
+    Lists: ``lexical`` (bm25), ``semantic`` (cosine) and, for a gated neural
+    query, ``ngram`` (n-gram vectors made on the fly). In ``auto`` and
+    ``lexical`` mode the documents are ranked first (``document_stage``)
+    and the segments' bm25 is computed for theirs alone, which costs less
+    than ranking every matching segment (issue #21).
+    """
+    text = parsed.positive_text
+    only = _doc_filter(opts)
+    pool = max(200, min(2000, (opts.top + opts.offset) * 20))
+    lists: dict[str, Ranked] = {}
+    semantic: Ranked | None = None
+    every_vector = (
+        opts.mode == "semantic"
+        and not parsed.constrained  # phrases, + and - need the lexical filter
+        and store.max_segment_id() <= ALL_VECTORS_MAX
+    )
+    if every_vector:
+        # Pure semantic ranking scores every vector (one matrix product), so a
+        # query with no word in common with a document can still find it. Past
+        # ALL_VECTORS_MAX reading every vector costs seconds (bench/query_speed.py)
+        # and the lexical candidates (a larger pool) are scored instead.
+        semantic = semantic_ranking(store, text, cfg, None, only, pool)
+    docs: Docs | None = None
+    if opts.mode != "semantic" or not every_vector or semantic is None:
+        match = fts_match(parsed)
+        size = SEMANTIC_POOL if opts.mode == "semantic" else pool
+        within: list[int] | None = None
+        if opts.mode != "semantic":
+            n_docs = max(DOC_POOL, 2 * (opts.top + opts.offset))
+            docs = document_stage(store, parsed, match, n_docs, only)
+            if not parsed.constrained:
+                within = list(docs.doc_of)
+        lists["lexical"] = store.lexical(
+            match, size, cfg.title_weight, only, within=within
+        )
+        if parsed.phrases or parsed.excluded:
+            lists["lexical"] = _verified(store, parsed, lists["lexical"])
+    if opts.mode == "semantic" and not every_vector:
+        candidates = [sid for sid, _ in lists.pop("lexical")]
+        semantic = semantic_ranking(store, text, cfg, candidates, only, pool)
+        if semantic is None:
+            lexical = store.lexical(match, pool, cfg.title_weight, only)
+            if parsed.phrases or parsed.excluded:
+                lexical = _verified(store, parsed, lexical)
+            lists["lexical"] = lexical
+    # Language gate (issue #9): an English-only neural model gets no weight
+    # on a mostly-CJK or mostly-[UNK] query; --explain shows it as "gate".
+    gate = language_gate(cfg, text) if opts.mode == "auto" else None
+    degraded = provider_degraded(cfg)  # minilm chosen but not installed
+    if gate is not None:
+        semantic = []
+        # The n-gram vectors' small gain on CJK should survive the gate: score
+        # the lexical candidates with n-gram vectors made on the fly (#9).
+        fallback = ngram_fallback(store, text, cfg, lists.get("lexical", []))
+        if fallback:
+            lists["ngram"] = fallback
+    elif opts.mode == "auto":
+        # auto re-scores the lexical candidates by cosine; scoring every vector
+        # costs more and gained nothing measurable (bench/eval.py, issue #3).
+        candidates = [sid for sid, _ in lists["lexical"]]
+        semantic = semantic_ranking(store, text, cfg, candidates, only, pool)
+    if opts.mode in ("auto", "semantic"):
+        if semantic is None:
+            degraded = True
+        elif semantic:
+            lists["semantic"] = semantic
+    return lists, gate, degraded, docs
+
+
+def _page_hits(
+    store: Index, page: Ranked, rows: dict[int, SegmentRow],
+    raw: dict[str, dict[int, tuple[int, float]]], gate: str | None,
+    folded: dict[int, Ranked], qterms: list[str], cfg: Config, opts: QueryOptions,
+    doc_raw: dict[int, tuple[int, float]],
+) -> list[Hit]:  # fmt: skip
+    """The page's hits, with ``--explain`` details (the hit's document's rank
+    and score in ``document``, #21) and folded hits (#19)."""
+    hits: list[Hit] = []
+    for sid, score in page:
+        row = rows.get(sid) or store.segments_by_id([sid]).get(sid)
+        if row is None:
+            continue
+        explain: dict[str, Any] | None = None
+        if opts.explain:
+            explain = {
+                name: {"rank": r[sid][0], "raw": round(r[sid][1], 6)}
+                for name, r in raw.items()
+                if sid in r
+            }
+            if sid in doc_raw:
+                explain["document"] = {"rank": doc_raw[sid][0], "raw": doc_raw[sid][1]}
+            explain["fused"] = round(score, 6)
+            if gate is not None:
+                explain["gate"] = gate
+        hit = _hit(store, row, score, qterms, cfg, opts, raw, explain)
+        if sid in folded:
+            hit = dataclasses.replace(hit, folded_count=len(folded[sid]), folded=[
+                FoldedHit(r.chunk_id, r.start_line, round(fs, 4), list(r.heading))
+                for fsid, fs in folded[sid][:FOLD_SHOWN]
+                if (r := rows.get(fsid)) is not None
+            ])  # fmt: skip
+        hits.append(hit)
+    return hits
+
+
+def fts_match(parsed: ParsedQuery) -> str:
+    """The FTS5 MATCH expression of a parsed query; every term is quoted.
+
+    Any ranked term may match; each phrase's and ``+word``'s terms must all
+    be there; an excluded word's or phrase's terms must not all be there.
+    Phrases are then checked word by word (``_verified``): FTS columns hold
+    terms, not the text's word order.
+    """
+    expr = "(" + " OR ".join(quote_fts(t) for t in parsed.tokens) + ")"
+    for group in parsed.required_tokens:
+        for term in group:
+            expr += f" AND {quote_fts(term)}"
+    for group in parsed.excluded_tokens:
+        expr += " NOT (" + " AND ".join(quote_fts(t) for t in group) + ")"
+    return expr
+
+
+def _verified(
+    store: Index, parsed: ParsedQuery, pairs: list[tuple[int, float]]
+) -> list[tuple[int, float]]:
+    """``pairs`` whose segment text holds every phrase and no excluded phrase.
+
+    The text is compared as normalised words (``query.normalized_words``), so
+    ``"rate limiting"`` matches "Rate-Limiting" but not "rate of limiting".
+    Exclusions are checked the same way, on the heading path too.
+    """
+    must = [p for p in map(phrase_pattern, parsed.phrases) if p is not None]
+    never = [p for p in map(phrase_pattern, parsed.excluded) if p is not None]
+    if not pairs or not (must or never):
+        return pairs
+    rows = store.segments_by_id([sid for sid, _ in pairs])
+    bodies: dict[int, str] = {}
+    kept: list[tuple[int, float]] = []
+    for sid, score in pairs:
+        row = rows.get(sid)
+        if row is None:
+            continue
+        body = bodies.get(row.doc_id)
+        if body is None:
+            body = bodies[row.doc_id] = store.body(row.doc_id)
+        words = normalized_words(body[row.char_start : row.char_end])
+        heading = normalized_words(" ".join(row.heading))
+        if all(p.search(words) for p in must) and not any(
+            p.search(words) or p.search(heading) for p in never
+        ):
+            kept.append((sid, score))
+    return kept
+
+
+def fold_per_document(
+    store: Index, ranked: list[tuple[int, float]], per_doc: int,
+    doc_of: dict[int, int] | None = None,
+) -> tuple[list[tuple[int, float]], dict[int, list[tuple[int, float]]]]:  # fmt: skip
+    """At most ``per_doc`` hits per document; the rest fold behind them (issue #19).
+
+    Returns the ranked list without the folded hits (pages and ``total``
+    count these) and, for each document's last shown hit, the hits folded
+    behind it, best first. Scores and order are otherwise unchanged.
+    ``doc_of`` (segment id -> doc id, when the caller knows it) saves a lookup.
+    """
+    if doc_of is None:
+        doc_of = store.doc_ids_of([sid for sid, _ in ranked])
+    shown: list[tuple[int, float]] = []
+    count: dict[int, int] = {}
+    last: dict[int, int] = {}  # doc -> its last shown segment
+    folded: dict[int, list[tuple[int, float]]] = {}
+    for sid, score in ranked:
+        doc = doc_of.get(sid, -sid)
+        n = count.get(doc, 0)
+        if n < per_doc:
+            count[doc] = n + 1
+            last[doc] = sid
+            shown.append((sid, score))
+        else:
+            folded.setdefault(last[doc], []).append((sid, score))
+    return shown, folded
+
+
+def _utf8(text: str) -> str:
+    """``text`` with lone surrogates (undecodable argv bytes) replaced by ``?``.
+
+    SQLite cannot bind them and JSON output cannot print them (issue #8).
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+def _utf8_options(opts: QueryOptions) -> QueryOptions:
+    import dataclasses
+
+    return dataclasses.replace(
+        opts,
+        types=tuple(_utf8(t) for t in opts.types),
+        path_glob=_utf8(opts.path_glob) if opts.path_glob else opts.path_glob,
+        where=tuple((_utf8(k), _utf8(v)) for k, v in opts.where),
+    )
+
+
+def _zero_hint(
+    store: Index, parsed: ParsedQuery, cfg: Config, opts: QueryOptions
+) -> dict[str, Any]:
+    from docindex.search.hints import zero_result_hint
+
+    def run(relaxed: QueryOptions) -> QueryResult:
+        return search(store, parsed, cfg, relaxed, hint=False)
+
+    return zero_result_hint(store, parsed, cfg, opts, run)
+
+
+def _hit(
+    store: Index, row: SegmentRow, score: float, qterms: list[str], cfg: Config,
+    opts: QueryOptions, raw: dict[str, dict[int, tuple[int, float]]],
+    explain: dict[str, Any] | None,
+) -> Hit:  # fmt: skip
+    body = store.body(row.doc_id)
+    text = body[row.char_start : row.char_end]
+    qset = set(qterms)
+    spans = match_spans(text, qset, cfg)
+    fence = ""
+    if row.char_start and ("```" in text or "~~~" in text):
+        # A chunk cut from a long fenced block starts inside it: its first
+        # closing fence must not read as an opening one (issue #19).
+        fence = open_fence(body[: row.char_start])
+    snippet = make_snippet(
+        text, qset, opts.snippet_chars, opts.highlight, cfg, spans, fence
+    )
+    offset_line = best_line(text, qset, cfg, spans)
+    line = row.start_line + offset_line
+    cell = None
+    if row.cells and offset_line < len(row.cells):
+        cell = row.cells[offset_line]
+    root = row.root
+    sep = "" if root.endswith(("/", "\\")) else "/"
+    from_ = [name for name in raw if row.id in raw[name]]
+    if not snippet and not text.strip():
+        snippet = row.title or ""  # a title-only document (issue #19)
+    return Hit(
+        path=f"{root}{sep}{row.rel_path}" if "\\" not in root else f"{root}\\{row.rel_path}",
+        rel_path=row.rel_path, root=root, line=line, start_line=row.start_line,
+        end_line=row.end_line, title=row.title or row.rel_path.rsplit("/", 1)[-1],
+        snippet=snippet, score=round(score, 4), chunk_id=row.chunk_id,
+        heading_path=list(row.heading), from_=from_, page=row.page, slide=row.slide,
+        sheet=row.sheet, cell=cell, explain=explain,
+    )  # fmt: skip
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 2)

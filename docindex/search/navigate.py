@@ -1,0 +1,559 @@
+"""Structure-aware navigation over an open index (issue #6).
+
+Outline, show (a chunk with its neighbours), section, list and related: what
+an agent needs after a search hit. Every file or chunk argument is a path
+relative to a root, or absolute inside one; anything that resolves outside
+the roots (``..``, absolute paths elsewhere, symlinks pointing out) raises
+:class:`OutsideRootsError` before the index is asked.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from docindex.errors import DocindexError, MisuseError, OutsideRootsError
+from docindex.ingest.segment import markdown_headings
+from docindex.models.limits import (
+    MAX_CHUNK_ID_CHARS,
+    MAX_GLOB_CHARS,
+    MAX_LIST,
+    MAX_OFFSET,
+    MAX_QUERY_CHARS,
+    MAX_TOP,
+    check_length,
+    check_path,
+    check_range,
+)
+from docindex.models.navigation import (
+    Chunk,
+    DocumentInfo,
+    DocumentList,
+    DocumentRef,
+    Outline,
+    OutlineEntry,
+    Related,
+    RelatedHit,
+    Section,
+    Shown,
+)
+from docindex.store import DocFilter, Index, SegmentRow
+
+MARKDOWN_KINDS = ("md", "docx", "html", "odt")  # one unit whose text has ``#`` headings
+
+
+# -- resolving arguments inside the roots ---------------------------------------
+
+
+def _join(root: str, rel_path: str) -> str:
+    return str(Path(root, *rel_path.split("/")))
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _candidates(
+    roots: Sequence[str], arg: str, cwd: Path | None
+) -> list[tuple[str, str]]:
+    """(root, rel_path) pairs ``arg`` may name, each checked to stay in its root.
+
+    Raises:
+        OutsideRootsError: no interpretation of ``arg`` stays inside a root,
+            lexically and after resolving symlinks.
+    """
+    check_path("path", arg)
+    root_paths = [Path(r) for r in roots]
+    given = Path(os.path.expanduser(arg))
+    if given.is_absolute():
+        bases = [given]
+    else:
+        bases = [r / given for r in root_paths]
+        if cwd is not None:
+            bases.append(cwd / given)
+    out: list[tuple[str, str]] = []
+    for base in bases:
+        lexical = Path(os.path.normpath(base))
+        try:
+            real = lexical.resolve()
+        except OSError as exc:  # e.g. ENAMETOOLONG, ELOOP
+            raise DocindexError(f"cannot resolve {arg}: {exc.strerror}") from None
+        for root in root_paths:
+            if _inside(lexical, root) and any(_inside(real, r) for r in root_paths):
+                pair = (str(root), lexical.relative_to(root).as_posix())
+                if pair not in out:
+                    out.append(pair)
+                break
+    if not out:
+        raise OutsideRootsError(
+            f"{arg} is outside the index's roots ({', '.join(roots) or 'none'})"
+        )
+    return out
+
+
+def resolve_inside(roots: Sequence[str], arg: str, cwd: Path | None = None) -> Path:
+    """Absolute path of ``arg`` (relative to a root, or absolute inside one).
+
+    Raises:
+        OutsideRootsError: ``arg`` escapes every root.
+    """
+    root, rel = _candidates(roots, arg, cwd)[0]
+    return Path(_join(root, rel)) if rel != "." else Path(root)
+
+
+def _root_ids(store: Index, roots: Sequence[str]) -> dict[str, int]:
+    known = {path: rid for rid, path in store.roots().items()}
+    return {r: known[r] for r in roots if r in known}
+
+
+def _doc_of(store: Index, doc_id: int) -> DocumentRef:
+    row = store.document(doc_id)
+    if row is None:  # deleted between two statements
+        raise DocindexError("the document is no longer in the index")
+    title = row.title or row.rel_path.rsplit("/", 1)[-1]
+    return DocumentRef(doc_id, row.root, row.rel_path, title, row.kind)
+
+
+def resolve_file(
+    store: Index, roots: Sequence[str], arg: str, *, cwd: Path | None = None
+) -> DocumentRef:
+    """The indexed document ``arg`` names (relative to a root, or absolute in one).
+
+    Args:
+        store: the index.
+        roots: the configured roots (absolute, resolved).
+        arg: the path as given.
+        cwd: also try ``arg`` relative to this directory (the CLI passes its cwd).
+
+    Raises:
+        OutsideRootsError: ``arg`` escapes every root.
+        DocindexError: the file is not in the index.
+    """
+    ids = _root_ids(store, roots)
+    for root, rel in _candidates(roots, arg, cwd):
+        if root in ids:
+            doc_id = store.find_document(ids[root], rel)
+            if doc_id is not None:
+                return _doc_of(store, doc_id)
+    places = [Path(_join(root, rel)) for root, rel in _candidates(roots, arg, cwd)]
+    if not any(os.path.exists(p) for p in places):  # False for ENAMETOOLONG too
+        raise MisuseError(
+            f"{arg} does not exist under the roots ({', '.join(roots)}); "
+            "see what is indexed with `docindex list`"
+        )
+    raise MisuseError(
+        f"{arg} is not in the index; index it with `docindex scan {shlex.quote(arg)}`"
+    )
+
+
+def _chunk_rows(
+    store: Index, roots: Sequence[str], arg: str, cwd: Path | None
+) -> list[SegmentRow]:
+    """Segments whose chunk id is ``arg``; its path part is checked against the roots.
+
+    The path part may be root-relative (the stored form) or absolute inside a
+    root, in which case it is rewritten to the stored form.
+    """
+    check_length("chunk id", arg, MAX_CHUNK_ID_CHARS)
+    file_part = arg.split("#", 1)[0]
+    plain = _without_part(file_part)
+    if not plain:
+        return []
+    rest = arg[len(plain) :]  # "~2", "#anchor", "#anchor~2" or ""
+    for root, rel in _candidates(roots, plain, cwd):
+        rows = [r for r in store.segments_by_chunk_id(rel + rest) if r.root == root]
+        if rows:
+            return rows
+    return []
+
+
+def _without_part(file_part: str) -> str:
+    """``file_part`` without a trailing ``~N`` (a long section's later part).
+
+    By hand, not with ``re.sub(r"~\\d+$")``: that regex is quadratic on a long
+    run of ``~1~1~1`` (issue #17).
+    """
+    head, tilde, digits = file_part.rpartition("~")
+    return head if tilde and digits.isascii() and digits.isdigit() else file_part
+
+
+def _line_suffix(target: str) -> tuple[str, int | None]:
+    """``("guide.md", 42)`` for ``guide.md:42``; ``(target, None)`` otherwise."""
+    head, colon, digits = target.rpartition(":")
+    if colon and head and digits.isascii() and digits.isdigit() and len(digits) < 19:
+        return head, int(digits)
+    return target, None
+
+
+def _chunk(store: Index, row: SegmentRow, position: int) -> Chunk:
+    text = store.body(row.doc_id)[row.char_start : row.char_end]
+    return Chunk(
+        chunk_id=row.chunk_id, position=position, start_line=row.start_line,
+        end_line=row.end_line, heading_path=list(row.heading), text=text,
+        page=row.page, slide=row.slide, sheet=row.sheet,
+    )  # fmt: skip
+
+
+# -- outline and section --------------------------------------------------------
+
+
+def _headings(text: str) -> list[tuple[int, str, int]]:
+    """(level, text, 0-based line) of Markdown headings outside code fences."""
+    return [(lvl, txt, i) for i, lvl, txt in markdown_headings(text.split("\n"))]
+
+
+def _opening_chunk(segments: list[SegmentRow], line: int) -> str:
+    """Id of the first chunk at or after ``line`` (a bare heading opens its child)."""
+    for seg in segments:
+        if seg.end_line >= line:
+            return seg.chunk_id
+    return segments[-1].chunk_id if segments else ""
+
+
+class _Heading(NamedTuple):
+    """A heading of a document: where it starts and, past Markdown, its segment."""
+
+    level: int
+    text: str
+    line: int  # 1-based, within ``unit`` when there is one
+    unit: str | None = None  # EPUB chapter file: its lines restart at 1
+    segment: int | None = None  # index of the first segment under it
+
+
+def _heading_chunk(segments: list[SegmentRow], head: _Heading) -> str:
+    if head.segment is not None:
+        return segments[head.segment].chunk_id
+    return _opening_chunk(segments, head.line)
+
+
+def _doc_headings(
+    store: Index, doc: DocumentRef, segments: list[SegmentRow]
+) -> list[_Heading]:
+    """Headings of ``doc``: parsed from its Markdown body, else its segments'.
+
+    Multi-unit documents (EPUB chapters) keep each unit's own lines, so the
+    body cannot be read as one Markdown text; their segments carry the heading
+    path the extractor saw, and a heading starts where a path first names it.
+    """
+    if doc.kind in MARKDOWN_KINDS:
+        return [
+            _Heading(lvl, txt, i + 1) for lvl, txt, i in _headings(store.body(doc.id))
+        ]
+    heads: list[_Heading] = []
+    previous: tuple[str, ...] = ()
+    for index, seg in enumerate(segments):
+        path = seg.heading[:6]
+        same = 0
+        while same < min(len(path), len(previous)) and path[same] == previous[same]:
+            same += 1
+        heads.extend(
+            _Heading(level + 1, path[level], seg.start_line, seg.sheet, index)
+            for level in range(same, len(path))
+        )
+        previous = path
+    return heads
+
+
+def outline(
+    store: Index, roots: Sequence[str], file: str, *, depth: int = 6,
+    cwd: Path | None = None,
+) -> Outline:  # fmt: skip
+    """Title and headings (level <= ``depth``) of one document, with lines.
+
+    Args:
+        store: the index.
+        roots: the configured roots.
+        file: a path relative to a root or absolute inside one.
+        depth: deepest heading level to include (1-6).
+        cwd: also resolve ``file`` relative to this directory.
+
+    Returns:
+        The document's Outline; PDF, PPTX and XLSX files have no headings.
+
+    Raises:
+        OutsideRootsError: ``file`` escapes the roots.
+        DocindexError: the file is not indexed.
+    """
+    doc = resolve_file(store, roots, file, cwd=cwd)
+    segments = store.segments_of(doc.id)
+    entries = [
+        OutlineEntry(h.level, h.text, h.line, _heading_chunk(segments, h), h.unit)
+        for h in _doc_headings(store, doc, segments)
+        if h.level <= depth
+    ]
+    return Outline(doc.path, doc.rel_path, doc.title, entries)
+
+
+def section(
+    store: Index, roots: Sequence[str], file: str, heading: str, *,
+    include_subsections: bool = True, cwd: Path | None = None,
+) -> Section:  # fmt: skip
+    """The section under ``heading`` (case-insensitive; first match in the file).
+
+    An exact heading text wins; otherwise a heading containing ``heading``.
+    The section ends before the next heading of the same or a higher level
+    (with subsections) or before the next heading of any level (without).
+
+    Raises:
+        OutsideRootsError: ``file`` escapes the roots.
+        DocindexError: the file is not indexed or has no such heading.
+    """
+    check_length("section", heading, MAX_QUERY_CHARS)
+    doc = resolve_file(store, roots, file, cwd=cwd)
+    segments = store.segments_of(doc.id)
+    heads = _doc_headings(store, doc, segments)
+    wanted = heading.strip().casefold()
+    index = next((i for i, h in enumerate(heads) if h.text.casefold() == wanted), None)
+    if index is None:
+        index = next(
+            (i for i, h in enumerate(heads) if wanted in h.text.casefold()), None
+        )
+    if index is None:
+        raise MisuseError(
+            f"no heading {heading!r} in {doc.rel_path}; see its headings with "
+            f"`docindex outline {shlex.quote(doc.rel_path)}`"
+        )
+    head = heads[index]
+    after = next(
+        (
+            h
+            for h in heads[index + 1 :]
+            if not include_subsections or h.level <= head.level
+        ),
+        None,
+    )
+    if head.segment is not None:
+        body = store.body(doc.id)
+        return _segment_section(doc, segments, head, after, include_subsections, body)
+    body_lines = store.body(doc.id).split("\n")
+    start, end = head.line, len(body_lines) if after is None else after.line - 1
+    while end > start and not body_lines[end - 1].strip():
+        end -= 1
+    chunk_ids = [
+        s.chunk_id for s in segments if s.start_line <= end and s.end_line >= start
+    ]
+    return Section(
+        path=doc.path, rel_path=doc.rel_path, heading=head.text, level=head.level,
+        start_line=start, end_line=end, include_subsections=include_subsections,
+        chunk_ids=chunk_ids, text="\n".join(body_lines[start - 1 : end]),
+    )  # fmt: skip
+
+
+def _segment_section(
+    doc: DocumentRef, segments: list[SegmentRow], head: _Heading,
+    after: _Heading | None, include_subsections: bool, body: str,
+) -> Section:  # fmt: skip
+    """A section read from whole segments (a multi-unit document)."""
+    assert head.segment is not None
+    stop = len(segments) if after is None or after.segment is None else after.segment
+    part = segments[head.segment : max(stop, head.segment + 1)]
+    return Section(
+        path=doc.path, rel_path=doc.rel_path, heading=head.text, level=head.level,
+        start_line=part[0].start_line, end_line=part[-1].end_line,
+        include_subsections=include_subsections,
+        chunk_ids=[s.chunk_id for s in part],
+        text="\n\n".join(body[s.char_start : s.char_end].strip() for s in part),
+        unit=head.unit,
+    )  # fmt: skip
+
+
+# -- show -----------------------------------------------------------------------
+
+
+def show(
+    store: Index, roots: Sequence[str], target: str, *, context: int = 0,
+    cwd: Path | None = None,
+) -> Shown:  # fmt: skip
+    """A chunk (by id, or ``FILE[:LINE]``) plus ``context`` chunks either side.
+
+    Args:
+        store: the index.
+        roots: the configured roots.
+        target: a chunk id (``guide.md#install``), a file, or ``file:LINE``.
+        context: neighbouring chunks of the same file to include on each side.
+        cwd: also resolve relative paths against this directory.
+
+    Raises:
+        OutsideRootsError: the path part escapes the roots.
+        DocindexError: no such chunk, file or line.
+    """
+    rows = _chunk_rows(store, roots, target, cwd)
+    if rows:
+        doc_id, ordinal = rows[0].doc_id, rows[0].ordinal
+        segments = store.segments_of(doc_id)
+        index = next(i for i, s in enumerate(segments) if s.ordinal == ordinal)
+    else:
+        file, line = _line_suffix(target)
+        if "#" in file or _without_part(file) != file:
+            # A chunk id whose file is indexed but which names no chunk of it
+            # (issue #20: not "the file is not indexed").
+            doc = resolve_file(store, roots, _chunk_file(file), cwd=cwd)
+            raise MisuseError(
+                f"{doc.rel_path} has no chunk {target!r}; list its chunk ids "
+                f"with `docindex outline {doc.rel_path}`"
+            )
+        doc = resolve_file(store, roots, file, cwd=cwd)
+        doc_id = doc.id
+        segments = store.segments_of(doc_id)
+        if not segments:
+            raise DocindexError(f"{doc.rel_path} has no indexed text")
+        last = max(s.end_line for s in segments)
+        if line is not None and not 1 <= line <= last:
+            raise MisuseError(
+                f"{doc.rel_path} has lines 1-{last}, not {line}; try "
+                f"`docindex show {doc.rel_path}:{last}`"
+            )
+        index = _segment_at(segments, line)
+    doc = _doc_of(store, doc_id)
+    lo, hi = max(0, index - max(0, context)), index + max(0, context) + 1
+    chunks = [_chunk(store, s, i + 1) for i, s in enumerate(segments[lo:hi], lo)]
+    mid = index - lo
+    return Shown(
+        path=doc.path, rel_path=doc.rel_path, title=doc.title, type=doc.kind,
+        position=index + 1, total=len(segments), chunk=chunks[mid],
+        before=chunks[:mid], after=chunks[mid + 1 :],
+    )  # fmt: skip
+
+
+def _chunk_file(chunk_id: str) -> str:
+    """The file part of a chunk id (``guide.md#install~2`` -> ``guide.md``)."""
+    return _without_part(chunk_id.split("#", 1)[0])
+
+
+def _segment_at(segments: list[SegmentRow], line: int | None) -> int:
+    """Index of the segment holding ``line`` (else the next one, else the last)."""
+    if line is None:
+        return 0
+    for i, seg in enumerate(segments):
+        if seg.start_line <= line <= seg.end_line:
+            return i
+    for i, seg in enumerate(segments):
+        if seg.start_line > line:
+            return i
+    return len(segments) - 1
+
+
+# -- list and related -----------------------------------------------------------
+
+
+def list_documents(
+    store: Index, roots: Sequence[str], *, path_glob: str | None = None,
+    types: Sequence[str] = (), limit: int = 50, offset: int = 0,
+) -> DocumentList:  # fmt: skip
+    """Indexed documents under the roots, sorted by root and path.
+
+    Args:
+        store: the index.
+        roots: the configured roots; documents of other roots are not listed.
+        path_glob: SQLite GLOB over the root-relative path (``guide/*.md``).
+        types: document types to keep (``md``, ``pdf``, ...).
+        limit: page size.
+        offset: documents to skip.
+
+    Raises:
+        BadInputError: the glob is too long, or limit/offset out of range.
+    """
+    check_length("path", path_glob, MAX_GLOB_CHARS)
+    check_range("limit", limit, 1, MAX_LIST)
+    check_range("offset", offset, 0, MAX_OFFSET)
+    only = _doc_filter(store, roots, path_glob, types)
+    rows, total = store.documents(only, limit=limit, offset=offset)
+    docs = [
+        DocumentInfo(
+            path=_join(r.root, r.rel_path),
+            rel_path=r.rel_path,
+            title=r.title or r.rel_path.rsplit("/", 1)[-1],
+            type=r.kind,
+            size=r.size,
+            segments=r.n_segments,
+        )
+        for r in rows
+    ]
+    return DocumentList(docs, total, offset + len(docs) < total)
+
+
+def _doc_filter(
+    store: Index, roots: Sequence[str], path_glob: str | None, types: Sequence[str]
+) -> DocFilter:
+    return DocFilter(
+        root_ids=tuple(_root_ids(store, roots).values()),
+        kinds=tuple(types),
+        path_glob=path_glob,
+    )
+
+
+def related(
+    store: Index, roots: Sequence[str], target: str, *, top: int = 10,
+    same_file: bool = False, cwd: Path | None = None,
+) -> Related:  # fmt: skip
+    """Chunks nearest by vector to a chunk, or to a file's centroid.
+
+    Args:
+        store: the index (built with an embedding provider).
+        roots: the configured roots; results stay inside them.
+        target: ``FILE`` or ``FILE#CHUNK`` (a chunk id).
+        top: how many chunks to return.
+        same_file: also return chunks of the source file (never the source chunk).
+        cwd: also resolve relative paths against this directory.
+
+    Raises:
+        OutsideRootsError: the path part escapes the roots.
+        DocindexError: unknown file or chunk, or an index without vectors.
+    """
+    import numpy as np
+
+    from docindex.embed.ngram import dequantize
+
+    check_range("top", top, 1, MAX_TOP)
+    emb = store.get_meta("embedder")
+    if not emb:
+        raise DocindexError("this index has no vectors (embedding provider none)")
+    rows = _chunk_rows(store, roots, target, cwd)
+    if rows:
+        doc_id, source, source_ids = rows[0].doc_id, rows[0].chunk_id, [rows[0].id]
+    else:
+        doc = resolve_file(store, roots, target, cwd=cwd)
+        doc_id, source = doc.id, doc.rel_path
+        source_ids = [s.id for s in store.segments_of(doc_id)]
+    dim = int(emb["dim"])
+    _, blobs = store.vectors(source_ids)
+    if not blobs:
+        raise DocindexError(f"{source} has no vectors")
+    query = dequantize(blobs, dim).mean(axis=0)
+    norm = float(np.linalg.norm(query))
+    if norm == 0:
+        return Related(source, [])
+    query /= norm
+    only = _doc_filter(store, roots, None, ())
+    if not same_file:
+        only = only._replace(except_doc=doc_id)
+    ids, cand = store.all_vectors(only)
+    if not ids:
+        return Related(source, [])
+    sims = dequantize(cand, dim) @ query
+    order = np.lexsort((np.asarray(ids), -sims))
+    skip = set(source_ids) if len(source_ids) == 1 else set()
+    best = [
+        (ids[i], float(sims[i])) for i in order if sims[i] > 0 and ids[i] not in skip
+    ]
+    best = best[: max(0, top)]
+    found = store.segments_by_id([sid for sid, _ in best])
+    hits = [
+        _related_hit(store, found[sid], score) for sid, score in best if sid in found
+    ]
+    return Related(source, hits)
+
+
+def _related_hit(store: Index, row: SegmentRow, score: float) -> RelatedHit:
+    text = store.body(row.doc_id)[row.char_start : row.char_end]
+    snippet = " ".join(text.split())[:200]
+    return RelatedHit(
+        path=_join(row.root, row.rel_path), rel_path=row.rel_path,
+        chunk_id=row.chunk_id, line=row.start_line, start_line=row.start_line,
+        end_line=row.end_line, title=row.title or row.rel_path.rsplit("/", 1)[-1],
+        heading_path=list(row.heading), score=round(min(1.0, score), 4),
+        snippet=snippet, page=row.page, slide=row.slide, sheet=row.sheet,
+    )  # fmt: skip

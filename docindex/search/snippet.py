@@ -1,0 +1,262 @@
+"""Snippets: place the window on the densest query matches and highlight them.
+
+Highlights are word-bounded for latin text (a query ``fetch`` highlights the
+whole word ``fetched``, never ``**fetch**ed``) and character-exact for CJK
+n-grams. Pure functions over a segment's text.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from typing import Any
+
+from docindex.text.stem import stem
+from docindex.text.tokenize import is_cjk, normalize, token_matches
+
+MARK_OPEN = "**"
+MARK_CLOSE = "**"
+
+
+def match_spans(text: str, qset: set[str], cfg: Any) -> list[tuple[int, int, str]]:
+    """(start, end, term) of every query-term occurrence in ``text``, in order."""
+    spans: list[tuple[int, int, str]] = []
+    max_n = cfg.cjk_ngram
+    for match in token_matches(text):
+        start, end = match.span()
+        raw = match.group(0)
+        # NFKC leaves ASCII alone and casefold is lower() there: skip the slow path.
+        word = raw.lower() if raw.isascii() else normalize(raw)
+        if match.group(1) is not None:
+            covered_until = start
+            for i in range(len(word)):
+                for n in range(min(max_n, len(word) - i), 0, -1):
+                    gram = word[i : i + n]
+                    if gram in qset:
+                        s, e = start + i, start + i + n
+                        if s < covered_until:
+                            s = covered_until
+                        if e > s:
+                            spans.append((s, e, gram))
+                            covered_until = e
+                        break
+            continue
+        term = stem(word) if cfg.stem else word
+        if term in qset or word in qset:
+            spans.append((start, end, term))
+    return spans
+
+
+def best_line(
+    text: str, qset: set[str], cfg: Any, spans: list[tuple[int, int, str]] | None = None
+) -> int:
+    """0-based line inside ``text`` with the most distinct query terms (earliest wins).
+
+    ``spans`` may pass ``match_spans(text, qset, cfg)`` already computed.
+    """
+    if spans is None:
+        spans = match_spans(text, qset, cfg)
+    if not spans:
+        return _first_nonblank(text)
+    line_starts = [0]
+    for i, ch in enumerate(text):
+        if ch == "\n":
+            line_starts.append(i + 1)
+    per_line: dict[int, set[str]] = {}
+    for start, _, term in spans:
+        per_line.setdefault(bisect.bisect_right(line_starts, start) - 1, set()).add(
+            term
+        )
+    return min(per_line, key=lambda ln: (-len(per_line[ln]), ln))
+
+
+def _first_nonblank(text: str) -> int:
+    for i, line in enumerate(text.split("\n")):
+        if line.strip():
+            return i
+    return 0
+
+
+def _plain(text: str) -> str:
+    """Drop Markdown's own ``**`` so the only ``**`` in a snippet are our highlights."""
+    return text.replace(MARK_OPEN, "")
+
+
+_TABLE_RULE = re.compile(
+    r"^[ \t]*\|?[ \t]*:?-{3,}:?[ \t]*(?:\|[ \t]*:?-{3,}:?[ \t]*)*\|?[ \t]*$\n?", re.M
+)
+_HEADING_MARKS = re.compile(r"^ {0,3}#{1,6}[ \t]+", re.M)
+_ANCHOR = re.compile(r"[ \t]*(?:\{/\*\s*[\w-]+\s*\*/\}|\{#[\w-]+[^}\n]*\})")
+_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
+_CODE = re.compile(r"(`+)[^`\n]*?\1")
+
+
+_PROSE = re.compile(r"^[ \t]*(?:[-*>]\s+)?[^\W\d_][^\n{};=<>]{20,}$", re.M)
+
+
+def _first_prose(text: str) -> int:
+    """Offset of the first line that reads as prose (starts with a letter,
+    20+ characters, no code punctuation), else 0: a snippet with no match
+    shows words, not ``</> ); }`` (issue #19)."""
+    found = _PROSE.search(text)
+    return found.start() if found else 0
+
+
+def display_text(text: str) -> str:
+    """A chunk as a reader sees it, for snippets (issue #19).
+
+    Fence lines, table rules, heading marks and explicit anchors
+    (``{#id}``, ``{/*id*/}``) go; backslash escapes are resolved outside
+    inline code. Code inside fences stays (it may be what matched).
+    """
+    return "\n".join(line for line, _ in _display_lines(text))
+
+
+_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+def _fence_step(line: str, fence: str) -> tuple[str, bool]:
+    """The fence open after ``line`` (``""`` for none) and whether it is a fence line.
+
+    As CommonMark says: the closing fence uses the same character, at least
+    as many times, and carries no info string; a backtick fence's info string
+    holds no backtick.
+    """
+    opened = _FENCE_OPEN.match(line)
+    if not opened:
+        return fence, False
+    mark = opened.group(1)
+    rest = line[opened.end() :]
+    if fence:
+        if mark[0] == fence[0] and len(mark) >= len(fence) and not rest.strip():
+            return "", True
+        return fence, False
+    if mark[0] == "`" and "`" in rest:
+        return "", False  # inline code, not a fence
+    return mark, True
+
+
+def open_fence(text: str) -> str:
+    """The code fence still open at the end of ``text`` (``""`` when none).
+
+    A chunk can start inside a long fenced block; the text before it says so.
+    """
+    fence = ""
+    for line in text.split("\n"):
+        fence, _ = _fence_step(line, fence)
+    return fence
+
+
+def _display_lines(text: str, fence: str = "") -> list[tuple[str, bool]]:
+    """``display_text`` line by line, each with whether it is fenced code.
+
+    ``fence`` is the fence open where ``text`` starts (``open_fence``).
+    """
+    if not fence and not any(c in text for c in "`~|#{\\"):
+        return [(line, False) for line in text.split("\n")]
+    out: list[tuple[str, bool]] = []
+    for line in text.split("\n"):
+        inside = bool(fence)
+        fence, marker = _fence_step(line, fence)
+        if marker:
+            continue
+        if inside:
+            out.append((line, True))
+            continue
+        if _TABLE_RULE.fullmatch(line):
+            continue
+        line = _ANCHOR.sub("", _HEADING_MARKS.sub("", line))
+        if "\\" in line:
+            pieces, pos = [], 0
+            for code in _CODE.finditer(line):
+                pieces += [_ESCAPE.sub(r"\1", line[pos : code.start()]), code[0]]
+                pos = code.end()
+            line = "".join([*pieces, _ESCAPE.sub(r"\1", line[pos:])])
+        out.append((line, False))
+    return out
+
+
+def _code_offsets(lines: list[tuple[str, bool]]) -> list[tuple[int, int]]:
+    """(start, end) character ranges of fenced-code lines in the joined text."""
+    ranges: list[tuple[int, int]] = []
+    pos = 0
+    for line, code in lines:
+        if code:
+            ranges.append((pos, pos + len(line)))
+        pos += len(line) + 1
+    return ranges
+
+
+def _in_code(ranges: list[tuple[int, int]], offset: int) -> bool:
+    i = bisect.bisect_right(ranges, (offset + 1, -1)) - 1
+    return i >= 0 and ranges[i][0] <= offset <= ranges[i][1]
+
+
+def _after_code(ranges: list[tuple[int, int]], offset: int) -> int:
+    """Start of the line after the last code range that ends before ``offset``."""
+    i = bisect.bisect_right(ranges, (offset + 1, -1)) - 1
+    return ranges[i][1] + 1 if i >= 0 and ranges[i][1] < offset else 0
+
+
+def make_snippet(
+    text: str, qset: set[str], chars: int, highlight: bool, cfg: Any,
+    spans: list[tuple[int, int, str]] | None = None, fence: str = "",
+) -> str:  # fmt: skip
+    """A one-line window of about ``chars`` characters around the densest matches.
+
+    ``spans`` may pass ``match_spans(text, qset, cfg)`` already computed;
+    ``fence`` is the code fence open where ``text`` starts (``open_fence``).
+    The window is placed on ``display_text(text)``: no fence lines, heading
+    marks or anchors (issue #19).
+    """
+    chars = max(20, chars)
+    lines = _display_lines(text, fence)
+    shown = "\n".join(line for line, _ in lines)
+    if shown != text:
+        text, spans = shown, None
+    if spans is None:
+        spans = match_spans(text, qset, cfg)
+    floor = 0
+    if not spans:
+        start = _first_prose(text)
+    if spans:
+        # A window anchored on a match in prose beats one in fenced code,
+        # then more distinct terms, then more matches (issue #19: snippets
+        # from the best-matching prose lines).
+        code_at = _code_offsets(lines)
+        best: tuple[int, int, int, int, int] = (-1, -1, -1, 0, 0)
+        for i, (s, _, _) in enumerate(spans):
+            prose = 0 if _in_code(code_at, s) else 1
+            # A window on prose does not reach back into the code before it.
+            low = _after_code(code_at, s) if prose else 0
+            window_start = max(low, s - chars // 4)
+            inside = [sp for sp in spans[i:] if sp[1] <= window_start + chars]
+            score = (prose, len({t for _, _, t in inside}), len(inside))
+            if score > best[:3]:
+                best = (*score, window_start, low)
+        start, floor = best[3], best[4]
+    end = min(len(text), start + chars)
+    if end - start < chars:
+        start = max(floor, end - chars)
+    # Do not cut a latin word in half at either edge.
+    while start > 0 and text[start - 1].isalnum() and not is_cjk(text[start - 1]):
+        start -= 1
+    while end < len(text) and text[end].isalnum() and not is_cjk(text[end]):
+        end += 1
+    pieces: list[str] = []
+    pos = start
+    if highlight:
+        for s, e, _ in spans:
+            if s < start or e > end:
+                continue
+            pieces.append(_plain(text[pos:s]))
+            pieces.append(f"{MARK_OPEN}{_plain(text[s:e])}{MARK_CLOSE}")
+            pos = e
+    pieces.append(_plain(text[pos:end]) if highlight else text[pos:end])
+    snippet = "".join(pieces)
+    snippet = " ".join(snippet.split())
+    if highlight:
+        snippet = snippet.replace(f"{MARK_CLOSE}{MARK_OPEN}", "")
+    prefix = "…" if start > 0 else ""
+    suffix = "…" if end < len(text) else ""
+    return f"{prefix}{snippet}{suffix}"

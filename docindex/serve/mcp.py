@@ -1,0 +1,602 @@
+"""``docindex mcp``: the index as MCP tools over stdio (issue #6).
+
+A thin adapter over :mod:`docindex.api`, built on the official ``mcp`` SDK's
+low-level ``Server`` so the tool input schemas are ours: enums for file types,
+modes and front-matter facet values are filled from the index each time the
+tools are listed (docs-mcp's taxonomy injection). Every path or chunk id is
+checked against the roots before anything is read; results are JSON text.
+
+Under load (issue #17): arguments are validated against the tool's JSON
+schema before a call is queued, at most ``MAX_IN_FLIGHT`` calls run at once on
+worker threads (see :class:`Tools` for what they may share), and a call the
+client cancelled or abandoned stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import sqlite3
+import sys
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from docindex.api import commands as api
+from docindex.errors import BadInputError, DocindexError
+from docindex.models.limits import (
+    MAX_CHUNK_ID_CHARS,
+    MAX_GLOB_CHARS,
+    MAX_MCP_LINE_BYTES,
+    MAX_OFFSET,
+    MAX_PATH_CHARS,
+    MAX_QUERY_CHARS,
+)
+from docindex.search.engine import MODES
+
+INSTALL_HINT = "the MCP server needs the mcp extra: pip install 'docindex[mcp]'"
+MAX_BATCH = 10
+MAX_ENUM = 100  # a facet with more values gets no enum (schemas stay small)
+MAX_IN_FLIGHT = 4  # tool calls running at once (threads); the rest wait
+MAX_PENDING = 2048  # running + waiting; past it a call is refused as busy
+
+
+# -- schemas --------------------------------------------------------------------
+
+
+def _int(description: str, default: int, lo: int, hi: int) -> dict[str, Any]:
+    return {"type": "integer", "minimum": lo, "maximum": hi, "default": default,
+            "description": description}  # fmt: skip
+
+
+def _bool(description: str, default: bool) -> dict[str, Any]:
+    return {"type": "boolean", "default": default, "description": description}
+
+
+def _str(description: str, max_length: int, min_length: int = 0) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "string", "maxLength": max_length,
+                              "description": description}  # fmt: skip
+    if min_length:
+        schema["minLength"] = min_length
+    return schema
+
+
+def _object(props: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": props}
+    if required:
+        schema["required"] = list(required)
+    schema["additionalProperties"] = False
+    return schema
+
+
+def _type_schema(types: list[str]) -> dict[str, Any]:
+    one: dict[str, Any] = {"type": "string", "maxLength": 100}
+    if types:
+        one["enum"] = types
+    return {
+        "anyOf": [one, {"type": "array", "items": one, "maxItems": 100}],
+        "description": "Only documents of this type, or of any of these types.",
+    }
+
+
+def _where_schema(facets: dict[str, list[str]]) -> dict[str, Any]:
+    value = {"type": "string", "maxLength": MAX_QUERY_CHARS}
+    props = {
+        key: {**value, **({"enum": values} if len(values) <= MAX_ENUM else {})}
+        for key, values in sorted(facets.items())
+    }
+    return {
+        "type": "object",
+        "properties": props,
+        "additionalProperties": value,
+        "propertyNames": {"maxLength": MAX_QUERY_CHARS},
+        "maxProperties": 100,
+        "description": "Front-matter filters, key -> value (all must hold).",
+    }
+
+
+def tool_schemas(vocab: dict[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Tool name -> (description, input JSON schema) for the index's vocabulary.
+
+    Argument names are snake_case. String lengths and integer ranges are the
+    limits of :mod:`docindex.limits`; calls are validated against these schemas
+    (without the vocabulary's enums) before they are queued.
+
+    Args:
+        vocab: ``api.index_vocabulary()``: ``types`` and ``facets`` present.
+    """
+    types, facets = list(vocab.get("types") or []), dict(vocab.get("facets") or {})
+    path_doc = "A file path relative to a root, or absolute inside one."
+    path = _str(path_doc, MAX_PATH_CHARS, 1)
+    filters = {
+        "type": _type_schema(types),
+        "path": _str(
+            "Only documents under this folder, this file, or matching "
+            "this glob (root-relative).",
+            MAX_GLOB_CHARS,
+        ),
+        "where": _where_schema(facets),
+    }  # fmt: skip
+    query_props = {
+        "query": _str('What to look for, in plain words (any language); '
+                      '"exact phrase", +required, -excluded, -"excluded phrase".',
+                      MAX_QUERY_CHARS, 1),
+        "top_k": _int("Number of hits.", 10, 1, 100),
+        "mode": {"type": "string", "enum": list(MODES), "default": "auto",
+                 "description": "Rankings to use: auto (hybrid), lexical, semantic."},
+        "highlight": _bool("Mark matches in snippets with **...**.", True),
+        "snippet_chars": _int("Snippet length in characters.", 200, 20, 5000),
+        **filters,
+        "cursor": _str("next_cursor of a previous result, for the next page.", 1024),
+    }  # fmt: skip
+    batch_item = _object({k: v for k, v in query_props.items() if k != "cursor"},
+                         ("query",))  # fmt: skip
+    return {
+        "doc_scan": ("Index new and changed files under the roots (or one path).",
+                     _object({"path": _str(path_doc + " Default: all roots.",
+                                           MAX_PATH_CHARS),
+                              "force": _bool("Re-index unchanged files.", False)})),
+        "doc_query": ("Search the index; hits carry path, line, chunk_id and score. "
+                      "An empty result carries a hint.", _object(query_props, ("query",))),
+        "doc_reindex": ("Re-read every file; full rebuilds the index file.",
+                        _object({"full": _bool("Rebuild from scratch.", False)})),
+        "doc_stats": ("What the index holds: roots, counts, types, facets.", _object({})),
+        "get_doc": ("A chunk by chunk_id (or FILE[:LINE]) with neighbouring chunks.",
+                    _object({"chunk_id": _str("A chunk id from a hit, or FILE[:LINE].",
+                                              MAX_CHUNK_ID_CHARS, 1),
+                             "context": _int("Neighbouring chunks on each side.",
+                                             0, 0, 20)}, ("chunk_id",))),
+        "get_outline": ("A document's title and headings with levels and lines.",
+                        _object({"path": path,
+                                 "max_depth": _int("Deepest heading level.", 6, 1, 6)},
+                                ("path",))),
+        "get_section": ("The text under a heading (case-insensitive) with its lines.",
+                        _object({"path": path,
+                                 "section": _str("Heading text.", MAX_QUERY_CHARS, 1),
+                                 "include_subsections": _bool("Include sub-headings.",
+                                                              True)},
+                                ("path", "section"))),
+        "find_related": ("Chunks nearest by vector to a chunk or a whole file.",
+                         _object({"path": path,
+                                  "chunk_id": _str("Optional chunk of that file.",
+                                                   MAX_CHUNK_ID_CHARS),
+                                  "limit": _int("Number of chunks.", 10, 1, 100),
+                                  "same_file": _bool("Include the same file.", False)},
+                                 ("path",))),
+        "list_documents": ("Indexed documents with title, type, size and segments.",
+                           _object({"path": filters["path"], "type": filters["type"],
+                                    "limit": _int("Page size.", 50, 1, 500),
+                                    "offset": _int("Documents to skip.", 0, 0,
+                                                   MAX_OFFSET)})),
+        "search_batch": (f"Run up to {MAX_BATCH} queries at once.",
+                         _object({"queries": {"type": "array", "items": batch_item,
+                                              "minItems": 1, "maxItems": MAX_BATCH},
+                                  "limit": _int("Default top_k per query.", 5, 1, 100)},
+                                 ("queries",))),
+    }  # fmt: skip
+
+
+# -- argument validation --------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=1)
+def _validators() -> dict[str, Any]:
+    """One compiled validator per tool, for the schemas without index enums."""
+    from jsonschema import Draft202012Validator
+
+    return {
+        name: Draft202012Validator(schema)
+        for name, (_, schema) in tool_schemas({}).items()
+    }
+
+
+def validate_arguments(name: str, args: Any) -> dict[str, Any]:
+    """``args`` checked against tool ``name``'s schema; nulls mean "not given".
+
+    Runs before a call is queued, so a queued call holds at most the limits'
+    worth of text and a bad one costs nothing but this check.
+
+    Raises:
+        BadInputError: unknown tool, or the first argument at fault (named).
+    """
+    validator = _validators().get(name)
+    if validator is None:
+        raise BadInputError(f"unknown tool {_clip(name)!r}")
+    if not isinstance(args, dict):
+        raise BadInputError("arguments must be an object")
+    given = {k: v for k, v in args.items() if v is not None}
+    for error in validator.iter_errors(given):
+        raise BadInputError(_message(error, validator.schema))
+    return given
+
+
+def _clip(value: Any, limit: int = 40) -> str:
+    text = str(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _message(error: Any, schema: dict[str, Any]) -> str:
+    """A one-line message that names the argument, never echoing a huge value."""
+    where = "/".join(str(p) for p in error.absolute_path) or "arguments"
+    kind, limit, value = error.validator, error.validator_value, error.instance
+    if kind == "additionalProperties":
+        known = error.schema.get("properties", {})
+        extra = sorted(k for k in value if k not in known)
+        inside = "" if where == "arguments" else f" in {where}"
+        return (f"unknown argument {_clip(extra[0])!r}{inside}; names are "
+                "snake_case (top_k, snippet_chars)")  # fmt: skip
+    if kind == "required":
+        missing = [k for k in limit if k not in value]
+        prefix = "" if where == "arguments" else f"{where}: "
+        return f"{prefix}{missing[0]} is required"
+    if kind == "type":
+        return f"{where} must be of type {limit}, not {type(value).__name__}"
+    if kind in ("minimum", "maximum"):
+        lo, hi = error.schema.get("minimum"), error.schema.get("maximum")
+        return f"{where} must be in {lo}..{hi:,}"
+    if kind == "maxLength":
+        return f"{where} is {len(value):,} characters long; the limit is {limit:,}"
+    if kind == "minLength":
+        return f"{where} must not be empty"
+    if kind == "enum":
+        return f"{where} must be one of {', '.join(map(str, limit))}"
+    if kind in ("maxItems", "maxProperties"):
+        return f"{where}: at most {limit} items"
+    if kind == "minItems":
+        return f"{where}: at least {limit} item"
+    if kind == "anyOf":
+        return f"{where} must be a string or a list of strings (each at most 100)"
+    return f"{where}: invalid value ({kind})"
+
+
+def _opt_str(args: dict[str, Any], key: str) -> str | None:
+    value = args.get(key)
+    return value if isinstance(value, str) and value else None
+
+
+def _types(value: Any) -> tuple[str, ...]:
+    if not value:
+        return ()
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+def _where(value: Any) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((value or {}).items()))
+
+
+def _query_options(args: dict[str, Any], default_top: int = 10) -> dict[str, Any]:
+    """The option dict ``api.query`` takes (same keys as the CLI's, for cursors)."""
+    return dict(
+        top=int(args.get("top_k", default_top)), mode=args.get("mode", "auto"),
+        snippet_chars=int(args.get("snippet_chars", 200)),
+        highlight=args.get("highlight", True), min_score=0.0, files=False,
+        explain=False, types=_types(args.get("type")),
+        path_glob=_opt_str(args, "path"), where=_where(args.get("where")),
+        cursor=_opt_str(args, "cursor"),
+    )  # fmt: skip
+
+
+# -- tools ----------------------------------------------------------------------
+
+
+class CallCancelledError(DocindexError):
+    """The client cancelled the call or went away; the work stopped early."""
+
+
+class _Cancellable:
+    """A progress "bar" for ``api.scan``: its callback stops a cancelled scan.
+
+    The scan checks in at every walked and indexed file, so a cancelled
+    ``doc_scan`` stops within one file and rolls back its open transaction.
+    """
+
+    def __init__(self, cancelled: threading.Event) -> None:
+        self.cancelled = cancelled
+
+    def __enter__(self) -> Callable[[Any], None]:
+        return self.check
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def check(self, event: Any = None) -> None:
+        if self.cancelled.is_set():
+            raise CallCancelledError("cancelled")
+
+
+class Tools:
+    """The tool implementations, bound to one index and its roots.
+
+    Thread rule: a call runs on one worker thread and shares nothing mutable
+    with other calls. Each opens and closes its own index connection, the
+    cached embedders are per thread (``embed.embedder_for``) and the rest of
+    this object is read-only after ``__init__``.
+
+    Args:
+        db: the ``--db`` value (or None to resolve as the CLI does).
+        roots: ``--root`` directories; the tools never leave the roots.
+    """
+
+    def __init__(self, db: str | None, roots: list[str]) -> None:
+        self.db = db
+        self.roots = [str(Path(r).resolve()) for r in roots]
+
+    def vocabulary(self) -> dict[str, Any]:
+        """Types and facets in the index now (empty before the first scan)."""
+        try:
+            return api.index_vocabulary(self.db, self.roots or None)
+        except DocindexError:
+            return {"roots": self.roots, "types": [], "facets": {}}
+
+    def call(
+        self, name: str, args: dict[str, Any], cancelled: threading.Event | None = None
+    ) -> Any:
+        """Run tool ``name`` on validated ``args``; return a JSON-ready value.
+
+        Args:
+            name: the tool.
+            args: arguments as ``validate_arguments`` returned them.
+            cancelled: set when the client no longer wants the answer.
+
+        Raises:
+            DocindexError: bad arguments, a path outside the roots, a
+                cancelled call, or a core failure (a tool error for the agent).
+        """
+        handler: Callable[[dict[str, Any], _Cancellable], Any] | None = getattr(
+            self, f"_tool_{name}", None
+        )
+        if handler is None:
+            raise BadInputError(f"unknown tool {_clip(name)!r}")
+        return handler(args, _Cancellable(cancelled or threading.Event()))
+
+    def _roots_now(self) -> list[str]:
+        return list(self.vocabulary().get("roots") or self.roots)
+
+    def _tool_doc_scan(self, args: dict[str, Any], stop: _Cancellable) -> Any:
+        from docindex.search.navigate import resolve_inside
+
+        path = _opt_str(args, "path")
+        scope = resolve_inside(self._roots_now(), path) if path else None
+        return api.scan(self.db, path=scope, roots=self.roots or None,
+                        force=args.get("force", False), progress=stop)  # fmt: skip
+
+    def _tool_doc_query(self, args: dict[str, Any], stop: _Cancellable) -> Any:
+        return api.query(self.db, args["query"], _query_options(args))
+
+    def _tool_doc_reindex(self, args: dict[str, Any], stop: _Cancellable) -> Any:
+        return api.reindex(self.db, full=args.get("full", False), progress=stop)
+
+    def _tool_doc_stats(self, args: dict[str, Any], stop: _Cancellable) -> Any:
+        return api.stats(self.db)
+
+    def _tool_get_doc(self, args: dict[str, Any], stop: _Cancellable) -> Any:
+        return api.show(self.db, args["chunk_id"], context=int(args.get("context", 0)),
+                        roots=self.roots or None)  # fmt: skip
+
+    def _tool_get_outline(self, args: dict[str, Any], stop: _Cancellable) -> Any:
+        return api.outline(self.db, args["path"], depth=int(args.get("max_depth", 6)),
+                           roots=self.roots or None)  # fmt: skip
+
+    def _tool_get_section(self, args: dict[str, Any], stop: _Cancellable) -> Any:
+        return api.section(
+            self.db, args["path"], args["section"], roots=self.roots or None,
+            include_subsections=args.get("include_subsections", True),
+        )  # fmt: skip
+
+    def _tool_find_related(self, args: dict[str, Any], stop: _Cancellable) -> Any:
+        path: str = args["path"]
+        chunk = _opt_str(args, "chunk_id")
+        target = path
+        if chunk:
+            # A full chunk id names its file; a bare anchor is joined to ``path``.
+            target = (
+                chunk if "#" in chunk or chunk.startswith(path) else f"{path}#{chunk}"
+            )
+        return api.related(self.db, target, top=int(args.get("limit", 10)),
+                           same_file=args.get("same_file", False),
+                           roots=self.roots or None)  # fmt: skip
+
+    def _tool_list_documents(self, args: dict[str, Any], stop: _Cancellable) -> Any:
+        return api.list_documents(
+            self.db, path_glob=_opt_str(args, "path"), types=_types(args.get("type")),
+            limit=int(args.get("limit", 50)), offset=int(args.get("offset", 0)),
+            roots=self.roots or None,
+        )  # fmt: skip
+
+    def _tool_search_batch(self, args: dict[str, Any], stop: _Cancellable) -> Any:
+        limit = int(args.get("limit", 5))
+        results = []
+        for item in args["queries"]:
+            stop.check()
+            result = api.query(self.db, item["query"], _query_options(item, limit))
+            results.append(json.loads(_to_text(result)))
+        return {"results": results}
+
+
+# -- the server -----------------------------------------------------------------
+
+
+def _to_text(value: Any) -> str:
+    from docindex.models.serialize import to_json
+
+    return to_json(value)
+
+
+def _error(message: str) -> str:
+    return json.dumps({"error": message}, ensure_ascii=False)
+
+
+class _Runner:
+    """Runs tool calls on ``MAX_IN_FLIGHT`` threads; the rest wait in a bounded queue.
+
+    A call is validated first (cheap, on the event loop), then waits for one of
+    the slots. At most ``MAX_PENDING`` calls may be running or waiting; past
+    that a call is refused at once ("busy"), so a client pipelining without
+    bound cannot grow the server's memory without bound. When the SDK cancels
+    a call (``notifications/cancelled``, or the client went away), a waiting
+    call leaves the queue and a running one is told to stop (scans check in at
+    every file), and its slot is held until its thread has let go.
+    """
+
+    def __init__(self, tools: Tools) -> None:
+        import anyio
+
+        self.tools = tools
+        self.slots = anyio.Semaphore(MAX_IN_FLIGHT)
+        self.pool = ThreadPoolExecutor(MAX_IN_FLIGHT, thread_name_prefix="docindex-mcp")
+        self.pending = 0
+
+    async def run(self, name: str, raw: Any) -> tuple[str, bool]:
+        """(JSON text, is_error) for one call."""
+        import anyio
+
+        try:
+            args = validate_arguments(name, raw)
+        except DocindexError as exc:
+            return _error(str(exc)), True
+        if self.pending >= MAX_PENDING:
+            return _error(f"server busy: {self.pending} calls pending; retry"), True
+        self.pending += 1
+        try:
+            async with self.slots:
+                cancelled = threading.Event()
+                future = self.pool.submit(self._call, name, args, cancelled)
+                try:
+                    return await asyncio.wrap_future(future)
+                except anyio.get_cancelled_exc_class():
+                    cancelled.set()
+                    with anyio.CancelScope(shield=True):
+                        await asyncio.wait([asyncio.wrap_future(future)])
+                    raise
+        finally:
+            self.pending -= 1
+
+    def _call(
+        self, name: str, args: dict[str, Any], cancelled: threading.Event
+    ) -> tuple[str, bool]:
+        """One call on a worker thread; every failure becomes a tool error."""
+        try:
+            return _to_text(self.tools.call(name, args, cancelled)), False
+        except DocindexError as exc:
+            return _error(str(exc)), True
+        except sqlite3.Error as exc:
+            from docindex.store import translate
+
+            return _error(str(translate(exc, "the index"))), True
+        except Exception as exc:  # keep serving: one bad call must not end the session
+            return _error(f"internal error: {type(exc).__name__}: {exc}"), True
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+def build_server(tools: Tools, runner: _Runner) -> Any:
+    """A low-level MCP ``Server`` whose tool calls go through ``runner``."""
+    import anyio
+    import mcp.types as types
+    from mcp.server.lowlevel import Server
+
+    from docindex import __version__
+
+    async def list_tools(ctx: Any, params: Any) -> Any:
+        vocab = await anyio.to_thread.run_sync(tools.vocabulary)
+        return types.ListToolsResult(tools=[
+            types.Tool(name=name, description=desc, input_schema=schema)
+            for name, (desc, schema) in tool_schemas(vocab).items()
+        ])  # fmt: skip
+
+    async def call_tool(ctx: Any, params: Any) -> Any:
+        text, error = await runner.run(params.name, params.arguments or {})
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=text)], is_error=error
+        )
+
+    return Server(
+        "docindex", version=__version__,
+        instructions="Search local documents; cite path:line; open chunks by chunk_id.",
+        on_list_tools=list_tools, on_call_tool=call_tool,
+    )  # fmt: skip
+
+
+async def _answer_unparsable(source: Any, sink: Any, write_stream: Any) -> None:
+    """Forward messages to the server; answer a line that is not JSON-RPC.
+
+    The SDK's stdio transport only logs such a line; JSON-RPC 2.0 asks for an
+    error reply with a null id: -32700 for text that is not JSON, -32600 for
+    JSON that is not a request.
+    """
+    import mcp.types as types
+    from mcp.shared.message import SessionMessage
+
+    async with sink:
+        async for item in source:
+            if not isinstance(item, Exception):
+                await sink.send(item)
+                continue
+            kinds = {e.get("type") for e in getattr(item, "errors", list)()}
+            parse = "json_invalid" in kinds or not kinds
+            code, text = (
+                (-32700, "Parse error") if parse else (-32600, "Invalid Request")
+            )
+            reply = types.JSONRPCError(jsonrpc="2.0", id=None,
+                                       error=types.ErrorData(code=code, message=text))  # fmt: skip
+            await write_stream.send(SessionMessage(reply))
+
+
+class CappedLines:
+    """Lines of a binary stream as text, each at most ``limit`` bytes.
+
+    The SDK reads stdin a line at a time with no bound, so one line without a
+    newline could grow until memory ran out. A longer line is read to its end
+    in small pieces and dropped, and a line that is not JSON takes its place:
+    the client gets a -32700 reply and the session goes on.
+    """
+
+    def __init__(self, raw: BinaryIO, limit: int = MAX_MCP_LINE_BYTES) -> None:
+        self._raw = raw
+        self._limit = limit
+
+    def readline(self) -> str:
+        line = self._raw.readline(self._limit + 1)
+        if len(line) <= self._limit or line.endswith(b"\n"):
+            return line.decode("utf-8", "replace")
+        while (rest := self._raw.readline(1 << 16)) and not rest.endswith(b"\n"):
+            pass
+        return "line too long\n" if rest else ""
+
+    def close(self) -> None:
+        """Nothing to close: stdin belongs to the process."""
+
+
+def serve(db: str | None, roots: list[str]) -> None:
+    """Run the MCP server on stdin/stdout until the client disconnects.
+
+    Raises:
+        DocindexError: the ``mcp`` package is not installed (with an install hint).
+    """
+    try:
+        import anyio
+        from mcp.server.stdio import stdio_server
+    except ImportError as exc:
+        raise DocindexError(INSTALL_HINT) from exc
+    tools = Tools(db, roots)
+    runner = _Runner(tools)
+    server = build_server(tools, runner)
+
+    async def main() -> None:
+        stdin = anyio.wrap_file(CappedLines(sys.stdin.buffer))  # type: ignore[arg-type]
+        async with stdio_server(stdin=stdin) as (read_stream, write_stream):
+            send, receive = anyio.create_memory_object_stream[Any](0)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_answer_unparsable, read_stream, send, write_stream)
+                await server.run(receive, write_stream,
+                                 server.create_initialization_options())  # fmt: skip
+                tg.cancel_scope.cancel()
+
+    try:
+        anyio.run(main)
+    finally:
+        runner.close()

@@ -1,0 +1,82 @@
+"""Where a CLI process and a watcher's server meet (issue #24): socket, address,
+stamp, and the request's bytes.
+
+Imported by the thin client on every ``docindex`` start, so it needs ``os`` only.
+"""
+
+from __future__ import annotations
+
+import os
+
+PROTOCOL = 2  # 2: NUL-separated fields (1 was a JSON line)
+WATCHER_ENV = "DOCINDEX_WATCHER"  # auto (default), off, require
+SOCKET_SUFFIX = ".sock"
+MAX_REQUEST_BYTES = 1 << 20  # argv + environment; a real one is a few KiB
+# The sockaddr_un path limit on Linux (108 bytes with the NUL).
+_SUN_PATH_MAX = 107
+
+
+def socket_path(db: str | os.PathLike[str]) -> str:
+    """Where the server for the index ``db`` listens: ``index.db.sock`` beside it."""
+    return os.fspath(db) + SOCKET_SUFFIX
+
+
+def address(path: str) -> tuple[str, int | None]:
+    """An address ``connect``/``bind`` accept for ``path``, and a descriptor to close.
+
+    A path past the 107-byte limit is reached through its folder's
+    descriptor (``/proc/self/fd/N/name``).
+    """
+    if len(os.fsencode(path)) <= _SUN_PATH_MAX:
+        return path, None
+    folder, name = os.path.split(path)
+    fd = os.open(folder or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    return f"/proc/self/fd/{fd}/{name}", fd
+
+
+def stamp() -> str:
+    """This installation: its version, folder and when its files were written.
+
+    A server started before an upgrade has another stamp, so a client of the
+    new version runs its command itself instead of getting the old code.
+    """
+    from docindex import __version__
+
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    marks = [
+        os.stat(os.path.join(here, name)).st_mtime_ns
+        for name in ("cli/main.py", "api/commands.py")
+    ]
+    return f"{__version__} {here} {max(marks)}"
+
+
+def encode_request(
+    stamp: str, argv: list[str], prog: str | None, cwd: str,
+    env: dict[str, str], umask: int, stdio: list[tuple[str, str]],
+) -> bytes:  # fmt: skip
+    """One request as the server reads it: a length line, then NUL-separated fields.
+
+    Fields: protocol, stamp, cwd, umask (octal), prog ("" for None), three
+    (encoding, errors) pairs, the argv count, argv, then ``KEY=VALUE`` per
+    variable. POSIX arguments, paths and environments hold no NUL, so no
+    escaping is needed; text goes as UTF-8 with ``surrogatepass``, which
+    gives back any ``str`` exactly (an undecodable argument included). Built
+    with no import: ``json`` would cost the client ``re`` and ``enum``.
+    """
+    fields = [
+        str(PROTOCOL), stamp, cwd, format(umask, "o"), prog or "",
+        *(x for pair in stdio for x in pair), str(len(argv)), *argv,
+        *(f"{k}={v}" for k, v in env.items()),
+    ]  # fmt: skip
+    body = "\0".join(fields).encode("utf-8", "surrogatepass")
+    return b"%d\n" % len(body) + body
+
+
+def watcher_mode() -> str:
+    """``DOCINDEX_WATCHER``: auto, off or require (anything else reads as auto).
+
+    Read here, not in ``config``: the client reads it before it imports
+    anything else, and ``watch`` reads the same rule (``off`` serves nothing).
+    """
+    value = os.environ.get(WATCHER_ENV, "").strip().lower()
+    return value if value in ("off", "require") else "auto"
