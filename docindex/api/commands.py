@@ -149,6 +149,8 @@ def reindex(
         # needs them from elsewhere: --root, or the folder that holds the
         # index's default place (issue #20: the suggested command must work).
         ws = _rebuild_workspace(db, overrides, roots)
+    if isinstance(ws.db, workspace.ServerUrl):
+        return _rebuild_on_server(ws, progress, stop)
     if not ws.config.roots:  # e.g. a 0-byte file: nothing says what to rebuild
         raise IndexNotFoundError(
             f"index {ws.db} records no roots to rebuild; run "
@@ -181,6 +183,19 @@ def reindex(
     for side in (Path(f"{ws.db}-wal"), Path(f"{ws.db}-shm")):
         side.unlink(missing_ok=True)
     return result
+
+
+def _rebuild_on_server(
+    ws: workspace.Workspace, progress: Any, stop: Callable[[], bool] | None
+) -> ScanResult:
+    """``reindex --full`` on PostgreSQL: this host's roots re-read in one
+    transaction; readers keep the old index until it commits (issue #34)."""
+    from docindex.ingest.indexer import scan as core_scan
+
+    with ws.open(create=True) as store, _progress_ctx(progress) as on_progress:
+        with store.atomic():
+            store.clear_roots(list(ws.config.roots))  # type: ignore[attr-defined]
+            return core_scan(store, ws.config, on_progress=on_progress, stop=stop)
 
 
 def _rebuild_workspace(
@@ -304,8 +319,10 @@ def _open_for_reading(ws: workspace.Workspace) -> Store:
     return ws.open(readonly=_readonly_ok(ws.db), mapped=True)
 
 
-def _readonly_ok(db: Path) -> bool:
+def _readonly_ok(db: Path | workspace.ServerUrl) -> bool:
     """Open read-only when we may not write the folder (a WAL index still needs -shm)."""
+    if isinstance(db, workspace.ServerUrl):
+        return False  # the server's GRANTs decide
     return not os.access(db.parent, os.W_OK) and Path(f"{db}-shm").exists()
 
 
@@ -314,9 +331,11 @@ def stats(db: str | None) -> dict[str, Any]:
     ws = workspace.load(db)
     with ws.open() as store:
         counts = store.counts()
-        size = ws.db.stat().st_size
-        wal = Path(f"{ws.db}-wal")
         space = store.space()
+        if isinstance(ws.db, workspace.ServerUrl):
+            size, wal = space.file_bytes, Path(os.devnull, "none")
+        else:
+            size, wal = ws.db.stat().st_size, Path(f"{ws.db}-wal")
         return {
             "db": str(ws.db),
             "documents": counts.documents,
@@ -391,6 +410,8 @@ def watch(
     busy = min(ws.config.busy_timeout_s, 2.0)
 
     def open_store() -> Store:
+        if isinstance(ws.db, workspace.ServerUrl):
+            return workspace.Workspace(ws.db, ws.config).open(create=True)
         return Store.open(ws.db, create=True, busy_timeout=busy)
 
     core_watch(open_store, ws.config, debounce_ms=debounce_ms, on_batch=on_batch,
