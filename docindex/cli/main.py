@@ -626,9 +626,18 @@ def mcp(roots: tuple[str, ...], db: str | None) -> None:
     "chunk), --files, or both.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
+@click.option(
+    "--engine",
+    "engine",
+    metavar="sqlite|URL",
+    default="sqlite",
+    show_default=True,
+    help="Where the throwaway index is built: a SQLite file, or a "
+    "postgresql:// URL (a new schema there, dropped afterwards).",
+)
 @json_option
 def eval_(folder: Path, mode: str, n_queries: int | None, seed: int, view: str,
-          quiet: bool, as_json: bool) -> None:  # fmt: skip
+          quiet: bool, engine: str, as_json: bool) -> None:  # fmt: skip
     """Measure ranking quality on a BEIR-layout judged set in FOLDER.
 
     FOLDER holds corpus.jsonl, queries-test.jsonl or queries.jsonl, and
@@ -643,6 +652,11 @@ def eval_(folder: Path, mode: str, n_queries: int | None, seed: int, view: str,
     from docindex.cli.render import print_eval
     from docindex.config import Config, from_env
 
+    from docindex.store.location import is_server_url
+
+    if engine != "sqlite" and not is_server_url(engine):
+        raise click.UsageError("--engine takes sqlite or a postgresql:// URL")
+    server = engine if engine != "sqlite" else None
     modes = MODES if mode == "all" else (mode,)
     views = VIEWS if view == "both" else (view,)
     progress = _progress(not (as_json or quiet))
@@ -650,6 +664,7 @@ def eval_(folder: Path, mode: str, n_queries: int | None, seed: int, view: str,
         report = evaluate(
             folder, modes=modes, views=views, n_queries=n_queries, seed=seed,
             cfg=from_env(Config()), on_progress=_eval_progress(on_progress),
+            server=server,
         )  # fmt: skip
     if as_json:
         _echo_json(report)

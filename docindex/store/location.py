@@ -47,3 +47,11 @@ class ServerUrl:
 
     def __repr__(self) -> str:
         return f"ServerUrl({mask(self.url)!r})"
+
+
+def with_search_path(url: str, schema: str) -> str:
+    """``url`` whose sessions use ``schema`` (libpq ``options=-csearch_path=``)."""
+    from urllib.parse import quote
+
+    sep = "&" if "?" in url else "?"
+    return f"{url}{sep}options={quote(f'-csearch_path={schema}')}"

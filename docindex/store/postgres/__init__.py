@@ -52,7 +52,7 @@ READ_ONLY_HINT = (
     "the writer GRANTs (README: Share an index with a team)"
 )
 _TABLES = ("docindex_meta", "roots", "root_paths", "documents", "segments",
-           "facets", "skipped")  # fmt: skip
+           "facets", "skipped", "vocab")  # fmt: skip
 
 
 def _psycopg() -> Any:
@@ -226,6 +226,7 @@ class PgStore(DocumentRows):
         self._bodies: dict[int, str] = {}
         self._bodies_version = None
         self._totals: tuple[int, int, int, int, int] | None = None
+        self._delta: dict[str, list[int]] = {}  # vocab changes of this transaction
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -346,19 +347,53 @@ class PgStore(DocumentRows):
                 else:
                     self.pg.execute(f"ROLLBACK TO sp{self._depth}")
                     self.pg.execute(f"RELEASE sp{self._depth}")
+            if self._depth == 0:
+                self._delta.clear()
             if self._depth == 0 and isinstance(exc, psycopg.Error):
                 raise translate(exc, self.location) from None
             raise
         self._depth -= 1
         try:
             if self._depth == 0:
+                self._flush_vocab()
                 self.pg.execute("COMMIT")
             else:
                 self.pg.execute(f"RELEASE sp{self._depth}")
         except psycopg.Error as exc:
+            self._delta.clear()
             with contextlib.suppress(psycopg.Error):
                 self.pg.execute("ROLLBACK")
             raise translate(exc, self.location) from None
+
+    def _count(self, term: str, segs: int, docs: int) -> None:
+        row = self._delta.get(term)
+        if row is None:
+            self._delta[term] = [segs, docs]
+        else:
+            row[0] += segs
+            row[1] += docs
+
+    def _flush_vocab(self) -> None:
+        """Append this transaction's term and total changes to ``vocab``."""
+        rows = [(t, s, d) for t, (s, d) in self._delta.items() if s or d]
+        self._delta.clear()
+        if not rows:
+            return
+        with self.pg.cursor() as cur, cur.copy(
+            "COPY vocab (term, segs, docs) FROM STDIN"
+        ) as copy:
+            for row in rows:
+                copy.write_row(row)
+
+    def compact_vocab(self) -> None:
+        """Fold ``vocab``'s delta rows into one per term (``vacuum``, after scans)."""
+        with self.atomic():
+            self.pg.execute(
+                "WITH gone AS (DELETE FROM vocab RETURNING term, segs, docs) "
+                "INSERT INTO vocab (term, segs, docs) SELECT term, sum(segs), "
+                "sum(docs) FROM gone GROUP BY term "
+                "HAVING sum(segs) <> 0 OR sum(docs) <> 0"
+            )
 
     # -- meta --------------------------------------------------------------
 
@@ -475,7 +510,11 @@ class PgStore(DocumentRows):
     def clear_roots(self, roots: Sequence[str]) -> None:
         """Delete every document and skip record of these roots (``reindex --full``)."""
         ids = [i for i, p in self.roots().items() if p in set(roots)]
-        self.pg.execute("DELETE FROM documents WHERE root_id = ANY(%s)", (ids,))
+        docs = self.pg.execute(
+            "SELECT id FROM documents WHERE root_id = ANY(%s)", (ids,)
+        ).fetchall()
+        for (doc_id,) in docs:
+            self.delete_document(int(doc_id))
         self.pg.execute("DELETE FROM skipped WHERE root_id = ANY(%s)", (ids,))
 
     # -- documents -----------------------------------------------------------
@@ -516,10 +555,13 @@ class PgStore(DocumentRows):
         n_vec = len(vectors)
         seg_tf = [term_freqs(pair) for pair in doc.fts]
         body = " ".join(b for _, b in doc.fts if b)
-        doc_tf, doc_len = term_freqs((*doc.fields, body))
+        doc_tf, fields_len = term_freqs(doc.fields)
         body_len = len(body.split())
+        doc_len = fields_len + body_len
         seg_len = sum(n for _, n in seg_tf)
         with self.atomic(savepoint=False):
+            self._count_document(doc.fts, doc.fields, len(rows), seg_len, doc_len,
+                                 body_len, 1)  # fmt: skip
             first = self._segment_block(len(rows))
             values = (
                 doc.root_id, doc.rel_path, doc.kind, doc.title, doc.size,
@@ -531,16 +573,18 @@ class PgStore(DocumentRows):
             insert = (
                 "INSERT INTO documents (root_id, rel_path, kind, title, size, "
                 "mtime_ns, hash, body, meta, n_segments, indexed_at, sections, "
-                "first_segment, terms, tf, len, body_len, seg_len) VALUES "
+                "first_segment, terms, ftf, len, body_len, seg_len) VALUES "
                 f"({', '.join(['%s'] * 18)}) "
                 "ON CONFLICT (root_id, rel_path) DO NOTHING RETURNING id"
             )
             row = self.pg.execute(insert, values).fetchone()
             if row is None:  # another writer's copy: replace it
-                self.pg.execute(
-                    "DELETE FROM documents WHERE root_id = %s AND rel_path = %s",
+                other = self.pg.execute(
+                    "SELECT id FROM documents WHERE root_id = %s AND rel_path = %s",
                     (doc.root_id, doc.rel_path),
-                )
+                ).fetchone()
+                if other is not None:
+                    self.delete_document(int(other[0]))
                 row = self.pg.execute(insert, values).fetchone()
             doc_id = int(row[0])
             if meta:
@@ -562,6 +606,50 @@ class PgStore(DocumentRows):
                         )  # fmt: skip
         return doc_id
 
+    def _count_document(
+        self, fts: Sequence[tuple[str, str]], fields: Sequence[str], n_segs: int,
+        seg_len: int, doc_len: int, body_len: int, sign: int,
+    ) -> None:  # fmt: skip
+        """Count a document's terms in (``sign`` 1) or out (-1) of ``vocab``."""
+        in_doc: set[str] = set()
+        for title, body in fts:
+            for term in set(title.split()) | set(body.split()):
+                self._count(term, sign, 0)
+            in_doc.update(body.split())
+        for text in fields:
+            in_doc.update(text.split())
+        for term in in_doc:
+            self._count(term, 0, sign)
+        self._count(" rows", sign * n_segs, sign)
+        self._count(" tokens", sign * seg_len, sign * doc_len)
+        self._count(" body", 0, sign * body_len)
+
+    def _uncount_stored(self, doc_id: int) -> None:
+        """Count a stored document out of ``vocab`` (before deleting it)."""
+        row = self.pg.execute(
+            "SELECT n_segments, seg_len, len, body_len, "
+            "ARRAY(SELECT jsonb_object_keys(ftf)) FROM documents WHERE id = %s",
+            (doc_id,),
+        ).fetchone()
+        if row is None:
+            return
+        n_segs, seg_len, doc_len, body_len, fields = row
+        in_doc = set(fields)
+        for term, segs, in_body in self.pg.execute(
+            "SELECT k, count(*), bool_or((s.tf -> k ->> 1)::int > 0) FROM segments s "
+            "CROSS JOIN LATERAL jsonb_object_keys(s.tf) k WHERE s.doc_id = %s "
+            "GROUP BY k",
+            (doc_id,),
+        ):
+            self._count(term, -int(segs), 0)
+            if in_body:
+                in_doc.add(term)
+        for term in in_doc:
+            self._count(term, 0, -1)
+        self._count(" rows", -int(n_segs), -1)
+        self._count(" tokens", -int(seg_len), -int(doc_len))
+        self._count(" body", 0, -int(body_len))
+
     def delete_document(
         self, doc_id: int, fts: Iterable[tuple[int, str, str]] = (),
         fields: tuple[str, str] | None = None,
@@ -570,6 +658,7 @@ class PgStore(DocumentRows):
         del fts, fields  # the rows hold their own term frequencies
         with self.atomic(savepoint=False):
             self._bodies.pop(doc_id, None)
+            self._uncount_stored(doc_id)
             self.pg.execute("DELETE FROM documents WHERE id = %s", (doc_id,))
 
     def body(self, doc_id: int) -> str:
@@ -614,95 +703,114 @@ class PgStore(DocumentRows):
 
     # -- search --------------------------------------------------------------
 
+    def _vocab(self, terms: Sequence[str], column: str) -> dict[str, int]:
+        rows = self.pg.execute(
+            f"SELECT term, sum({column}) FROM vocab WHERE term = ANY(%s) GROUP BY term",
+            (list(dict.fromkeys(terms)),),
+        )
+        return {str(t): int(n) for t, n in rows if n}
+
     def _stats(self) -> tuple[int, int, int, int, int]:
         """(documents, segments, segment tokens, document tokens, body tokens)."""
         if self._totals is None or not self._depth:
-            row = self.pg.execute(
-                "SELECT count(*), coalesce(sum(n_segments), 0), "
-                "coalesce(sum(seg_len), 0), coalesce(sum(len), 0), "
-                "coalesce(sum(body_len), 0) FROM documents"
-            ).fetchone()
-            self._totals = (int(row[0]), int(row[1]), int(row[2]), int(row[3]),
-                            int(row[4]))  # fmt: skip
+            rows = {
+                str(t): (int(a or 0), int(b or 0))
+                for t, a, b in self.pg.execute(
+                    "SELECT term, sum(segs), sum(docs) FROM vocab "
+                    "WHERE term = ANY(%s) GROUP BY term",
+                    ([" rows", " tokens", " body"],),
+                )
+            }
+            segs, docs = rows.get(" rows", (0, 0))
+            seg_tokens, doc_tokens = rows.get(" tokens", (0, 0))
+            body = rows.get(" body", (0, 0))[1]
+            self._totals = (docs, segs, seg_tokens, doc_tokens, body)
         return self._totals
-
-    def _ranked(
-        self, table: str, match: str, weights: Sequence[float], n_rows: int,
-        n_tokens: int, extra: str, extra_params: Sequence[object], limit: int,
-        select: str = "",
-    ) -> list[Any]:  # fmt: skip
-        tree, phrases = ranking.parse_match(match)
-        counts = self._row_counts(table, phrases)
-        idfs = [ranking.idf(n_rows, counts.get(p, 0)) for p in phrases]
-        alias = "s" if table == "segments" else "d"
-        lateral, lparams, score, sparams = ranking.bm25_sql(
-            phrases, idfs, weights, n_tokens / max(1, n_rows), f"{alias}.tf",
-            f"{alias}.len",
-        )  # fmt: skip
-        cond, cparams = ranking.match_sql(tree, f"{alias}.tf")
-        join = ""
-        if table == "segments" and "d." in extra:
-            join = "JOIN documents d ON d.id = s.doc_id"
-        sql = (
-            f"SELECT {alias}.id, {score} AS score{select} FROM {table} {alias} {join} "
-            f"CROSS JOIN LATERAL (SELECT {lateral}) v WHERE {cond}{extra} "
-            f"ORDER BY score DESC, {alias}.id LIMIT %s"
-        )
-        return list(
-            self.pg.execute(sql, [*sparams, *lparams, *cparams, *extra_params, limit])
-        )
 
     def lexical(
         self, match: str, limit: int, title_weight: float,
         only: DocFilter = ALL_DOCS, within: Sequence[int] | None = None,
     ) -> list[tuple[int, float]]:  # fmt: skip
         """(segment id, bm25) best first, as FTS5's ``bm25(fts, title_weight, 1)``."""
-        _, n_segs, seg_tokens, _, _ = self._stats()
-        extra, params = "", []
+        _, n_rows, n_tokens, _, _ = self._stats()
+        tree, phrases = ranking.parse_match(match)
+        counts = self.doc_freqs(phrases)
+        idfs = [ranking.idf(n_rows, counts.get(p, 0)) for p in phrases]
+        freqs = [ranking.column_freq("s.tf", p, (title_weight, 1.0)) for p in phrases]
+        lateral, lparams, score, sparams = ranking.bm25_sql(
+            freqs, idfs, n_tokens / max(1, n_rows), "s.len"
+        )
+        cond, cparams = ranking.match_sql(tree, "s.tf")
+        join, extra, params = "", "", []
         if within is not None:
             extra, params = " AND s.id = ANY(%s)", [list(within)]
         else:
             where, fparams = filter_sql(only)
             if where:
+                join = "JOIN documents d ON d.id = s.doc_id"
                 extra, params = f" AND {where}", fparams
-        rows = self._ranked(
-            "segments", match, (title_weight, 1.0), n_segs, seg_tokens, extra, params,
-            limit,
-        )  # fmt: skip
+        sql = (
+            f"SELECT s.id, {score} AS score FROM segments s {join} "
+            f"CROSS JOIN LATERAL (SELECT {lateral}) v WHERE {cond}{extra} "
+            "ORDER BY score DESC, s.id LIMIT %s"
+        )
+        rows = self.pg.execute(sql, [*sparams, *lparams, *cparams, *params, limit])
         return [(int(r[0]), float(r[1])) for r in rows]
 
     def document_lexical(
         self, match: str, limit: int, weights: tuple[float, float, float],
         only: DocFilter = ALL_DOCS,
     ) -> list[DocHit]:  # fmt: skip
-        """The best documents by ``bm25(doc_fts, *weights)``, as FTS5 ranks them."""
-        n_docs, _, _, doc_tokens, _ = self._stats()
-        where, params = filter_sql(only)
-        rows = self._ranked(
-            "documents", match, weights, n_docs, doc_tokens,
-            f" AND {where}" if where else "", params, limit,
-            ", d.first_segment, d.n_segments",
-        )  # fmt: skip
+        """The best documents by ``bm25(doc_fts, *weights)``, as FTS5 ranks them.
+
+        A document's title and heading hits are in its row (``ftf``); its body
+        hits are summed over its segments' body column.
+        """
+        n_docs, _, _, n_tokens, _ = self._stats()
+        tree, phrases = ranking.parse_match(match)
+        terms = list(dict.fromkeys(phrases))
+        slot = {t: i for i, t in enumerate(terms)}
+        counts = self.document_freqs(terms)
+        idfs = [ranking.idf(n_docs, counts.get(p, 0)) for p in phrases]
+        body = ", ".join(
+            f"coalesce((s.tf -> %s ->> 1)::float8, 0) AS b{i}" for i in range(len(terms))
+        )
+        zeros = ", ".join(f"0::float8 AS b{i}" for i in range(len(terms)))
+        sums = ", ".join(f"sum(b{i}) AS b{i}" for i in range(len(terms)))
+        freqs = []
+        for p in phrases:
+            sql, params = ranking.column_freq("d.ftf", p, weights[:2])
+            freqs.append((f"{sql} + %s::float8 * a.b{slot[p]}", [*params, weights[2]]))
+        lateral, lparams, score, sparams = ranking.bm25_sql(
+            freqs, idfs, n_tokens / max(1, n_docs), "d.len"
+        )
+
+        def present(term: str) -> tuple[str, list[object]]:
+            return f"(d.ftf ? %s OR a.b{slot[term]} > 0)", [term]
+
+        cond, cparams = ranking.bool_sql(tree, present)
+        where, fparams = filter_sql(only)
+        sql = (
+            f"WITH a AS (SELECT id, {sums} FROM ("
+            f"SELECT s.doc_id AS id, {body} FROM segments s WHERE s.tf ?| %s "
+            f"UNION ALL SELECT d.id, {zeros} FROM documents d WHERE d.ftf ?| %s"
+            ") u GROUP BY id) "
+            f"SELECT d.id, {score} AS score, d.first_segment, d.n_segments "
+            "FROM a JOIN documents d ON d.id = a.id "
+            f"CROSS JOIN LATERAL (SELECT {lateral}) v WHERE {cond}"
+            f"{' AND ' + where if where else ''} ORDER BY score DESC, d.id LIMIT %s"
+        )
+        params = [*terms, terms, terms, *sparams, *lparams, *cparams, *fparams, limit]
+        rows = self.pg.execute(sql, params)
         return [DocHit(int(r[0]), float(r[1]), int(r[2]), int(r[3])) for r in rows]
 
-    def _row_counts(self, table: str, terms: Sequence[str]) -> dict[str, int]:
-        """Rows of ``table`` holding each term (absent terms left out)."""
-        unique = list(dict.fromkeys(terms))
-        if not unique:
-            return {}
-        parts = " UNION ALL ".join(
-            f"SELECT %s::text, count(*) FROM {table} WHERE tf ? %s" for _ in unique
-        )
-        params = [v for t in unique for v in (t, t)]
-        return {str(t): int(n) for t, n in self.pg.execute(parts, params) if n}
-
     def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
-        """Segments holding each term."""
-        return self._row_counts("segments", terms)
+        """Segments holding each term (absent terms left out)."""
+        return self._vocab([t for t in terms if t.strip()], "segs")
 
     def document_freqs(self, terms: Sequence[str]) -> dict[str, int]:
-        """Documents holding each term."""
-        return self._row_counts("documents", terms)
+        """Documents holding each term in a field or in a segment's body."""
+        return self._vocab([t for t in terms if t.strip()], "docs")
 
     def document_stats(self) -> tuple[int, float]:
         """(documents, mean body terms per document)."""
@@ -800,8 +908,17 @@ class PgStore(DocumentRows):
         """Nothing to restore (``clear_fts`` cleared nothing)."""
 
     def tidy_fts(self) -> bool:
-        """No FTS segments to merge."""
-        return False
+        """Fold ``vocab``'s deltas when many transactions added some; whether it did."""
+        if self._depth:
+            return False
+        row = self.pg.execute(
+            "SELECT count(*) > 64 FROM (SELECT 1 FROM vocab WHERE term = ' rows' "
+            "LIMIT 65) x"
+        ).fetchone()
+        if not row[0]:
+            return False
+        self.compact_vocab()
+        return True
 
     def _bytes(self) -> int:
         row = self.pg.execute(
@@ -823,6 +940,7 @@ class PgStore(DocumentRows):
             raise DocindexError("vacuum cannot run inside a transaction")
         started = time.perf_counter()
         before = self._bytes()
+        self.compact_vocab()
         try:
             for table in _TABLES:
                 self.pg.execute(f"VACUUM (ANALYZE) {table}")
@@ -832,6 +950,28 @@ class PgStore(DocumentRows):
 
     def checkpoint(self) -> None:
         """Nothing to do: a commit is durable on the server."""
+
+
+@contextlib.contextmanager
+def scratch_schema(location: ServerUrl) -> Iterator[ServerUrl]:
+    """A new, empty schema on the server, dropped afterwards (``docindex eval``)."""
+    import uuid
+
+    from docindex.store.location import with_search_path
+
+    psycopg = _psycopg()
+    name = "docindex_eval_" + uuid.uuid4().hex[:10]
+    try:
+        with psycopg.connect(location.url, autocommit=True) as conn:
+            conn.execute(f"CREATE SCHEMA {name}")
+    except psycopg.Error as exc:
+        raise translate(exc, location) from None
+    try:
+        yield ServerUrl(with_search_path(location.url, name))
+    finally:
+        with contextlib.suppress(psycopg.Error):
+            with psycopg.connect(location.url, autocommit=True) as conn:
+                conn.execute(f"DROP SCHEMA {name} CASCADE")
 
 
 def _host() -> str:

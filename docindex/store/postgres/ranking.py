@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 K1 = 1.2
@@ -109,17 +109,24 @@ def parse_match(match: str) -> tuple[Node, list[str]]:
 
 
 def match_sql(node: Node, col: str) -> tuple[str, list[object]]:
-    """SQL that is true for a row whose ``col`` (jsonb term -> freqs) matches."""
-    if node.op == "term":
-        return f"{col} ? %s", [node.term]
+    """SQL that is true for a row whose ``col`` (jsonb term -> hits) matches."""
     if node.op in ("or", "and") and all(k.op == "term" for k in node.kids):
         op = "?|" if node.op == "or" else "?&"
         return f"{col} {op} %s", [[k.term for k in node.kids]]
+    return bool_sql(node, lambda term: (f"{col} ? %s", [term]))
+
+
+def bool_sql(
+    node: Node, leaf: Callable[[str], tuple[str, list[object]]]
+) -> tuple[str, list[object]]:
+    """The expression ``node`` with each term's presence written by ``leaf``."""
+    if node.op == "term":
+        return leaf(node.term)
     if node.op == "not":
-        left, lp = match_sql(node.kids[0], col)
-        right, rp = match_sql(node.kids[1], col)
+        left, lp = bool_sql(node.kids[0], leaf)
+        right, rp = bool_sql(node.kids[1], leaf)
         return f"({left} AND NOT ({right}))", [*lp, *rp]
-    parts = [match_sql(k, col) for k in node.kids]
+    parts = [bool_sql(k, leaf) for k in node.kids]
     joiner = " OR " if node.op == "or" else " AND "
     return "(" + joiner.join(p[0] for p in parts) + ")", [
         v for p in parts for v in p[1]
@@ -132,35 +139,36 @@ def idf(n_rows: int, n_hit: int) -> float:
     return value if value > 0.0 else 1e-6
 
 
+def column_freq(col: str, term: str, weights: Sequence[float]) -> tuple[str, list[object]]:
+    """SQL of a term's weighted hits in a jsonb term -> [hits per column]."""
+    sql = " + ".join(
+        f"%s::float8 * coalesce(({col} -> %s ->> {c})::float8, 0)"
+        for c in range(len(weights))
+    )
+    return sql, [v for w in weights for v in (float(w), term)]
+
+
 def bm25_sql(
-    phrases: Sequence[str], idfs: Sequence[float], weights: Sequence[float],
-    avgdl: float, col: str, length: str,
+    freqs: Sequence[tuple[str, list[object]]], idfs: Sequence[float], avgdl: float,
+    length: str,
 ) -> tuple[str, list[object], str, list[object]]:  # fmt: skip
     """(lateral select list, its params, score expression, its params) of
-    FTS5's bm25 score.
+    FTS5's bm25 score, given each phrase's weighted hits in the row (``freqs``).
 
     The lateral part computes each phrase's weighted frequency ``fN`` once;
     the score adds the phrases' terms in query order, as ``fts5Bm25Function``
     does, in float8 throughout.
     """
-    lateral: list[str] = []
-    lateral_params: list[object] = []
-    for i, term in enumerate(phrases):
-        freqs = " + ".join(
-            f"%s::float8 * coalesce(({col} -> %s ->> {c})::float8, 0)"
-            for c in range(len(weights))
-        )
-        lateral.append(f"({freqs}) AS f{i}")
-        for w in weights:
-            lateral_params.extend((float(w), term))
+    lateral = ", ".join(f"({sql}) AS f{i}" for i, (sql, _) in enumerate(freqs))
+    lateral_params = [v for _, params in freqs for v in params]
     k1, b = f"{K1}::float8", f"{B}::float8"
     norm = f"({k1} * (1::float8 - {b} + {b} * {length} / %s::float8))"
     terms = [
         f"%s::float8 * (v.f{i} * ({k1} + 1.0::float8)) / (v.f{i} + {norm})"
-        for i in range(len(phrases))
+        for i in range(len(freqs))
     ]
     score = "(0.0::float8 + " + " + ".join(terms) + ")"
     score_params: list[object] = []
     for value in idfs:
         score_params.extend((float(value), float(avgdl) or 1.0))
-    return ", ".join(lateral), lateral_params, score, score_params
+    return lateral, lateral_params, score, score_params
