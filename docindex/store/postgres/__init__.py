@@ -47,6 +47,11 @@ if TYPE_CHECKING:
     from docindex.store.encoding import NewDocument
 
 ALL_DOCS = DocFilter()
+# A document's segments have consecutive ids (``first_segment``); here they are
+# its id shifted left by this many bits plus their ordinal, so concurrent
+# writers never share a block and no lock is needed (16.7 M segments per
+# document; ``max_segments`` caps a whole index far below that).
+SEGMENT_BITS = 24
 READ_ONLY_HINT = (
     "this PostgreSQL role may only read the index; write with a role that has "
     "the writer GRANTs (README: Share an index with a team)"
@@ -227,6 +232,7 @@ class PgStore(DocumentRows):
         self._bodies_version = None
         self._totals: tuple[int, int, int, int, int] | None = None
         self._delta: dict[str, list[int]] = {}  # vocab changes of this transaction
+        self._failed: BaseException | None = None  # first error of this transaction
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -318,13 +324,11 @@ class PgStore(DocumentRows):
         never fail on a serialization conflict.
         """
         psycopg = _psycopg()
-        if self._depth and not savepoint:
-            self._depth += 1
-            try:
-                yield
-            finally:
-                self._depth -= 1
-            return
+        # ``savepoint=False`` is a SQLite speed-up (issue #7); here every
+        # nested block is a SAVEPOINT, so one document's failed statement
+        # rolls back that document alone, as a failed statement does in
+        # SQLite, instead of aborting the scan's whole transaction.
+        del savepoint
         try:
             if self._depth == 0:
                 self._bodies.clear()
@@ -347,10 +351,13 @@ class PgStore(DocumentRows):
                 else:
                     self.pg.execute(f"ROLLBACK TO sp{self._depth}")
                     self.pg.execute(f"RELEASE sp{self._depth}")
+            if isinstance(exc, psycopg.Error) and self._failed is None:
+                self._failed = exc  # the cause, not "transaction is aborted" later
             if self._depth == 0:
                 self._delta.clear()
-            if self._depth == 0 and isinstance(exc, psycopg.Error):
-                raise translate(exc, self.location) from None
+                first, self._failed = self._failed, None
+                if isinstance(exc, psycopg.Error):
+                    raise translate(first or exc, self.location) from None
             raise
         self._depth -= 1
         try:
@@ -520,28 +527,9 @@ class PgStore(DocumentRows):
     # -- documents -----------------------------------------------------------
 
     def next_segment_id(self) -> int:
-        """The id the next segment would get (a bound; blocks come from a sequence)."""
-        row = self.pg.execute("SELECT last_value + 1 FROM segment_ids").fetchone()
-        return int(row[0])
-
-    def _segment_block(self, n: int) -> int:
-        """First of ``n`` consecutive segment ids, reserved for this transaction.
-
-        A document's segments have consecutive ids (``first_segment``); two
-        writers reserve their blocks under a session advisory lock held for
-        two statements, not for their transactions (sequences ignore rollback,
-        so a killed writer leaves a gap, never a clash).
-        """
-        self.pg.execute("SELECT pg_advisory_lock(%s)", (schema.LOCK_KEY,))
-        try:
-            first = int(self.pg.execute("SELECT nextval('segment_ids')").fetchone()[0])
-            if n > 1:
-                self.pg.execute(
-                    "SELECT setval('segment_ids', %s)", (first + n - 1,)
-                )
-        finally:
-            self.pg.execute("SELECT pg_advisory_unlock(%s)", (schema.LOCK_KEY,))
-        return first
+        """The first segment id of the next document (a bound, not a promise)."""
+        row = self.pg.execute("SELECT last_value + 1 FROM documents_id_seq").fetchone()
+        return int(row[0]) << SEGMENT_BITS
 
     def add_document(self, doc: NewDocument) -> int:
         """Insert a document, its facets and segments with their term frequencies.
@@ -562,8 +550,11 @@ class PgStore(DocumentRows):
         with self.atomic(savepoint=False):
             self._count_document(doc.fts, doc.fields, len(rows), seg_len, doc_len,
                                  body_len, 1)  # fmt: skip
-            first = self._segment_block(len(rows))
-            values = (
+            new_id = int(
+                self.pg.execute("SELECT nextval('documents_id_seq')").fetchone()[0]
+            )
+            first = new_id << SEGMENT_BITS
+            values = (new_id,
                 doc.root_id, doc.rel_path, doc.kind, doc.title, doc.size,
                 doc.mtime_ns, doc.hash, doc.body,
                 json.dumps(meta, ensure_ascii=False) if meta else None,
@@ -571,10 +562,10 @@ class PgStore(DocumentRows):
                 doc.terms or None, doc_tf, doc_len, body_len, seg_len,
             )  # fmt: skip
             insert = (
-                "INSERT INTO documents (root_id, rel_path, kind, title, size, "
+                "INSERT INTO documents (id, root_id, rel_path, kind, title, size, "
                 "mtime_ns, hash, body, meta, n_segments, indexed_at, sections, "
                 "first_segment, terms, ftf, len, body_len, seg_len) VALUES "
-                f"({', '.join(['%s'] * 18)}) "
+                f"({', '.join(['%s'] * 19)}) "
                 "ON CONFLICT (root_id, rel_path) DO NOTHING RETURNING id"
             )
             row = self.pg.execute(insert, values).fetchone()
@@ -811,6 +802,11 @@ class PgStore(DocumentRows):
     def document_freqs(self, terms: Sequence[str]) -> dict[str, int]:
         """Documents holding each term in a field or in a segment's body."""
         return self._vocab([t for t in terms if t.strip()], "docs")
+
+    def max_segment_id(self) -> int:
+        """The segment count (``vocab`` totals): ids have gaps here (a sequence)
+        and callers use this as a cheap count."""
+        return self._stats()[1]
 
     def document_stats(self) -> tuple[int, float]:
         """(documents, mean body terms per document)."""

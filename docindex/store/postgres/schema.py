@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-LOCK_KEY = 0x446F6349  # "DocI": schema changes and segment-id blocks
+LOCK_KEY = 0x446F6349  # "DocI": schema changes
 
 
 def m001_initial(conn: Any) -> None:
@@ -81,7 +81,6 @@ CREATE TABLE documents (
     UNIQUE (root_id, rel_path)
 );
 CREATE INDEX documents_ftf ON documents USING gin (ftf);
-CREATE SEQUENCE segment_ids;
 CREATE TABLE segments (
     id bigint PRIMARY KEY,
     doc_id bigint NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
