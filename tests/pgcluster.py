@@ -22,7 +22,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
-MISSING = "PostgreSQL server binaries (initdb, pg_ctl) not found: apt-get install postgresql"
+MISSING = (
+    "PostgreSQL server binaries (initdb, pg_ctl) not found: apt-get install postgresql"
+)
 
 
 def binaries() -> Path | None:
@@ -63,7 +65,9 @@ def cluster(bin_dir: Path, fast: bool = True) -> Iterator[str]:
          "-U", "postgres", "-E", "UTF8", "--locale=C.UTF-8"],
         check=True, capture_output=True,
     )  # fmt: skip
-    options = f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c max_connections=100"
+    options = (
+        f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c max_connections=100"
+    )
     if fast:
         options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
     subprocess.run(

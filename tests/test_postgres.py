@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from click.testing import CliRunner, Result
 from conftest import write_tree
 
@@ -56,7 +55,9 @@ def _corpus(base: Path) -> Path:
 def _hits(db: str, query: str, *extra: str) -> list[tuple[str, float]]:
     result = invoke(["query", query, "--db", db, "--json", "--top", "10", *extra])
     assert result.exit_code == 0, result.output
-    return [(h["chunk_id"], round(h["score"], 6)) for h in json.loads(result.stdout)["hits"]]
+    return [
+        (h["chunk_id"], round(h["score"], 6)) for h in json.loads(result.stdout)["hits"]
+    ]
 
 
 def test_same_top_ten_as_sqlite(tmp_path: Path, pg_url: str) -> None:
@@ -87,7 +88,9 @@ def test_every_reading_command_works(tmp_path: Path, pg_url: str) -> None:
     page2 = invoke(["query", "rate", "--db", pg_url, "--json", "--top", "1",
                     "--cursor", first["next_cursor"]])  # fmt: skip
     assert page2.exit_code == 0, page2.output
-    assert json.loads(page2.stdout)["hits"][0]["chunk_id"] != first["hits"][0]["chunk_id"]
+    assert (
+        json.loads(page2.stdout)["hits"][0]["chunk_id"] != first["hits"][0]["chunk_id"]
+    )
     chunk = first["hits"][0]["chunk_id"]
     for args in (
         ["show", chunk], ["outline", "guide/rate-limits.md"],
@@ -154,7 +157,9 @@ def test_password_is_masked_everywhere(
         invoke(["stats", "--db", url, "--json"]),
         invoke(["config", "--db", url]),
         invoke(["roots", "--db", url, "--json"]),
-        invoke(["query", "x", "--db", url.replace(":5", ":1"), "--json"]),  # unreachable
+        invoke(
+            ["query", "x", "--db", url.replace(":5", ":1"), "--json"]
+        ),  # unreachable
         invoke(["stats", "--db", url.replace("hunter2pw", "wrongpw")]),
     ]
     for result in outputs:
@@ -189,7 +194,9 @@ def test_read_only_role_reads_but_cannot_write(
         assert "Traceback" not in result.output
 
 
-def test_newer_schema_is_refused_with_upgrade_command(tmp_path: Path, pg_url: str) -> None:
+def test_newer_schema_is_refused_with_upgrade_command(
+    tmp_path: Path, pg_url: str
+) -> None:
     import psycopg
 
     invoke(["scan", str(_corpus(tmp_path)), "--db", pg_url, "-q"])
@@ -234,11 +241,14 @@ def _consistent(url: str) -> tuple[int, int]:
             "SELECT count(*), coalesce(sum(n_segments), 0) FROM documents"
         ).fetchone()
         assert conn.execute("SELECT count(*) FROM segments").fetchone()[0] == segs
-        assert conn.execute(
-            "SELECT count(*) FROM segments s LEFT JOIN documents d ON d.id = s.doc_id "
-            "WHERE d.id IS NULL OR s.id < d.first_segment "
-            "OR s.id >= d.first_segment + d.n_segments"
-        ).fetchone()[0] == 0
+        assert (
+            conn.execute(
+                "SELECT count(*) FROM segments s LEFT JOIN documents d ON d.id = s.doc_id "
+                "WHERE d.id IS NULL OR s.id < d.first_segment "
+                "OR s.id >= d.first_segment + d.n_segments"
+            ).fetchone()[0]
+            == 0
+        )
         vocab = conn.execute(
             "SELECT sum(segs), sum(docs) FROM vocab WHERE term = ' rows'"
         ).fetchone()

@@ -16,6 +16,7 @@ from docindex.api import workspace
 from docindex.config import Config
 from docindex.errors import MisuseError, OutsideRootsError, RelocatedIndexError
 from docindex.models import QueryOptions, QueryResult, ScanResult
+from docindex.store.location import ServerUrl
 
 if TYPE_CHECKING:
     from docindex.store import Store
@@ -143,13 +144,14 @@ def reindex(
         try:
             ws = workspace.load(db, overrides, extra_roots=roots, must_exist=True)
         except sqlite3.DatabaseError as exc:  # damaged past the header (#17)
-            raise translate(exc, workspace.resolve_db(db) or "") from exc
+            where = workspace.resolve_db(db)
+            raise translate(exc, where if isinstance(where, Path) else "") from exc
     except IndexCorruptError:
         # Its roots and settings live in the damaged file (issue #8); a rebuild
         # needs them from elsewhere: --root, or the folder that holds the
         # index's default place (issue #20: the suggested command must work).
         ws = _rebuild_workspace(db, overrides, roots)
-    if isinstance(ws.db, workspace.ServerUrl):
+    if isinstance(ws.db, ServerUrl):
         return _rebuild_on_server(ws, progress, stop)
     if not ws.config.roots:  # e.g. a 0-byte file: nothing says what to rebuild
         raise IndexNotFoundError(
@@ -206,7 +208,7 @@ def _rebuild_workspace(
     from docindex.errors import IndexCorruptError
 
     path = workspace.resolve_db(db, near=[Path(r) for r in roots or []])
-    assert path is not None  # load() found a file to be damaged
+    assert isinstance(path, Path)  # load() found a file to be damaged
     if not roots and path.parent.name == cfgmod.DEFAULT_DB_DIR:
         roots = [str(path.parent.parent)]
     if not roots:
@@ -319,9 +321,9 @@ def _open_for_reading(ws: workspace.Workspace) -> Store:
     return ws.open(readonly=_readonly_ok(ws.db), mapped=True)
 
 
-def _readonly_ok(db: Path | workspace.ServerUrl) -> bool:
+def _readonly_ok(db: Path | ServerUrl) -> bool:
     """Open read-only when we may not write the folder (a WAL index still needs -shm)."""
-    if isinstance(db, workspace.ServerUrl):
+    if isinstance(db, ServerUrl):
         return False  # the server's GRANTs decide
     return not os.access(db.parent, os.W_OK) and Path(f"{db}-shm").exists()
 
@@ -332,7 +334,7 @@ def stats(db: str | None) -> dict[str, Any]:
     with ws.open() as store:
         counts = store.counts()
         space = store.space()
-        if isinstance(ws.db, workspace.ServerUrl):
+        if isinstance(ws.db, ServerUrl):
             size, wal = space.file_bytes, Path(os.devnull, "none")
         else:
             size, wal = ws.db.stat().st_size, Path(f"{ws.db}-wal")
@@ -393,7 +395,7 @@ def watch(
     db: str | None, *, roots: list[str] | None = None, debounce_ms: int = 300,
     on_batch: Callable[..., None], stop_event: Any,
     on_notice: Callable[[str], None] | None = None,
-    on_start: Callable[[Path, list[str]], None] | None = None,
+    on_start: Callable[[Path | ServerUrl, list[str]], None] | None = None,
 ) -> None:  # fmt: skip
     """Keep the index current until ``stop_event`` is set; see ``docindex watch --help``.
 
@@ -410,7 +412,7 @@ def watch(
     busy = min(ws.config.busy_timeout_s, 2.0)
 
     def open_store() -> Store:
-        if isinstance(ws.db, workspace.ServerUrl):
+        if isinstance(ws.db, ServerUrl):
             return workspace.Workspace(ws.db, ws.config).open(create=True)
         return Store.open(ws.db, create=True, busy_timeout=busy)
 
@@ -557,7 +559,7 @@ def settings(db: str | None, near: list[str] | None = None) -> dict[str, Any]:
 
     places = [Path(p) for p in near or []]
     path = workspace.resolve_db(db, near=places)
-    found = path is not None and path.is_file()
+    found = isinstance(path, ServerUrl) or (path is not None and path.is_file())
     if path is None:
         cfg, sources = (
             cfgmod.from_env(Config()),

@@ -258,7 +258,7 @@ def _evaluate_in(
     import contextlib
 
     from docindex.ingest.indexer import scan
-    from docindex.store import ServerUrl, Store, open_index
+    from docindex.store import ServerUrl, open_index
 
     docs = work / "docs"
     stems = write_corpus(data, docs)
@@ -272,7 +272,8 @@ def _evaluate_in(
             from docindex.store.postgres import scratch_schema
 
             where = stack.enter_context(scratch_schema(ServerUrl(server)))
-        store: Store = stack.enter_context(open_index(where, create=True))  # type: ignore[arg-type]
+        store: _Store = open_index(where, create=True)
+        stack.callback(store.close)
         scan(store, cfg, on_progress=(
             (lambda p: on_progress("index", p.done, p.total or 0)) if on_progress else None
         ))  # fmt: skip

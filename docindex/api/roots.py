@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from docindex.api.workspace import add_root, canonical
 from docindex.errors import MisuseError
+from docindex.store.location import ServerUrl
 
 if TYPE_CHECKING:
     from docindex.config import Config
@@ -98,7 +99,7 @@ def remove(store: Index, cfg: Config, path: str | Path) -> tuple[Config, RootCha
 
 
 def move(
-    store: Index, cfg: Config, old: str | Path, new: str | Path, *, db: Path
+    store: Index, cfg: Config, old: str | Path, new: str | Path, *, db: Path | ServerUrl
 ) -> tuple[Config, RootChange]:
     """Point root ``old`` at folder ``new``, keeping every document and vector.
 

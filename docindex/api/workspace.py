@@ -312,9 +312,7 @@ def layered(
     ``environment DOCINDEX_X``, ``flag``).
     """
     sources = dict.fromkeys(cfgmod.FIELDS, "default")
-    remembered = (
-        _remembered(db) if isinstance(db, ServerUrl) or db.is_file() else {}
-    )
+    remembered = _remembered(db) if isinstance(db, ServerUrl) or db.is_file() else {}
     cfg = cfgmod.from_mapping(remembered) if remembered else Config()
     for name in cfgmod.mapping_fields(remembered):
         sources[name] = "index"

@@ -21,6 +21,7 @@ from docindex.cli.output import out_console as _out_console
 from docindex.cli.output import piped as _piped
 from docindex.cli.output import progress_bar as _progress
 from docindex.errors import DocindexError
+from docindex.store.location import ServerUrl
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -61,7 +62,8 @@ class _Group(click.Group):
 
             # The index the command used, so the message names it and its fix.
             try:
-                path: Path | str = resolve_db(ctx.meta.get(DB_META)) or ""
+                where = resolve_db(ctx.meta.get(DB_META))
+                path: Path | str = where if isinstance(where, Path) else ""
             except Exception:  # a message without the path is still a message
                 path = ""
             err = translate(exc, path)
@@ -509,19 +511,20 @@ def watch(
     stop = signals.graceful()  # a second signal gives up on the pending batch
     serve = serve and watcher_mode() != "off"
     serving: list[Any] = []
-    index_db: list[Path] = []
+    index_db: list[Path | ServerUrl] = []
 
-    def on_start(index: Path, watched: list[str]) -> None:
+    def on_start(index: Path | ServerUrl, watched: list[str]) -> None:
         index_db.append(index)
         click.echo(
             f"watching {', '.join(watched)} (index {index}); Ctrl-C to stop",
             err=True,
         )
-        if serve and index.is_file():  # else once the catch-up has made it
+        # A server index (issue #34) has no folder for the warm server's socket.
+        if serve and isinstance(index, Path) and index.is_file():
             serving.append(_start_serving(index))
 
     def on_batch(report: Any) -> None:
-        if serve and not serving and index_db:
+        if serve and not serving and index_db and isinstance(index_db[0], Path):
             serving.append(_start_serving(index_db[0]))
         if as_json:
             _echo_json(report)
@@ -651,7 +654,6 @@ def eval_(folder: Path, mode: str, n_queries: int | None, seed: int, view: str,
     from docindex.api.evaluate import MODES, VIEWS, evaluate
     from docindex.cli.render import print_eval
     from docindex.config import Config, from_env
-
     from docindex.store.location import is_server_url
 
     if engine != "sqlite" and not is_server_url(engine):

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from docindex.store._sql import compress_body
 from docindex.store.interface import Index
+from docindex.store.location import ServerUrl, is_server_url
 from docindex.store.records import (
     DocFilter,
     DocHit,
@@ -26,14 +27,13 @@ from docindex.store.records import (
     StoredDocument,
     Vacuumed,
 )
-from docindex.store.location import ServerUrl, is_server_url
 from docindex.store.sqlite import Store, repair_hint, translate
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from docindex.store.postgres import PgStore
     from docindex.store.encoding import EncodedSegments, NewDocument, encode_segments
+    from docindex.store.postgres import PgStore
 
 _WRITE_SIDE = {"EncodedSegments", "NewDocument", "encode_segments"}
 

@@ -386,9 +386,10 @@ class PgStore(DocumentRows):
         self._delta.clear()
         if not rows:
             return
-        with self.pg.cursor() as cur, cur.copy(
-            "COPY vocab (term, segs, docs) FROM STDIN"
-        ) as copy:
+        with (
+            self.pg.cursor() as cur,
+            cur.copy("COPY vocab (term, segs, docs) FROM STDIN") as copy,
+        ):
             for row in rows:
                 copy.write_row(row)
 
@@ -586,9 +587,12 @@ class PgStore(DocumentRows):
                     )
             if rows:
                 columns = ", ".join(SEGMENT_COLUMNS)
-                with self.pg.cursor() as cur, cur.copy(
-                    f"COPY segments (id, doc_id, {columns}, vec, tf, len) FROM STDIN"
-                ) as copy:
+                with (
+                    self.pg.cursor() as cur,
+                    cur.copy(
+                        f"COPY segments (id, doc_id, {columns}, vec, tf, len) FROM STDIN"
+                    ) as copy,
+                ):
                     for i, seg in enumerate(rows):
                         tf, n = seg_tf[i] if i < len(seg_tf) else ("{}", 0)
                         copy.write_row(
@@ -732,7 +736,8 @@ class PgStore(DocumentRows):
             freqs, idfs, n_tokens / max(1, n_rows), "s.len"
         )
         cond, cparams = ranking.match_sql(tree, "s.tf")
-        join, extra, params = "", "", []
+        join, extra = "", ""
+        params: list[object] = []
         if within is not None:
             extra, params = " AND s.id = ANY(%s)", [list(within)]
         else:
@@ -764,7 +769,8 @@ class PgStore(DocumentRows):
         counts = self.document_freqs(terms)
         idfs = [ranking.idf(n_docs, counts.get(p, 0)) for p in phrases]
         body = ", ".join(
-            f"coalesce((s.tf -> %s ->> 1)::float8, 0) AS b{i}" for i in range(len(terms))
+            f"coalesce((s.tf -> %s ->> 1)::float8, 0) AS b{i}"
+            for i in range(len(terms))
         )
         zeros = ", ".join(f"0::float8 AS b{i}" for i in range(len(terms)))
         sums = ", ".join(f"sum(b{i}) AS b{i}" for i in range(len(terms)))

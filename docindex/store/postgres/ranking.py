@@ -139,7 +139,9 @@ def idf(n_rows: int, n_hit: int) -> float:
     return value if value > 0.0 else 1e-6
 
 
-def column_freq(col: str, term: str, weights: Sequence[float]) -> tuple[str, list[object]]:
+def column_freq(
+    col: str, term: str, weights: Sequence[float]
+) -> tuple[str, list[object]]:
     """SQL of a term's weighted hits in a jsonb term -> [hits per column]."""
     sql = " + ".join(
         f"%s::float8 * coalesce(({col} -> %s ->> {c})::float8, 0)"
