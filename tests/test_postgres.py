@@ -300,3 +300,25 @@ def test_two_hosts_share_roots_by_name(tmp_path: Path, pg_url: str) -> None:
     )  # fmt: skip
     paths = [h["path"] for h in json.loads(out.stdout)["hits"]]
     assert paths and all(p.startswith(str(two)) for p in paths), paths
+
+
+def test_export_import_across_engines_keeps_everything(
+    tmp_path: Path, pg_url: str
+) -> None:
+    docs = _corpus(tmp_path)
+    sqlite = str(tmp_path / "a.db")
+    invoke(["scan", str(docs), "--db", sqlite, "-q"])
+    dump = invoke(["export", "--db", sqlite])
+    assert dump.exit_code == 0, dump.output
+    (tmp_path / "dump.ndjson").write_text(dump.stdout, encoding="utf-8")
+    loaded = invoke(["import", str(tmp_path / "dump.ndjson"), "--db", pg_url, "--json"])
+    assert loaded.exit_code == 0, loaded.output
+    assert json.loads(loaded.stdout)["documents"] == len(DOCS)
+    assert invoke(["export", "--db", pg_url]).stdout == dump.stdout  # ids, vectors
+    back = str(tmp_path / "b.db")
+    result = CliRunner().invoke(cli, ["import", "-", "--db", back], input=dump.stdout)
+    assert result.exit_code == 0, result.output
+    for query in QUERIES:
+        assert _hits(pg_url, query) == _hits(sqlite, query) == _hits(back, query)
+    again = invoke(["import", str(tmp_path / "dump.ndjson"), "--db", pg_url])
+    assert again.exit_code == 2 and "empty index" in again.output

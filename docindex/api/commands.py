@@ -632,3 +632,21 @@ def _newlines(lines: list[str], offset: int) -> Iterator[None]:
         if seen > offset:
             return
         yield None
+
+
+def export(db: str | None) -> Iterator[dict[str, Any]]:
+    """The index as NDJSON records (``docindex export``, issue #34)."""
+    from docindex.api.transfer import export_records
+
+    ws = workspace.load(db)
+    with _open_for_reading(ws) as store, store.atomic(immediate=False):
+        yield from export_records(store)
+
+
+def import_(db: str | None, lines: Iterable[str]) -> dict[str, int]:
+    """Load an export into a new index (``docindex import``, issue #34)."""
+    from docindex.api.transfer import import_records
+
+    ws = workspace.load(db, must_exist=False, scan_path=None)
+    with ws.open(create=True) as store:
+        return import_records(store, ws.config, lines)

@@ -674,6 +674,34 @@ def eval_(folder: Path, mode: str, n_queries: int | None, seed: int, view: str,
         print_eval(_out_console(), report)
 
 
+@cli.command("export")
+@db_option
+def export_(db: str | None) -> None:
+    """Write the index as NDJSON to stdout: settings, roots, documents with their
+    text and chunks (ids, lines, vectors). `docindex import` loads it into a new
+    index on either engine without reading a file again; chunk ids stay the same.
+    """
+    from docindex.api import commands as api
+
+    for record in api.export(db):
+        click.echo(json.dumps(record, ensure_ascii=False))
+
+
+@cli.command("import")
+@click.argument("file", type=click.File("r", encoding="utf-8"))
+@db_option
+@json_option
+def import_(file: Any, db: str | None, as_json: bool) -> None:
+    """Load FILE (from `docindex export`, or - for stdin) into a new, empty index."""
+    from docindex.api import commands as api
+
+    counts = api.import_(db, file)
+    if as_json:
+        _echo_json(counts)
+    else:
+        click.echo(", ".join(f"{v} {k}" for k, v in counts.items()), err=True)
+
+
 def _eval_progress(on_progress: Any) -> Any:
     """Adapt the scan progress bar to evaluate()'s (phase, done, total) events."""
     if on_progress is None:
