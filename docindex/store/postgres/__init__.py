@@ -126,7 +126,9 @@ class _Adapter:
 
 
 def term_freqs(columns: Sequence[str]) -> tuple[str, int]:
-    """(jsonb of term -> hits per column, tokens in all columns) of one FTS row.
+    """(jsonb of term -> packed hits per column, tokens in all columns) of one
+    FTS row of two columns: ``hits(first) << 24 | hits(second)``
+    (``ranking.HIT_BITS``), one number read with one lookup per term.
 
     Columns hold pre-tokenised terms separated by spaces, which FTS5's
     ``unicode61`` keeps whole (``text.tokenize``): splitting on spaces counts
@@ -142,7 +144,8 @@ def term_freqs(columns: Sequence[str]) -> tuple[str, int]:
                 row = counts[term] = [0] * n
             row[c] += 1
             total += 1
-    return json.dumps(counts, ensure_ascii=False, separators=(",", ":")), total
+    packed = {t: (c[0] << ranking.HIT_BITS) | c[1] for t, c in counts.items()}
+    return json.dumps(packed, ensure_ascii=False, separators=(",", ":")), total
 
 
 def glob_regex(pattern: str) -> str:
@@ -631,10 +634,10 @@ class PgStore(DocumentRows):
         n_segs, seg_len, doc_len, body_len, fields = row
         in_doc = set(fields)
         for term, segs, in_body in self.pg.execute(
-            "SELECT k, count(*), bool_or((s.tf -> k ->> 1)::int > 0) FROM segments s "
+            "SELECT k, count(*), bool_or(((s.tf ->> k)::bigint & %s) > 0) FROM segments s "
             "CROSS JOIN LATERAL jsonb_object_keys(s.tf) k WHERE s.doc_id = %s "
             "GROUP BY k",
-            (doc_id,),
+            (ranking.HIT_MASK, doc_id),
         ):
             self._count(term, -int(segs), 0)
             if in_body:
@@ -731,7 +734,15 @@ class PgStore(DocumentRows):
         tree, phrases = ranking.parse_match(match)
         counts = self.doc_freqs(phrases)
         idfs = [ranking.idf(n_rows, counts.get(p, 0)) for p in phrases]
-        freqs = [ranking.column_freq("s.tf", p, (title_weight, 1.0)) for p in phrases]
+        terms = list(dict.fromkeys(phrases))
+        slot = {t: i for i, t in enumerate(terms)}
+        # One lookup per term and row (OFFSET 0 keeps the planner from copying
+        # the lookup into every use): jsonb lookups are most of the cost.
+        looks = ", ".join(f"(s.tf ->> %s)::bigint AS x{i}" for i in range(len(terms)))
+        freqs = [
+            ranking.packed_freq(f"u.x{slot[p]}", [], (title_weight, 1.0))
+            for p in phrases
+        ]
         lateral, lparams, score, sparams = ranking.bm25_sql(
             freqs, idfs, n_tokens / max(1, n_rows), "s.len"
         )
@@ -747,10 +758,13 @@ class PgStore(DocumentRows):
                 extra, params = f" AND {where}", fparams
         sql = (
             f"SELECT s.id, {score} AS score FROM segments s {join} "
+            f"CROSS JOIN LATERAL (SELECT {looks} OFFSET 0) u "
             f"CROSS JOIN LATERAL (SELECT {lateral}) v WHERE {cond}{extra} "
             "ORDER BY score DESC, s.id LIMIT %s"
         )
-        rows = self.pg.execute(sql, [*sparams, *lparams, *cparams, *params, limit])
+        rows = self.pg.execute(
+            sql, [*sparams, *terms, *lparams, *cparams, *params, limit]
+        )
         return [(int(r[0]), float(r[1])) for r in rows]
 
     def document_lexical(
@@ -769,14 +783,16 @@ class PgStore(DocumentRows):
         counts = self.document_freqs(terms)
         idfs = [ranking.idf(n_docs, counts.get(p, 0)) for p in phrases]
         body = ", ".join(
-            f"coalesce((s.tf -> %s ->> 1)::float8, 0) AS b{i}"
+            f"coalesce(((s.tf ->> %s)::bigint & {ranking.HIT_MASK})::float8, 0) AS b{i}"
             for i in range(len(terms))
         )
         zeros = ", ".join(f"0::float8 AS b{i}" for i in range(len(terms)))
         sums = ", ".join(f"sum(b{i}) AS b{i}" for i in range(len(terms)))
         freqs = []
         for p in phrases:
-            sql, params = ranking.column_freq("d.ftf", p, weights[:2])
+            sql, params = ranking.packed_freq(
+                "(d.ftf ->> %s)::bigint", [p], weights[:2]
+            )
             freqs.append((f"{sql} + %s::float8 * a.b{slot[p]}", [*params, weights[2]]))
         lateral, lparams, score, sparams = ranking.bm25_sql(
             freqs, idfs, n_tokens / max(1, n_docs), "d.len"

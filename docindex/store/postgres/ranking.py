@@ -139,15 +139,19 @@ def idf(n_rows: int, n_hit: int) -> float:
     return value if value > 0.0 else 1e-6
 
 
-def column_freq(
-    col: str, term: str, weights: Sequence[float]
+HIT_BITS = 24  # a row's hits of a term: first column << 24 | second column
+HIT_MASK = (1 << HIT_BITS) - 1
+
+
+def packed_freq(
+    value: str, value_params: list[object], weights: Sequence[float]
 ) -> tuple[str, list[object]]:
-    """SQL of a term's weighted hits in a jsonb term -> [hits per column]."""
-    sql = " + ".join(
-        f"%s::float8 * coalesce(({col} -> %s ->> {c})::float8, 0)"
-        for c in range(len(weights))
-    )
-    return sql, [v for w in weights for v in (float(w), term)]
+    """SQL of a term's weighted hits in two columns from its packed count
+    ``value`` (an SQL expression with ``value_params``; NULL counts 0)."""
+    hi = f"coalesce(({value}) >> {HIT_BITS}, 0)"
+    lo = f"coalesce(({value}) & {HIT_MASK}, 0)"
+    sql = f"%s::float8 * {hi} + %s::float8 * {lo}"
+    return sql, [float(weights[0]), *value_params, float(weights[1]), *value_params]
 
 
 def bm25_sql(
