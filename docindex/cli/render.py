@@ -170,8 +170,9 @@ def human_size(n: float) -> str:
     return f"{n:.1f} TB"  # pragma: no cover
 
 
-def vacuum_text(result: dict[str, Any]) -> str:
+def vacuum_text(result_record: object) -> str:
     """The line ``docindex vacuum`` prints."""
+    result: dict[str, Any] = to_dict(result_record)
     return (
         f"{result['db']}: {human_size(result['before_bytes'])} -> "
         f"{human_size(result['after_bytes'])} "
@@ -196,8 +197,9 @@ def interrupted_text(result: ScanResult, again: str) -> str:
     )
 
 
-def print_stats(console: Any, stats: dict[str, Any]) -> None:
+def print_stats(console: Any, stats_record: object) -> None:
     """Index statistics on one screen; ``--json`` has every facet value."""
+    stats: dict[str, Any] = to_dict(stats_record)
     from rich.table import Table
 
     table = Table(show_header=False, box=None)
@@ -240,10 +242,12 @@ def print_stats(console: Any, stats: dict[str, Any]) -> None:
         console.print(Text("every facet and value: docindex stats --json", style="dim"))
 
 
-def print_skipped(console: Any, result: dict[str, Any]) -> None:
+def print_skipped(console: Any, result_record: object) -> None:
     """Skipped files grouped by reason: path and message, then the counts."""
     from rich.text import Text
 
+    result = {"files": getattr(result_record, "files", None)}
+    result["counts"] = getattr(result_record, "counts", None)
     files = result["files"]
     by_reason: dict[str, list[Any]] = {}
     for record in files:
@@ -423,8 +427,9 @@ def print_eval(console: Any, report: Any) -> None:
 # -- roots and settings (issue #20) ---------------------------------------------
 
 
-def print_roots(console: Any, data: dict[str, Any]) -> None:
+def print_roots(console: Any, data_record: object) -> None:
     """Roots with their document counts; a missing folder and a moved index are said."""
+    data: dict[str, Any] = to_dict(data_record)
     from rich.table import Table
     from rich.text import Text
 
