@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from docindex.models import Hit, ScanResult
+
+if TYPE_CHECKING:
+    from docindex.api.records import SkippedFiles
 from docindex.models.serialize import hit_dict as hit_dict  # re-exported: the old home
 from docindex.models.serialize import to_dict as to_dict
 from docindex.models.serialize import to_json as to_json
@@ -242,13 +245,11 @@ def print_stats(console: Any, stats_record: object) -> None:
         console.print(Text("every facet and value: docindex stats --json", style="dim"))
 
 
-def print_skipped(console: Any, result_record: object) -> None:
+def print_skipped(console: Any, result: SkippedFiles) -> None:
     """Skipped files grouped by reason: path and message, then the counts."""
     from rich.text import Text
 
-    result = {"files": getattr(result_record, "files", None)}
-    result["counts"] = getattr(result_record, "counts", None)
-    files = result["files"]
+    files = result.files
     by_reason: dict[str, list[Any]] = {}
     for record in files:
         by_reason.setdefault(record.reason, []).append(record)
@@ -260,7 +261,7 @@ def print_skipped(console: Any, result_record: object) -> None:
             if record.message and record.message != reason:
                 line.append(f"  {_clean(record.message)}", style="dim")
             console.print(line, soft_wrap=True)
-    counts = result["counts"]
+    counts = result.counts
     if not counts:
         console.print(Text("no file was left out", style="dim"))
     elif not files:
