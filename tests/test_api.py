@@ -134,3 +134,23 @@ def test_the_errors_are_one_family() -> None:
         value = getattr(docindex, name)
         if name.endswith("Error"):
             assert issubclass(value, docindex.DocindexError), name
+
+
+def test_the_readmes_python_example_runs(tmp_path: Path) -> None:
+    """The README's "Use from Python" block, run as printed in a copy of example/."""
+    import re
+    import shutil
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text("utf-8")
+    part = readme[readme.index("## Use from Python") :]
+    code = re.search(r"```python\n(.*?)```", part, re.S)
+    assert code is not None
+    folder = tmp_path / "example"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "example", folder,
+                    ignore=shutil.ignore_patterns(".docindex"))  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code[1]], cwd=folder,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert lines[0].endswith("files indexed") and int(lines[0].split()[0]) > 10
+    assert "configuring.md" in lines[1], done.stdout
