@@ -154,3 +154,19 @@ def test_the_readmes_python_example_runs(tmp_path: Path) -> None:
     lines = done.stdout.splitlines()
     assert lines[0].endswith("files indexed") and int(lines[0].split()[0]) > 10
     assert "configuring.md" in lines[1], done.stdout
+
+
+def test_the_command_line_client_imports_little() -> None:
+    """The ``docindex`` entry point's first imports (every served command pays
+    them): no ``typing``, ``enum``, ``re`` or ``json`` (issue #24's 8-16 ms)."""
+    code = (
+        "import sys; before = set(sys.modules)\n"
+        "import docindex.cli.launcher\n"
+        "print(sorted(set(sys.modules) - before))\n"
+    )
+    root = Path(__file__).resolve().parents[1]  # -S: no site; import from here
+    out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True,
+                         text=True, check=True, cwd=root).stdout  # fmt: skip
+    loaded = eval(out)  # a printed list of module names
+    for heavy in ("typing", "enum", "re", "json", "socket", "click"):
+        assert heavy not in loaded, (heavy, loaded)
