@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         RootsListing,
         SkippedFiles,
         VacuumResult,
+        Vocabulary,
     )
     from docindex.api.roots import RootChange
     from docindex.ingest.watch import BatchReport
@@ -487,7 +488,7 @@ def related(
                                 same_file=same_file, cwd=cwd)  # fmt: skip
 
 
-def index_vocabulary(db: str | None, roots: list[str] | None = None) -> dict[str, Any]:
+def index_vocabulary(db: str | None, roots: list[str] | None = None) -> Vocabulary:
     """Types and front-matter facet values in the index (for MCP schema enums).
 
     Returns ``{"roots": [...], "types": [...], "facets": {key: [values]}}``;

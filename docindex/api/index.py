@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         RootsListing,
         SkippedFiles,
         VacuumResult,
+        Vocabulary,
     )
     from docindex.api.roots import RootChange
     from docindex.ingest.watch import BatchReport
@@ -275,7 +276,7 @@ class Index:
         index from when the handle names none."""
         return commands.settings(self.db, [str(p) for p in near] or None)
 
-    def vocabulary(self) -> dict[str, Any]:
+    def vocabulary(self) -> Vocabulary:
         """Roots, document kinds and front-matter facet values (a JSON value),
         to offer as filters; empty lists before the first scan."""
         return commands.index_vocabulary(self.db, self._roots())
