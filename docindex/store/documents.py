@@ -439,7 +439,7 @@ class DocumentRows:
             if row.chunk_id == chunk_id
         ]
 
-    def _segment_rows(self, where: str, params: tuple[Any, ...]) -> list[SegmentRow]:
+    def _segment_rows(self, where: str, params: tuple[object, ...]) -> list[SegmentRow]:
         from docindex.text.anchors import chunk_id
 
         sql = (
