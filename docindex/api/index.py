@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from docindex.api import commands
 from docindex.models import QueryOptions
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
         Section,
         Shown,
     )
+    from docindex.models.serialize import JSONObject
 
 ProgressCallback = Callable[["Progress"], None]
 # What scan() accepts as progress: a callback, or a context manager that
@@ -270,7 +271,7 @@ class Index:
         """The roots with their document counts (and a relocation, if any)."""
         return commands.roots_list(self.db)
 
-    def settings(self, *, near: Sequence[str | Path] = ()) -> dict[str, Any]:
+    def settings(self, *, near: Sequence[str | Path] = ()) -> JSONObject:
         """Effective settings and where each comes from (a JSON value, as
         ``docindex config --json`` prints it); ``near``: folders to look for an
         index from when the handle names none."""

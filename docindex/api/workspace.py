@@ -10,7 +10,6 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from docindex import config as cfgmod
 from docindex.config import Config
@@ -136,7 +135,7 @@ def relocation(db: Path) -> Relocation | None:
     return None
 
 
-def _remembered(db: Path) -> dict[str, Any]:
+def _remembered(db: Path) -> dict[str, object]:
     if not db.is_file():
         return {}
     try:
