@@ -100,10 +100,11 @@ def _import_document(
     counts: dict[str, int],
 ) -> None:  # fmt: skip
     """Add one exported document: its rows rebuilt from the record alone."""
-    from docindex.ingest.analyze import document_fields, fts_row, title_text
+    from docindex.ingest.analyze import document_fields, fts_row
     from docindex.models import Segment
     from docindex.store import compress_body
     from docindex.store.encoding import NewDocument, encode_segments
+    from docindex.text.fields import title_text
 
     rel = rec["rel_path"]
     rid = root_ids.get(rec["root"])

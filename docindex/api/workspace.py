@@ -7,10 +7,9 @@ so every command (and the MCP server) behaves the same.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from docindex import config as cfgmod
 from docindex.config import Config
@@ -151,7 +150,7 @@ def relocation(db: Location) -> Relocation | None:
     return None
 
 
-def _remembered(db: Location) -> dict[str, Any]:
+def _remembered(db: Location) -> dict[str, object]:
     if isinstance(db, ServerUrl):
         return _remembered_on_server(db)
     if not db.is_file():
@@ -164,7 +163,7 @@ def _remembered(db: Location) -> dict[str, Any]:
     return dict(settings or {})
 
 
-def _remembered_on_server(db: ServerUrl) -> dict[str, Any]:
+def _remembered_on_server(db: ServerUrl) -> dict[str, object]:
     """A server index's settings, with the roots this host has paths for."""
     from docindex.store.postgres import PgStore
 
@@ -179,7 +178,7 @@ def _remembered_on_server(db: ServerUrl) -> dict[str, Any]:
 
 def load(
     db: str | Path | None,
-    overrides: dict[str, Any] | None = None,
+    overrides: Mapping[str, object] | None = None,
     *,
     extra_roots: list[str] | None = None,
     scan_path: Path | None = None,
@@ -243,7 +242,7 @@ def load(
 
 
 def _server_workspace(
-    url: ServerUrl, overrides: dict[str, Any] | None, extra_roots: list[str] | None,
+    url: ServerUrl, overrides: Mapping[str, object] | None, extra_roots: list[str] | None,
     scan_path: Path | None, must_exist: bool,
 ) -> Workspace:  # fmt: skip
     """``load`` for a PostgreSQL index: its roots are this host's paths."""
@@ -302,7 +301,7 @@ def add_root(roots: Sequence[str], new: str | Path) -> list[str]:
 
 
 def layered(
-    db: Location, overrides: dict[str, Any] | None = None
+    db: Location, overrides: Mapping[str, object] | None = None
 ) -> tuple[Config, dict[str, str]]:
     """Effective settings for ``db`` and where each comes from.
 
