@@ -78,13 +78,6 @@ class _Group(click.Group):
                 path = ""
             err = translate(exc, path)
             raise _failure(str(err), err.exit_code) from None
-        except Exception as exc:
-            if not type(exc).__module__.startswith("psycopg"):
-                raise
-            from docindex.store.postgres import translate as pg_translate
-
-            err = pg_translate(exc, "")
-            raise _failure(str(err), err.exit_code) from None
         except KeyboardInterrupt:
             click.echo(
                 "interrupted; the index keeps its last committed state", err=True
@@ -96,6 +89,13 @@ class _Group(click.Group):
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
             sys.exit(0)
+        except Exception as exc:
+            if not type(exc).__module__.startswith("psycopg"):
+                raise
+            from docindex.store.postgres import translate as pg_translate
+
+            err = pg_translate(exc, "")
+            raise _failure(str(err), err.exit_code) from None
 
 
 class _Failure(click.ClickException):
