@@ -322,3 +322,23 @@ def test_export_import_across_engines_keeps_everything(
         assert _hits(pg_url, query) == _hits(sqlite, query) == _hits(back, query)
     again = invoke(["import", str(tmp_path / "dump.ndjson"), "--db", pg_url])
     assert again.exit_code == 2 and "empty index" in again.output
+
+
+def test_watch_keeps_a_server_index_current(tmp_path: Path, pg_url: str) -> None:
+    docs = _corpus(tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "docindex", "watch", "--root", str(docs), "--db", pg_url,
+         "--debounce-ms", "50"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        assert "catch-up" in proc.stdout.readline()
+        (docs / "zebra.md").write_text("# Zebra\n\nstripes everywhere\n")
+        deadline = time.monotonic() + 20
+        while not _hits(pg_url, "stripes") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _hits(pg_url, "stripes")
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=20)

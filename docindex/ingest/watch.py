@@ -338,7 +338,9 @@ def watch(
     # again; harmless, and it would be noise on stderr (an error under pytest).
     warnings.filterwarnings("ignore", "Callback with id", RuntimeWarning, "watchdog")
     try:
-        own = own_files(store.path) + own_files(store.path.resolve())
+        # A server index (issue #34) has no files among the roots.
+        path = store.path if isinstance(store.path, Path) else None
+        own = own_files(path) + own_files(path.resolve()) if path else []
         filt = PathFilter(roots, cfg, own)
         co = Coalescer(
             debounce_ms / 1000, max_batch=max_batch, accept=filt.accept, roots=roots
