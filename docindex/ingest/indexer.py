@@ -52,6 +52,7 @@ from docindex.store import (
     Index,
     NewDocument,
     compress_body,
+    document_body,
     encode_segments,
 )
 
@@ -103,6 +104,7 @@ class Prepared:
     notes: tuple[tuple[str, str], ...] = ()
     fields: tuple[str, str] = ("", "")  # the document's FTS fields (#21)
     terms: str = ""  # its salient terms (analyze.document_terms)
+    doc_body: str = ""  # its doc_fts body (store.document_body), made here (#35)
 
 
 def _limits(cfg: Config) -> ExtractLimits:
@@ -207,7 +209,7 @@ def _index_parts(
         meta=_facets(extracted.meta), notes=_notes(extracted.meta),
         body_z=compress_body(body), segments=encode_segments(segments, job.rel_path),
         fts=fts, vectors=vectors, fields=fields,
-        terms=terms,
+        terms=terms, doc_body=document_body(fts),
     )  # fmt: skip
 
 
@@ -899,7 +901,7 @@ def _store_prepared(
             size=job.size, mtime_ns=job.mtime_ns, hash=prep.hash, body=prep.body_z,
             segments=prep.segments, fts=prep.fts, vectors=vectors or (),
             meta=prep.meta or {}, indexed_at=time.time(), fields=prep.fields,
-            terms=prep.terms,
+            terms=prep.terms, doc_body=prep.doc_body,
         )
     )  # fmt: skip
 

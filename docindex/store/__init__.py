@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from docindex.store._sql import compress_body
+from docindex.store._sql import compress_body, document_body
 from docindex.store.interface import Index
 from docindex.store.records import (
     DocFilter,
@@ -60,6 +60,7 @@ __all__ = [
     "StoredDocument",
     "Vacuumed",
     "compress_body",
+    "document_body",
     "encode_segments",
     "repair_hint",
     "translate",

@@ -135,8 +135,15 @@ MAX_WITHIN = 30_000  # bound parameters in one statement (SQLite allows 32,766)
 
 
 def document_body(fts: Iterable[tuple[str, str]]) -> str:
-    """A document's ``doc_fts`` body: its segments' body tokens, in order."""
-    return " ".join(body for _, body in fts if body)
+    """A document's ``doc_fts`` body: its segments' body tokens, sorted (issue #35).
+
+    The document row serves ``bm25()`` and document frequencies only, never
+    a phrase: what it needs of a term is its count and the row's length, and
+    both survive any order. Sorted, a term's positions are consecutive, so
+    FTS5 writes each as a one-byte delta (doc_fts 17.5 -> 15.7 MB on the
+    shared corpus) and its in-memory hash meets each term in one run.
+    """
+    return " ".join(sorted(" ".join(body for _, body in fts if body).split()))
 
 
 def chunks(ids: Sequence[Any]) -> Iterator[Sequence[Any]]:
