@@ -24,7 +24,6 @@ from docindex.ingest.pool import POOL_THRESHOLD, ExtractTimeout, Workers, deadli
 from docindex.store import (
     EncodedSegments,
     compress_body,
-    document_body,
     encode_segments,
 )
 
@@ -165,7 +164,7 @@ def _index_parts(
         return Prepared(job, hash=digest, skip="empty", kind=extracted.kind,
                         message=f"no text found in this {extracted.kind} file")  # fmt: skip
     doc_title = title_text(extracted.title, job.rel_path)
-    fts, vectors, terms = analyze_document(
+    fts, vectors, terms, doc_body = analyze_document(
         cfg, extracted.title, doc_title, segments, bulk=bulk
     )
     fields = document_fields(cfg, doc_title, (s.heading_path for s in segments))
@@ -174,7 +173,7 @@ def _index_parts(
         meta=_facets(extracted.meta), notes=_notes(extracted.meta),
         body_z=compress_body(body), segments=encode_segments(segments, job.rel_path),
         fts=fts, vectors=vectors, fields=fields,
-        terms=terms, doc_body=document_body(fts),
+        terms=terms, doc_body=doc_body,
     )  # fmt: skip
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from docindex.store._sql import compress_body, document_body
+from docindex.store._sql import compress_body, document_body, grouped_terms
 from docindex.store.interface import Index
 from docindex.store.records import (
     DocFilter,
@@ -62,6 +62,7 @@ __all__ = [
     "compress_body",
     "document_body",
     "encode_segments",
+    "grouped_terms",
     "repair_hint",
     "translate",
 ]

@@ -261,8 +261,11 @@ class DocumentRows:
             )
             self.conn.execute(
                 "INSERT INTO doc_fts (rowid, title, heads, body) VALUES (?, ?, ?, ?)",
-                (doc_id, *doc.fields,
-                 document_body(doc.fts) if doc.doc_body is None else doc.doc_body),
+                (
+                    doc_id,
+                    *doc.fields,
+                    document_body(doc.fts) if doc.doc_body is None else doc.doc_body,
+                ),
             )
         return doc_id
 
