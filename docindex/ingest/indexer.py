@@ -20,7 +20,7 @@ built it.
 from __future__ import annotations
 
 from docindex.embed.choice import embedder_for as _embedder
-from docindex.ingest.analyze import embed_input, fts_row
+from docindex.ingest.analyze import fts_row
 from docindex.ingest.prepare import Job, Prepared, StopFn, prepare, prepare_bulk
 from docindex.ingest.removal import document_fts, remove_document
 from docindex.ingest.scanner import scan
@@ -28,10 +28,13 @@ from docindex.ingest.settings import (
     TOKENIZER_VERSION,
     check_settings,
     embedder_params,
+    pin_roots,
     resolve_scope,
+    root_pins,
 )
 from docindex.ingest.writer import EMBED_COMMIT, embed_pending
 from docindex.models import Progress
+from docindex.text.fields import embed_input
 
 _Job = Job  # the name before issue #18
 
@@ -50,9 +53,11 @@ __all__ = [
     "embed_pending",
     "embedder_params",
     "fts_row",
+    "pin_roots",
     "prepare",
     "prepare_bulk",
     "remove_document",
     "resolve_scope",
+    "root_pins",
     "scan",
 ]

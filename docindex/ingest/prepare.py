@@ -13,22 +13,24 @@ import os
 import stat
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from docindex.config import Config
 from docindex.embed.choice import embedder_for as _embedder
 from docindex.embed.ngram import NgramEmbedder
 from docindex.errors import ExtractionError
-from docindex.ingest.analyze import analyze_document, document_fields, title_text
+from docindex.ingest.analyze import analyze_document, document_fields
 from docindex.ingest.pool import POOL_THRESHOLD, ExtractTimeout, Workers, deadline
 from docindex.store import (
     EncodedSegments,
     compress_body,
     encode_segments,
 )
+from docindex.text.fields import title_text
 
 if TYPE_CHECKING:  # imported where used: a query needs none of them (issue #7)
     from docindex.ingest.extract import ExtractLimits
+    from docindex.models import Extracted
 
 StopFn = Callable[[], bool]  # true once the caller wants the scan to stop
 
@@ -154,7 +156,7 @@ def prepare_bulk(job: Job, cfg: Config) -> Prepared:
 
 
 def _index_parts(
-    job: Job, digest: str, extracted: Any, cfg: Config, bulk: bool
+    job: Job, digest: str, extracted: Extracted, cfg: Config, bulk: bool
 ) -> Prepared:
     """Segment, tokenise, embed and compress one extracted file."""
     from docindex.ingest.segment import segment_document
@@ -240,7 +242,7 @@ def _notes(meta: dict[str, str]) -> tuple[tuple[str, str], ...]:
     return tuple((k, meta[k]) for k in _NOTE_KEYS if k in meta)
 
 
-def _extract(kind: str, data: bytes, name: str, cfg: Config) -> Any:
+def _extract(kind: str, data: bytes, name: str, cfg: Config) -> Extracted:
     """Run the extractor for ``kind``; its output passes ``clean_extracted`` (#17)."""
     from docindex.ingest.extract import get_extractor
     from docindex.ingest.extract.hygiene import clean_extracted

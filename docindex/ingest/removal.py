@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from docindex.config import Config
-from docindex.ingest.analyze import document_fields, fts_row, title_text
+from docindex.ingest.analyze import document_fields, fts_row
 from docindex.store import Fingerprint, Index
+from docindex.text.fields import title_text
 
 
 def _remover(

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from docindex.config import Config
 from docindex.embed.choice import choose
@@ -25,14 +25,15 @@ from docindex.ingest.settings import (
     _remember,
     check_settings,
     embedder_params,
+    root_pins,
     tokenizer_settings,
 )
 from docindex.ingest.writer import _apply, embed_pending
 from docindex.models import Progress, ProgressFn, ScanResult, printable
-from docindex.store import Fingerprint, Index
+from docindex.store import Fingerprint, Index, SkipRow
 
 if TYPE_CHECKING:
-    from docindex.ingest.walker import FileEntry
+    from docindex.ingest.walker import FileEntry, SkipEntry
 
 
 def scan(
@@ -109,7 +110,7 @@ class _Seen:
     root_ids: dict[str, int]
     under: dict[int, list[str]]
     known: dict[int, dict[str, Fingerprint]]
-    skips: dict[int, dict[str, Any]]
+    skips: dict[int, dict[str, SkipRow]]
     seen: dict[int, set[str]] = field(default_factory=dict)
     skipped: dict[int, set[str]] = field(default_factory=dict)
     complete: dict[int, bool] = field(default_factory=dict)
@@ -171,12 +172,13 @@ def _walk_jobs(
         exclude=cfg.exclude, use_gitignore=cfg.use_gitignore, hidden=cfg.hidden,
         follow_symlinks=cfg.follow_symlinks, max_depth=cfg.max_depth,
         max_walked_files=cfg.max_walked_files, max_file_bytes=cfg.max_file_bytes,
+        pins=root_pins(store),
     )  # fmt: skip
     jobs: list[Job] = []
     walk_scopes: list[Path | None] = list(scopes) or [None]
     walked_root: Path | None = None
     known_r: dict[str, Fingerprint] = {}
-    skips_r: dict[str, Any] = {}
+    skips_r: dict[str, SkipRow] = {}
     seen_add: Callable[[str], None] = set[str]().add
     scanned = unchanged = 0
     for entry in chain.from_iterable(walk(roots, options, s) for s in walk_scopes):
@@ -265,7 +267,7 @@ def _restore_kept(
 
 
 def _walk_skip(
-    entry: Any, result: ScanResult, root_ids: dict[str, int],
+    entry: SkipEntry, result: ScanResult, root_ids: dict[str, int],
     complete: dict[int, bool], report: bool = True,
 ) -> None:  # fmt: skip
     """Count a file the walk left out; a root it could not see whole is not pruned."""
@@ -289,8 +291,8 @@ _RECORDED_WALK_SKIPS = frozenset({"too-large", "unsupported", "symlink", "bad-na
 
 
 def _remember_walk_skip(
-    store: Index, entry: Any, roots: list[Path], root_ids: dict[str, int],
-    skips: dict[int, dict[str, Any]], seen: dict[int, set[str]],
+    store: Index, entry: SkipEntry, roots: list[Path], root_ids: dict[str, int],
+    skips: dict[int, dict[str, SkipRow]], seen: dict[int, set[str]],
 ) -> bool:  # fmt: skip
     """Record a walk skip under its root, so ``docindex skipped`` lists it.
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from docindex.config import Config
 from docindex.embed.choice import choose
@@ -16,12 +15,12 @@ from docindex.store import Index
 TOKENIZER_VERSION = 2  # 2: words first, then CJK n-grams (same multiset)
 
 
-def tokenizer_settings(cfg: Config) -> dict[str, Any]:
+def tokenizer_settings(cfg: Config) -> dict[str, object]:
     """What the index records of the tokenizer ``cfg`` builds with."""
     return {"version": TOKENIZER_VERSION, "cjk_ngram": cfg.cjk_ngram, "stem": cfg.stem}
 
 
-def embedder_params(cfg: Config) -> dict[str, Any] | None:
+def embedder_params(cfg: Config) -> dict[str, object] | None:
     """The embedder parameters an index built with ``cfg`` records."""
     emb = _embedder(cfg)
     return None if emb is None else dict(emb.params())
@@ -74,7 +73,36 @@ def resolve_scope(roots: Sequence[Path], path: Path) -> Path:
     )
 
 
-def _remember(store: Index, key: str, value: Any) -> None:
+def _remember(store: Index, key: str, value: object) -> None:
     """Record a meta value unless it is already there: a no-op rescan writes nothing."""
     if store.get_meta(key) != value:
         store.set_meta(key, value)
+
+
+def root_pins(store: Index) -> tuple[tuple[str, int, int, int], ...]:
+    """The roots' pinned identities (issue #33), as ``WalkOptions.pins`` takes them."""
+    pins = store.get_meta("root_pins") or {}
+    return tuple((root, *map(int, pin)) for root, pin in sorted(pins.items()))
+
+
+def pin_roots(store: Index, roots: Sequence[str]) -> None:
+    """Pin each root that is a real directory and has no pin yet (issue #33)."""
+    from docindex.ingest.walker import root_problem
+
+    pins = dict(store.get_meta("root_pins") or {})
+    changed = False
+    for root in roots:
+        if root in pins or root_problem(Path(root)) is not None:
+            continue
+        try:
+            st = os.stat(root)
+        except OSError:
+            continue
+        pins[root] = [st.st_dev, st.st_ino, st.st_uid]
+        changed = True
+    for gone in set(pins) - set(roots):
+        del pins[gone]
+        changed = True
+    if changed:
+        with store.atomic():
+            store.set_meta("root_pins", pins)

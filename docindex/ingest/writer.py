@@ -12,16 +12,15 @@ import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from docindex.config import Config
 from docindex.embed.choice import embedder_for as _embedder
-from docindex.ingest.analyze import embed_input, title_text
 from docindex.ingest.pool import POOL_THRESHOLD, Stopped, Workers
 from docindex.ingest.prepare import Job, Prepared, StopFn, _prepare_all
 from docindex.ingest.removal import remove_document
 from docindex.models import Progress, ProgressFn, ScanResult, SkipReason
-from docindex.store import Fingerprint, Index, NewDocument
+from docindex.store import Fingerprint, Index, NewDocument, SkipRow
+from docindex.text.fields import embed_input, title_text
 
 EMBED_COMMIT = 512  # segments embedded per committed transaction
 
@@ -80,7 +79,7 @@ def _apply(
     store: Index, cfg: Config, jobs: list[Job], root_ids: dict[str, int],
     known: dict[int, dict[str, Fingerprint]], result: ScanResult,
     on_progress: ProgressFn | None, workers: Workers[Config] | None = None,
-    skips: dict[int, dict[str, Any]] | None = None, stop: StopFn | None = None,
+    skips: dict[int, dict[str, SkipRow]] | None = None, stop: StopFn | None = None,
     remove: Callable[[int], None] | None = None,
 ) -> None:  # fmt: skip
     if not jobs:  # a no-op rescan must not count the segments (a table scan)
@@ -155,7 +154,7 @@ Remember = Callable[[Job, str, str, str | None], None]
 def _apply_one(
     store: Index, cfg: Config, prep: Prepared, rid: int,
     known: dict[int, dict[str, Fingerprint]], result: ScanResult, fill: _Fill,
-    remember: Remember, skips: dict[int, dict[str, Any]],
+    remember: Remember, skips: dict[int, dict[str, SkipRow]],
     remove: Callable[[int], None],
 ) -> None:  # fmt: skip
     """Store one prepared file (or its skip), within the index's caps."""
