@@ -57,6 +57,7 @@ from docindex.store import (
 
 if TYPE_CHECKING:  # imported where used: a query needs none of them (issue #7)
     from docindex.ingest.extract import ExtractLimits
+    from docindex.ingest.extract.ocr import OcrSettings
     from docindex.ingest.walker import FileEntry
 
 TOKENIZER_VERSION = 2  # 2: words first, then CJK n-grams (same multiset)
@@ -112,7 +113,19 @@ def _limits(cfg: Config) -> ExtractLimits:
         timeout_s=cfg.extract_timeout_s,
         max_sheet_rows=cfg.max_sheet_rows,
         max_pages=cfg.max_pdf_pages,
+        ocr=ocr_settings(cfg),
     )
+
+
+def ocr_settings(cfg: Config) -> OcrSettings:
+    """What ``cfg`` asks of OCR (issue #36)."""
+    from docindex.ingest.extract.ocr import OcrSettings
+
+    return OcrSettings(
+        enabled=cfg.ocr, languages=cfg.ocr_languages,
+        page_timeout_s=cfg.ocr_page_timeout_s, file_timeout_s=cfg.ocr_timeout_s,
+        max_pixels=cfg.ocr_max_pixels,
+    )  # fmt: skip
 
 
 def prepare(job: Job, cfg: Config, *, bulk: bool = False) -> Prepared:
@@ -281,8 +294,9 @@ def _extract(kind: str, data: bytes, name: str, cfg: Config) -> Any:
 
     extractor = get_extractor(kind)
     limits = _limits(cfg)
-    if kind in ("md", "txt", "pdf"):
-        # PDF bounds itself per page and keeps the pages read (issue #23).
+    if kind in ("md", "txt", "pdf", "image"):
+        # PDF bounds itself per page and keeps the pages read (issue #23); so
+        # does OCR, with its own budgets (issue #36).
         return clean_extracted(extractor(data, name, limits))
     with deadline(limits.timeout_s):
         extracted = extractor(data, name, limits)
@@ -515,10 +529,13 @@ def _scan(
 ) -> None:  # fmt: skip
     from docindex.ingest.walker import SkipEntry, WalkOptions, walk
 
+    from docindex.ingest.extract.ocr import unavailable_message
+
     options = WalkOptions(
         exclude=cfg.exclude, use_gitignore=cfg.use_gitignore, hidden=cfg.hidden,
         follow_symlinks=cfg.follow_symlinks, max_depth=cfg.max_depth,
         max_walked_files=cfg.max_walked_files, max_file_bytes=cfg.max_file_bytes,
+        images_unread=unavailable_message(ocr_settings(cfg)),
     )  # fmt: skip
     root_ids = {str(r): store.root_id(str(r)) for r in roots}
     # A scoped scan (``scan PATH``, a git hook's or an editor's) reads the
@@ -535,6 +552,9 @@ def _scan(
     walk_scopes: list[Path | None] = list(scopes) or [None]
     remove, cleared = _remover(store, cfg, known, force and not scopes)
     workers = _workers(cfg)
+    # A file skipped for want of OCR is read again once OCR can run (#36);
+    # whether it can is asked only when such a file is met.
+    ocr_now = options.images_unread is None
     # The loop runs once per file of the tree, changed or not (21,660 at 10x
     # the corpus): per-root state is looked up when the root changes, and the
     # counts are kept in locals (issue #24).
@@ -573,6 +593,7 @@ def _scan(
                     continue
             elif (was := skips_r.get(rel)) is not None and (
                 was.size == entry.size and was.mtime_ns == entry.mtime_ns and not force
+                and not (was.reason == "no-text-layer" and ocr_now)
             ):
                 # Skipped before and unchanged: not read again, not warned
                 # about again; `docindex skipped` still lists it (issue #23).
@@ -674,7 +695,9 @@ def _walk_skip(
 #: Walk skips worth a record: not the user's own exclusions (ignored, hidden),
 #: the walk's limits, nor I/O errors, which are transient (a file that vanished
 #: mid-walk) and are reported on every scan.
-_RECORDED_WALK_SKIPS = frozenset({"too-large", "unsupported", "symlink", "bad-name"})
+_RECORDED_WALK_SKIPS = frozenset(
+    {"too-large", "unsupported", "symlink", "bad-name", "no-text-layer"}
+)
 
 
 def _remember_walk_skip(
