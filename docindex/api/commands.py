@@ -554,7 +554,7 @@ def settings(db: str | None, near: list[str] | None = None) -> dict[str, Any]:
     from docindex.ingest.extract import ocr as ocrmod
     from docindex.ingest.indexer import ocr_settings
 
-    found = ocrmod.engine()
+    engine = ocrmod.engine()
     wanted = ocr_settings(cfg)
     return {
         "db": {"path": None if path is None else str(path), "exists": found,
@@ -567,9 +567,9 @@ def settings(db: str | None, near: list[str] | None = None) -> dict[str, Any]:
         },
         "ocr": {
             "active": ocrmod.active(wanted),
-            "engine": found.version if found else None,
-            "installed": list(found.installed) if found else [],
-            "languages": list(ocrmod.languages(wanted, found)) if found else [],
+            "engine": engine.version if engine else None,
+            "installed": list(engine.installed) if engine else [],
+            "languages": list(ocrmod.languages(wanted, engine)) if engine else [],
             "why_not": ocrmod.unavailable_message(wanted),
         },
     }  # fmt: skip

@@ -527,9 +527,8 @@ def _scan(
     store: Index, cfg: Config, roots: list[Path], scopes: Sequence[Path], force: bool,
     on_progress: ProgressFn | None, result: ScanResult, stop: StopFn | None,
 ) -> None:  # fmt: skip
-    from docindex.ingest.walker import SkipEntry, WalkOptions, walk
-
     from docindex.ingest.extract.ocr import unavailable_message
+    from docindex.ingest.walker import SkipEntry, WalkOptions, walk
 
     options = WalkOptions(
         exclude=cfg.exclude, use_gitignore=cfg.use_gitignore, hidden=cfg.hidden,
@@ -592,7 +591,9 @@ def _scan(
                     unchanged += 1
                     continue
             elif (was := skips_r.get(rel)) is not None and (
-                was.size == entry.size and was.mtime_ns == entry.mtime_ns and not force
+                was.size == entry.size
+                and was.mtime_ns == entry.mtime_ns
+                and not force
                 and not (was.reason == "no-text-layer" and ocr_now)
             ):
                 # Skipped before and unchanged: not read again, not warned

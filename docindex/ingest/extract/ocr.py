@@ -15,6 +15,7 @@ on, and the file is skipped as ``no-text-layer``.
 from __future__ import annotations
 
 import functools
+import math
 import os
 import re
 import shutil
@@ -147,7 +148,7 @@ def active(settings: OcrSettings | None) -> bool:
 def fit(width: float, height: float, scale: float, max_pixels: int) -> float:
     """``scale`` reduced so ``width x height`` scaled holds at most ``max_pixels``."""
     area = max(width * height, 1.0)
-    return min(scale, (max_pixels / area) ** 0.5)
+    return min(scale, math.sqrt(max_pixels / area))
 
 
 def read_image(image: Image, settings: OcrSettings, timeout: float) -> str:
