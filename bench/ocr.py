@@ -112,7 +112,7 @@ def _skipped(db: Path, reason: str) -> list[str]:
            "--reason", reason]  # fmt: skip
     out = subprocess.run(cmd, capture_output=True, text=True, check=True)
     data = json.loads(out.stdout)
-    return sorted(item["path"] for item in data["files"])
+    return sorted(str(Path(item["path"]).resolve()) for item in data["files"])
 
 
 def main() -> None:
@@ -157,7 +157,7 @@ def main() -> None:
         print("\n3. the samples that need no OCR, scanned with and without --ocr")
         folder = base / "plain"
         for path in args.samples.rglob("*"):
-            if path.is_file() and str(path) not in needs:
+            if path.is_file() and str(path.resolve()) not in needs:
                 target = folder / path.relative_to(args.samples)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(path, target)

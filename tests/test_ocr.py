@@ -183,3 +183,57 @@ def test_huge_images_are_bounded(
     result = run_json("scan", "--ocr", str(root))
     assert result["skipped"] == {"too-large": 1}
     assert [h["rel_path"] for h in _hits("blueprint")] == ["big.jpg"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_killed_ocr_scan_leaves_no_tesseract_behind(
+    engine: ocr.Engine, tmp_path: Path
+) -> None:
+    """kill -9 of the scan alone while its workers run tesseract (issue #17's promise)."""
+    import signal
+    import subprocess
+    import time
+    import uuid
+
+    from test_reliability import child_env, scan_cmd
+    from test_signals import MARK, gone_within, marked
+
+    root = tmp_path / "scans"
+    root.mkdir()
+    # A dense A4 page: seconds of OCR. Without pool.CHILDREN a tesseract that
+    # was recognising outlived its killed scan by 6 s+ in a shell; here it
+    # may also end at once (killed while still reading its image).
+    words = "ledger entry for the harbour account".split()
+    lines = [" ".join(words[(i + j) % 6] for j in range(14)) for i in range(50)]
+    page = _scans.encode(_scans.page(lines, pt=10), "PNG")
+    for i in range(60):  # over the pool's threshold: OCR runs in the workers
+        (root / f"fax{i:03d}.png").write_bytes(page)
+    tag = uuid.uuid4().hex
+    env = child_env(DOCINDEX_WORKERS="2", **{MARK: tag})
+    cmd = [*scan_cmd(root, tmp_path / "idx" / "index.db"), "--ocr"]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not [p for p in marked(tag) if _comm(p) == "tesseract"]:
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        time.sleep(1.0)  # past reading its image: recognising
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    left = gone_within(tag, 3.0)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, [(p, _comm(p)) for p in left]
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""

@@ -127,12 +127,19 @@ def _worker_main(conn: Any, lifeline: Any) -> None:
             return
 
 
+#: Commands a worker is running (OCR's tesseract, issue #36): they go with it.
+CHILDREN: set[Any] = set()
+
+
 def _watch_lifeline(lifeline: Any) -> None:
     """Block until the parent closes the lifeline or dies, then exit at once."""
     try:
         lifeline.recv_bytes()
     except (EOFError, OSError):
         pass
+    for child in list(CHILDREN):  # a killed scan leaves no process behind
+        with contextlib.suppress(OSError):
+            child.kill()
     os._exit(1)
 
 

@@ -168,23 +168,35 @@ def read_image(image: Image, settings: OcrSettings, timeout: float) -> str:
     gray.save(buf, "PPM")  # PGM: no compression to pay for on either side
     # One thread per tesseract: the scan's workers already use the cores.
     env = {**os.environ, "OMP_THREAD_LIMIT": "1"}
+    from docindex.ingest.pool import CHILDREN
+
+    command = [found.command, "stdin", "stdout", "-l", langs, "--dpi", str(DPI),
+               "--psm", "3"]  # fmt: skip
     try:
-        done = subprocess.run(
-            [found.command, "stdin", "stdout", "-l", langs, "--dpi", str(DPI),
-             "--psm", "3"],
-            input=buf.getvalue(), capture_output=True, timeout=max(timeout, 0.1),
-            env=env,
+        child = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, env=env,
         )  # fmt: skip
+    except OSError as exc:
+        raise ExtractionError("error", f"cannot run tesseract: {exc}") from None
+    # Registered while it runs: a worker told to stop kills it (pool.CHILDREN);
+    # any exception here (the page budget, Ctrl-C in-process) kills it too.
+    CHILDREN.add(child)
+    try:
+        out, err = child.communicate(buf.getvalue(), timeout=max(timeout, 0.1))
     except subprocess.TimeoutExpired:
         raise ExtractionError(
             "timeout", f"OCR of a page took over {timeout:g} s"
         ) from None
-    except OSError as exc:
-        raise ExtractionError("error", f"cannot run tesseract: {exc}") from None
-    if done.returncode != 0:
-        message = done.stderr.decode(errors="replace").strip().split("\n")[-1][:200]
+    finally:
+        if child.returncode is None:
+            child.kill()
+            child.wait()
+        CHILDREN.discard(child)
+    if child.returncode != 0:
+        message = err.decode(errors="replace").strip().split("\n")[-1][:200]
         raise ExtractionError("error", f"tesseract failed: {message}")
-    return clean(done.stdout.decode("utf-8", errors="replace"))
+    return clean(out.decode("utf-8", errors="replace"))
 
 
 def clean(text: str) -> str:
