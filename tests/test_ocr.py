@@ -51,7 +51,10 @@ def _hits(query: str) -> list[dict[str, Any]]:
 
 
 def test_a_scanned_pdf_is_skipped_with_a_hint_then_read_when_ocr_is_turned_on(
-    engine: ocr.Engine, english: None, tree: Callable[..., Path]
+    engine: ocr.Engine,
+    english: None,
+    tree: Callable[..., Path],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     pdf = _scans.image_pdf(
         [
@@ -76,6 +79,18 @@ def test_a_scanned_pdf_is_skipped_with_a_hint_then_read_when_ocr_is_turned_on(
 
     third = run_json("scan", "--ocr")  # unchanged: never OCR'd again
     assert third["unchanged"] == 2 and third["indexed"] == 0
+    # re-read by force, or moved: its OCR text comes from the cache, by content
+    cached = [p for p in Path(os.environ["XDG_CACHE_HOME"]).rglob("ocr/*/*.json")
+              if "marmalade" in p.read_text("utf-8")]  # fmt: skip
+    assert len(cached) == 1
+    written = cached[0].stat().st_mtime_ns
+    (root / "scan.pdf").rename(root / "moved.pdf")
+    monkeypatch.setenv("DOCINDEX_OCR", "true")
+    run_json("reindex")
+    assert [(h["rel_path"], h["page"], h["line"]) for h in _hits("marmalade")] == [
+        ("moved.pdf", 2, 2)
+    ]
+    assert cached[0].stat().st_mtime_ns == written  # no page was OCR'd again
 
 
 def test_images_are_found_by_their_words_and_icons_are_skipped(

@@ -22,7 +22,12 @@ from typing import TYPE_CHECKING
 
 from docindex.errors import ExtractionError
 from docindex.ingest.extract import ExtractLimits
-from docindex.ingest.extract.ocr import fit, read_image, unavailable_message
+from docindex.ingest.extract.ocr import (
+    PageCache,
+    fit,
+    read_image,
+    unavailable_message,
+)
 from docindex.ingest.extract.pdf import normalize_text
 from docindex.models import Extracted, Unit
 
@@ -77,7 +82,15 @@ def extract(data: bytes, name: str, limits: ExtractLimits) -> Extracted:
         units: list[Unit] = []
         truncated = ""
         slow = 0
+        cache = PageCache(data, settings)
         for index in range(min(frames, limits.max_pages)):
+            text = cache.get(index)
+            if text is not None:
+                if text.strip():
+                    units.append(
+                        Unit(text=text, page=index + 1 if frames > 1 else None)
+                    )
+                continue
             left = deadline - time.monotonic()
             if left <= 0:
                 truncated = f"ocr-time:{settings.file_timeout_s:g}s at page {index + 1}"
@@ -96,8 +109,10 @@ def extract(data: bytes, name: str, limits: ExtractLimits) -> Extracted:
                 slow += 1
                 continue
             text = normalize_text(text)
+            cache.put(index, text)
             if text.strip():
                 units.append(Unit(text=text, page=index + 1 if frames > 1 else None))
+        cache.save()
     if not units:
         if slow:
             raise ExtractionError(

@@ -145,6 +145,67 @@ def active(settings: OcrSettings | None) -> bool:
     return unavailable_message(settings) is None
 
 
+class PageCache:
+    """OCR text of one file's pages, kept by content hash (issue #36).
+
+    A file's OCR text is computed once per content: a ``reindex``, a copy or a
+    move of a scanned file reads the text back instead of running tesseract
+    again. One small JSON file per scanned file under the user's cache folder
+    (``$XDG_CACHE_HOME/docindex/ocr``), keyed by the file's bytes, the
+    languages, the engine version and the pixel bound; unreadable entries are
+    ignored and written again.
+    """
+
+    def __init__(self, data: bytes, settings: OcrSettings) -> None:
+        import hashlib
+
+        from docindex.config import cache_dir
+
+        found = engine()
+        key = hashlib.blake2b(data, digest_size=20)
+        key.update(
+            f"|{'+'.join(languages(settings, found))}|{found.version}"
+            f"|{settings.max_pixels}".encode()
+            if found
+            else b"|"
+        )
+        digest = key.hexdigest()
+        self.path = cache_dir() / "ocr" / digest[:2] / f"{digest}.json"
+        self.pages: dict[str, str] = {}
+        self.dirty = False
+        try:
+            import json
+
+            loaded = json.loads(self.path.read_text("utf-8"))
+            if isinstance(loaded, dict):
+                self.pages = {str(k): str(v) for k, v in loaded.items()}
+        except (OSError, ValueError):
+            pass
+
+    def get(self, page: int) -> str | None:
+        """The cached text of 0-based ``page``, or None."""
+        return self.pages.get(str(page))
+
+    def put(self, page: int, text: str) -> None:
+        self.pages[str(page)] = text
+        self.dirty = True
+
+    def save(self) -> None:
+        """Write the entry (atomically); a cache that cannot be written is no error."""
+        if not self.dirty:
+            return
+        import contextlib
+        import json
+        import tempfile
+
+        with contextlib.suppress(OSError):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.path.parent, suffix=".tmp")
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(self.pages, fh, ensure_ascii=False)
+            os.replace(tmp, self.path)
+
+
 def fit(width: float, height: float, scale: float, max_pixels: int) -> float:
     """``scale`` reduced so ``width x height`` scaled holds at most ``max_pixels``."""
     area = max(width * height, 1.0)

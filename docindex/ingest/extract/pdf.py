@@ -34,6 +34,7 @@ from docindex.ingest.extract.ocr import (
     DPI,
     MIN_PAGE_CHARS,
     OcrSettings,
+    PageCache,
     fit,
     read_image,
     unavailable_message,
@@ -284,6 +285,14 @@ def _read_pages(data: bytes, limits: ExtractLimits, alarm: _Alarm) -> Extracted:
     return Extracted(units=tuple(units), title=_title(reader), kind="pdf", meta=meta)
 
 
+def _keep_longer(
+    by_page: dict[int | None, Unit], index: int, layer: str, text: str
+) -> None:
+    """Page ``index`` gets its OCR text when that has more than its text layer."""
+    if len("".join(text.split())) > len("".join(layer.split())):
+        by_page[index + 1] = Unit(text=text, page=index + 1)
+
+
 def _is_encryption_error(exc: Exception) -> bool:
     from pypdf.errors import DependencyError, FileNotDecryptedError
 
@@ -323,9 +332,14 @@ def _with_ocr(
     by_page = {u.page: u for u in units}
     deadline = time.monotonic() + settings.file_timeout_s
     slow = 0
+    cache = PageCache(data, settings)
     doc = pdfium.PdfDocument(data)
     try:
         for index, layer in sparse:
+            cached = cache.get(index)
+            if cached is not None:
+                _keep_longer(by_page, index, layer, cached)
+                continue
             page = doc[index]
             try:
                 images = page.get_objects(
@@ -352,10 +366,11 @@ def _with_ocr(
                 slow += 1
                 continue
             text = normalize_text(text)
-            if len("".join(text.split())) > len("".join(layer.split())):
-                by_page[index + 1] = Unit(text=text, page=index + 1)
+            cache.put(index, text)
+            _keep_longer(by_page, index, layer, text)
     finally:
         doc.close()
+        cache.save()
     if slow:
         meta["page_errors"] = f"{slow} over {settings.page_timeout_s:g} s of OCR"
     return [by_page[p] for p in sorted(by_page, key=lambda p: p or 0)]
