@@ -12,6 +12,10 @@ most ``pdf_timeout_s``) the pages read so far are kept and the file is
 one keeps what could be read. Opening the file (the xref, repairs) has the
 office budget ``timeout_s``. The alarm shares SIGALRM with any timer already
 running (a caller's own deadline still fires on time).
+
+With OCR on (issue #36), pages whose text layer has under ``MIN_PAGE_CHARS``
+characters and that hold an image are rendered by pypdfium2 and read by
+tesseract (``ocr.py``), with OCR's own page and file budgets.
 """
 
 from __future__ import annotations
@@ -331,16 +335,24 @@ def _with_ocr(
 
     by_page = {u.page: u for u in units}
     deadline = time.monotonic() + settings.file_timeout_s
-    slow = 0
+    slow = unrendered = 0
     cache = PageCache(data, settings)
-    doc = pdfium.PdfDocument(data)
+    try:
+        doc = pdfium.PdfDocument(data)
+    except pdfium.PdfiumError as exc:  # pypdf read it, pdfium cannot: keep the text
+        meta["page_errors"] = f"OCR could not open the file: {describe_error(exc)}"
+        return units
     try:
         for index, layer in sparse:
             cached = cache.get(index)
             if cached is not None:
                 _keep_longer(by_page, index, layer, cached)
                 continue
-            page = doc[index]
+            try:
+                page = doc[index]
+            except pdfium.PdfiumError:
+                unrendered += 1
+                continue
             try:
                 images = page.get_objects(
                     filter=[pdfium_c.FPDF_PAGEOBJ_IMAGE], max_depth=4
@@ -356,6 +368,9 @@ def _with_ocr(
                 width, height = page.get_size()
                 scale = fit(width, height, DPI / 72, settings.max_pixels)
                 image = page.render(scale=scale, grayscale=True).to_pil()
+            except pdfium.PdfiumError:
+                unrendered += 1
+                continue
             finally:
                 page.close()
             try:
@@ -371,6 +386,9 @@ def _with_ocr(
     finally:
         doc.close()
         cache.save()
-    if slow:
-        meta["page_errors"] = f"{slow} over {settings.page_timeout_s:g} s of OCR"
+    errors = [f"{slow} over {settings.page_timeout_s:g} s of OCR"] if slow else []
+    if unrendered:
+        errors.append(f"{unrendered} not rendered for OCR")
+    if errors:
+        meta["page_errors"] = ", ".join(errors)
     return [by_page[p] for p in sorted(by_page, key=lambda p: p or 0)]
