@@ -157,12 +157,22 @@ def test_a_mixed_pdf_keeps_its_text_pages_and_reads_its_scanned_ones(
     engine: ocr.Engine, english: None, tree: Callable[..., Path]
 ) -> None:
     scanned = _scans.image_pdf(
-        [_scans.page(["Minutes of the board", "The budget for the lighthouse"])]
+        [_small_page(["Minutes of the board", "The budget for the lighthouse"])],
+        dpi=200,
     )
     root = tree({"mixed.pdf": _scans.mixed_pdf(_formats.pdf(2), scanned)})
-    run_json("scan", "--ocr", str(root))
+    off = run_json("scan", str(root))  # the text pages are indexed; the scan is listed
+    assert off["indexed"] == 1 and off["skipped"] == {"no-text-layer": 1}
+    listed = run("skipped", "--reason", "no-text-layer").stdout
+    assert "mixed.pdf" in listed and "1 of 3 pages are scans" in listed
+    assert [(h["page"], h["line"]) for h in _hits("pagemark2")] == [(2, 1)]
+    assert _hits("lighthouse") == []
+    on = run_json("scan", "--ocr")  # unchanged on disk, read again for its scan
+    assert on["updated"] == 1 and on["skipped"] == {}
     assert [(h["page"], h["line"]) for h in _hits("pagemark2")] == [(2, 1)]
     assert [(h["page"], h["line"]) for h in _hits("lighthouse")] == [(3, 2)]
+    assert "mixed.pdf" not in run("skipped").stdout
+    assert run_json("scan", "--ocr")["unchanged"] == 1
 
 
 @pytest.mark.slow

@@ -273,7 +273,7 @@ def _read_regular(
         os.close(fd)
 
 
-_NOTE_KEYS = ("truncated", "page_errors")
+_NOTE_KEYS = ("truncated", "page_errors", "no_text_layer")
 
 
 def _facets(meta: dict[str, str]) -> dict[str, str]:
@@ -586,8 +586,10 @@ def _scan(
                     and old.mtime_ns == entry.mtime_ns
                     and not force
                 ):
-                    unchanged += 1
-                    continue
+                    if not (ocr_now and _needs_ocr(skips_r.get(rel))):
+                        unchanged += 1
+                        continue
+                    old = None  # a mixed PDF's scanned pages: read it again (#36)
             elif (was := skips_r.get(rel)) is not None and (
                 was.size == entry.size
                 and was.mtime_ns == entry.mtime_ns
@@ -640,6 +642,11 @@ def _scan(
             store.restore_fts(doc_id, *fts)
         if on_progress:
             on_progress(Progress("restore", done, len(kept), hint))
+
+
+def _needs_ocr(record: Any) -> bool:
+    """True for a skip record kept because the file has pages only OCR can read."""
+    return record is not None and record.reason == "no-text-layer"
 
 
 def _remover(
@@ -874,10 +881,14 @@ def _apply_one(
     for key, value in prep.notes:
         # Indexed, but not whole: a capped sheet or PDF is never silent (#4).
         reason = SkipReason.TRUNCATED if key == "truncated" else SkipReason.PARTIAL
+        if key == "no_text_layer":
+            reason = SkipReason.NO_TEXT_LAYER
         result.skip(reason, job.path, f"{key}: {value}")
     if prep.notes:
         keys = [k for k, _ in prep.notes]
         reason = SkipReason.TRUNCATED if "truncated" in keys else SkipReason.PARTIAL
+        if "no_text_layer" in keys:  # kept so that turning OCR on reads it (#36)
+            reason = SkipReason.NO_TEXT_LAYER
         message = "; ".join(f"{k}: {v}" for k, v in prep.notes)
         remember(job, reason, message, prep.hash)
     if len(vectors or ()) < len(prep.vectors or ()):

@@ -266,6 +266,9 @@ def _read_pages(data: bytes, limits: ExtractLimits, alarm: _Alarm) -> Extracted:
     if sparse and why_not is None:
         assert limits.ocr is not None
         units = _with_ocr(data, units, sparse, limits.ocr, truncated, meta)
+    elif sparse and units and (scans := _scanned_pages(data, sparse)):
+        # A mixed PDF: its text pages are indexed; say what OCR would add.
+        meta["no_text_layer"] = f"{scans} of {n_pages} pages are scans; {why_not}"
     if not units:
         if n_pages == 0:
             return Extracted(units=(Unit(text=""),), title=None, kind="pdf")
@@ -287,6 +290,37 @@ def _read_pages(data: bytes, limits: ExtractLimits, alarm: _Alarm) -> Extracted:
             errors.append(meta["page_errors"])
         meta["page_errors"] = ", ".join(errors)
     return Extracted(units=tuple(units), title=_title(reader), kind="pdf", meta=meta)
+
+
+def _scanned_pages(data: bytes, sparse: list[tuple[int, str]]) -> int:
+    """How many of the text-poor pages hold an image (0 without pypdfium2)."""
+    from importlib.util import find_spec
+
+    if find_spec("pypdfium2") is None:
+        return 0
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as pdfium_c
+
+    count = 0
+    try:
+        doc = pdfium.PdfDocument(data)
+    except pdfium.PdfiumError:
+        return 0
+    try:
+        for index, _ in sparse:
+            page = doc[index]
+            try:
+                found = page.get_objects(
+                    filter=[pdfium_c.FPDF_PAGEOBJ_IMAGE], max_depth=4
+                )
+                count += next(iter(found), None) is not None
+            finally:
+                page.close()
+    except pdfium.PdfiumError:
+        pass
+    finally:
+        doc.close()
+    return count
 
 
 def _keep_longer(
