@@ -156,6 +156,9 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--pages", type=int, default=4)
+    parser.add_argument(
+        "--folder", type=Path, help="only step 3, on this folder (it must need no OCR)"
+    )
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument(
         "--samples", type=Path, default=HERE.parent.parent / "shared" / "samples"
@@ -178,6 +181,10 @@ def main() -> None:
         print(f"  Chinese page, {'+'.join(default)}: character accuracy {acc:.1%}, "
               f"{took:.2f} s")  # fmt: skip
 
+    if args.folder is not None:
+        with tempfile.TemporaryDirectory() as tmp:
+            _side_by_side(args.folder, Path(tmp), args.runs)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         print(f"\n2. {args.samples}: OCR off, then on")
@@ -199,19 +206,24 @@ def main() -> None:
                 target = folder / path.relative_to(args.samples)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(path, target)
-        times: dict[bool, list[float]] = {False: [], True: []}
-        for run in range(args.runs):
-            for flag in (False, True) if run % 2 == 0 else (True, False):
-                db = base / f"r{run}{flag}.db"
-                wall, data = _scan(folder, db, flag)
-                times[flag].append(wall)
-                print(f"  run {run + 1} {'--ocr' if flag else 'no ocr'}: {wall:.2f} s "
-                      f"(indexed {data['indexed']}, skipped {data['skipped']})")  # fmt: skip
-        off_m, on_m = statistics.median(times[False]), statistics.median(times[True])
-        print(
-            f"  median: without OCR {off_m:.2f} s, with --ocr {on_m:.2f} s "
-            f"({(on_m / off_m - 1):+.1%}), {args.runs} runs each, interleaved"
-        )
+        _side_by_side(folder, base, args.runs)
+
+
+def _side_by_side(folder: Path, base: Path, runs: int) -> None:
+    """Scan ``folder`` into fresh indexes with and without --ocr, interleaved."""
+    times: dict[bool, list[float]] = {False: [], True: []}
+    for run in range(runs):
+        for flag in (False, True) if run % 2 == 0 else (True, False):
+            db = base / f"r{run}{flag}.db"
+            wall, data = _scan(folder, db, flag)
+            times[flag].append(wall)
+            print(f"  run {run + 1} {'--ocr' if flag else 'no ocr'}: {wall:.2f} s "
+                  f"(indexed {data['indexed']}, skipped {data['skipped']})")  # fmt: skip
+    off_m, on_m = statistics.median(times[False]), statistics.median(times[True])
+    print(
+        f"  median: without OCR {off_m:.2f} s, with --ocr {on_m:.2f} s "
+        f"({(on_m / off_m - 1):+.1%}), {runs} runs each, interleaved"
+    )
 
 
 if __name__ == "__main__":
