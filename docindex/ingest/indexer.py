@@ -41,8 +41,8 @@ from docindex.ingest.pool import (
     Workers,
     deadline,
 )
+from docindex.models import OCR_OFF, ProgressFn, ScanResult, SkipReason, printable
 from docindex.models import Progress as Progress  # re-exported: the old home
-from docindex.models import ProgressFn, ScanResult, SkipReason, printable
 from docindex.store import (
     EncodedSegments,
     Fingerprint,
@@ -527,14 +527,13 @@ def _scan(
     store: Index, cfg: Config, roots: list[Path], scopes: Sequence[Path], force: bool,
     on_progress: ProgressFn | None, result: ScanResult, stop: StopFn | None,
 ) -> None:  # fmt: skip
-    from docindex.ingest.extract.ocr import unavailable_message
     from docindex.ingest.walker import SkipEntry, WalkOptions, walk
 
     options = WalkOptions(
         exclude=cfg.exclude, use_gitignore=cfg.use_gitignore, hidden=cfg.hidden,
         follow_symlinks=cfg.follow_symlinks, max_depth=cfg.max_depth,
         max_walked_files=cfg.max_walked_files, max_file_bytes=cfg.max_file_bytes,
-        images_unread=unavailable_message(ocr_settings(cfg)),
+        images_unread=_images_unread(cfg),
     )  # fmt: skip
     root_ids = {str(r): store.root_id(str(r)) for r in roots}
     # A scoped scan (``scan PATH``, a git hook's or an editor's) reads the
@@ -644,6 +643,15 @@ def _scan(
             store.restore_fts(doc_id, *fts)
         if on_progress:
             on_progress(Progress("restore", done, len(kept), hint))
+
+
+def _images_unread(cfg: Config) -> str | None:
+    """Why OCR cannot read images in this scan (None: it can), issue #36."""
+    if not cfg.ocr:
+        return OCR_OFF  # without importing the OCR module: a rescan's fixed cost
+    from docindex.ingest.extract.ocr import unavailable_message
+
+    return unavailable_message(ocr_settings(cfg))
 
 
 def _needs_ocr(record: SkipRow | None) -> bool:

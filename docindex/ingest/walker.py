@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from docindex.ingest.extract.ocr import OFF_MESSAGE
 from docindex.ingest.ignore import DEFAULT_EXCLUDES, DirRules, PathRules
+from docindex.models import OCR_OFF
 
 __all__ = ["DEFAULT_EXCLUDES", "UNSUPPORTED_SUFFIXES", "FileEntry", "PathRules",
            "SkipEntry", "WalkOptions", "walk"]  # fmt: skip
@@ -84,7 +84,7 @@ class WalkOptions:
     max_walked_files: int = 200_000
     max_file_bytes: int = 5 * 1024 * 1024
     # Why images are not read (OCR off or missing, issue #36); None: they are.
-    images_unread: str | None = OFF_MESSAGE
+    images_unread: str | None = OCR_OFF
 
 
 def escape_reason(path: Path, root: Path, *, follow_symlinks: bool) -> str | None:

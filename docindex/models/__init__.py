@@ -140,6 +140,12 @@ def _escapes_only(text: str) -> bool:
     )
 
 
+#: Why a file that needs OCR was not read while OCR is off (issue #36).
+OCR_OFF = (
+    "OCR is off: turn it on with `ocr = true` in config.toml or `docindex scan --ocr`"
+)
+
+
 class SkipReason(StrEnum):
     """Why a file is not in the index, or not wholly (the closed set, issue #18).
 

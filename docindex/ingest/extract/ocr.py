@@ -18,12 +18,11 @@ import functools
 import math
 import os
 import re
-import shutil
-import subprocess
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from docindex.errors import ExtractionError
+from docindex.models import OCR_OFF as OFF_MESSAGE
 
 if TYPE_CHECKING:
     from PIL.Image import Image
@@ -34,17 +33,10 @@ CJK_LANGUAGES = ("chi_sim", "chi_tra", "jpn", "kor")
 #: an image on it) is read by OCR: a scan with a "Scanned by" stamp still is.
 MIN_PAGE_CHARS = 32
 DPI = 300
-OFF_MESSAGE = (
-    "OCR is off: turn it on with `ocr = true` in config.toml or `docindex scan --ocr`"
-)
 _CJK = (
     "\u2e80-\u2fdf\u3000-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
     "\uac00-\ud7af\uf900-\ufaff\uff00-\uffef"
 )
-# Tesseract writes a space between CJK characters; the n-gram tokenizer needs
-# them joined, or a two-character query never matches (issue #36).
-_CJK_SPACE = re.compile(f"(?<=[{_CJK}]) +(?=[{_CJK}])")
-_WORDISH = re.compile(f"\\w\\w|[{_CJK}]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +78,9 @@ def engine() -> Engine | None:
     Returns:
         None when there is no working ``tesseract`` on the PATH.
     """
+    import shutil
+    import subprocess  # here: the walker imports this module for OFF_MESSAGE
+
     command = shutil.which("tesseract")
     if command is None:
         return None
@@ -220,6 +215,7 @@ def read_image(image: Image, settings: OcrSettings, timeout: float) -> str:
             (it is killed); ``error`` when it failed.
     """
     import io
+    import subprocess
 
     found = engine()
     assert found is not None  # checked by the caller (unavailable_message)
@@ -260,10 +256,24 @@ def read_image(image: Image, settings: OcrSettings, timeout: float) -> str:
     return clean(out.decode("utf-8", errors="replace"))
 
 
+@functools.cache
+def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """(spaces between CJK characters, a word) compiled on first use.
+
+    Tesseract writes a space between CJK characters; the n-gram tokenizer
+    needs them joined, or a two-character query never matches (issue #36).
+    """
+    return (
+        re.compile(f"(?<=[{_CJK}]) +(?=[{_CJK}])"),
+        re.compile(f"\\w\\w|[{_CJK}]"),
+    )
+
+
 def clean(text: str) -> str:
     """Tesseract's text with CJK characters rejoined and wordless lines dropped."""
+    cjk_space, wordish = _patterns()
     lines = []
     for line in text.replace("\x0c", "\n").split("\n"):
-        line = _CJK_SPACE.sub("", line).strip()
-        lines.append(line if _WORDISH.search(line) else "")
+        line = cjk_space.sub("", line).strip()
+        lines.append(line if wordish.search(line) else "")
     return "\n".join(lines)
