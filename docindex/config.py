@@ -60,6 +60,13 @@ class Config:
     max_sheet_rows: int = 100_000
     max_pdf_pages: int = 2_000
     busy_timeout_s: float = 10.0
+    # Optional OCR of scanned PDF pages and images (issue #36): ``ocr = true``
+    # or ``[ocr] enabled = true``; languages empty = eng + installed CJK packs.
+    ocr: bool = False
+    ocr_languages: tuple[str, ...] = ()
+    ocr_page_timeout_s: float = 60.0
+    ocr_timeout_s: float = 600.0
+    ocr_max_pixels: int = 12_000_000
 
     def replace(self, **changes: Any) -> Config:  # each field's own type
         """Return a copy with ``changes`` applied and validated."""
@@ -76,8 +83,19 @@ _REMEMBERED = (
     "max_file_bytes", "max_depth", "max_walked_files", "segment_chars",
     "cjk_ngram", "stem", "embedding_provider", "embedding_dim", "embedding_model",
 )  # fmt: skip
-_GROUPS = {"walk": "", "segment": "segment_", "embedding": "embedding_", "ranking": ""}
+_GROUPS = {
+    "walk": "", "segment": "segment_", "embedding": "embedding_", "ranking": "",
+    "ocr": "ocr_",
+}  # fmt: skip
+_ALIASES = {"ocr_enabled": "ocr"}  # [ocr] enabled = true
 FIELDS = {f.name: f for f in dataclasses.fields(Config)}
+
+
+def _grouped(group: str, sub: str) -> str:
+    """The field a key ``sub`` of table ``[group]`` names ("" when none)."""
+    name = sub if sub in FIELDS else _GROUPS[group] + sub
+    name = _ALIASES.get(name, name)
+    return name if name in FIELDS else ""
 
 
 def _jsonable(value: object) -> object:
@@ -127,6 +145,11 @@ def validate(cfg: Config) -> Config:
         (0.0 <= cfg.neural_weight <= 10.0, "neural_weight must be in 0..10"),
         (cfg.max_docs > 0 and cfg.max_segments > 0, "caps must be positive"),
         (cfg.max_depth >= 0, "max_depth must be >= 0"),
+        (cfg.ocr_page_timeout_s > 0 and cfg.ocr_timeout_s > 0,
+         "ocr timeouts must be > 0"),
+        (cfg.ocr_max_pixels >= 100_000, "ocr_max_pixels must be >= 100000"),
+        (all(x.replace("_", "").isalnum() for x in cfg.ocr_languages),
+         "ocr_languages are Tesseract codes such as eng, chi_sim"),
     ]  # fmt: skip
     for ok, message in checks:
         if not ok:
@@ -144,8 +167,8 @@ def from_mapping(data: Mapping[str, object], base: Config | None = None) -> Conf
         if isinstance(value, dict) and key in _GROUPS:
             for sub, subvalue in value.items():
                 sub = sub.replace("-", "_")
-                name = sub if sub in FIELDS else _GROUPS[key] + sub
-                if name not in FIELDS:
+                name = _grouped(key, sub)
+                if not name:
                     raise ConfigError(f"unknown setting [{key}] {sub}")
                 changes[name] = _coerce(name, subvalue)
         elif key in FIELDS:
@@ -162,9 +185,8 @@ def mapping_fields(data: Mapping[str, object]) -> set[str]:
         key = key.replace("-", "_")
         if isinstance(value, dict) and key in _GROUPS:
             for sub in value:
-                sub = sub.replace("-", "_")
-                name = sub if sub in FIELDS else _GROUPS[key] + sub
-                if name in FIELDS:
+                name = _grouped(key, sub.replace("-", "_"))
+                if name:
                     names.add(name)
         elif key in FIELDS:
             names.add(key)

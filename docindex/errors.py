@@ -62,7 +62,7 @@ class ExtractionError(DocindexError):
     """One file could not be extracted; ``reason`` is its skip reason.
 
     Reasons used by extractors: ``corrupt``, ``encrypted``, ``no-text-layer``,
-    ``zip-bomb``, ``too-large``, ``timeout``, ``unsupported``, ``error``.
+    ``no-text-found``, ``zip-bomb``, ``too-large``, ``timeout``, ``unsupported``, ``error``.
     """
 
     def __init__(self, reason: str, message: str) -> None:

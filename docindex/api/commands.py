@@ -53,7 +53,7 @@ def scan(
     exclude: list[str] | None = None, force: bool = False, hidden: bool | None = None,
     follow_symlinks: bool | None = None, no_gitignore: bool = False,
     provider: str | None = None, progress: ProgressArg = None,
-    stop: Callable[[], bool] | None = None,
+    stop: Callable[[], bool] | None = None, ocr: bool | None = None,
 ) -> ScanResult:  # fmt: skip
     """Incremental scan; see ``docindex scan --help``. ``stop``: see indexer.scan."""
     from docindex.ingest.indexer import pin_roots, resolve_scope
@@ -68,6 +68,8 @@ def scan(
         overrides["use_gitignore"] = False
     if provider:
         overrides["embedding_provider"] = provider
+    if ocr is not None:
+        overrides["ocr"] = ocr
     ws = workspace.load(
         db, overrides, extra_roots=roots, scan_path=path, must_exist=False
     )
@@ -603,6 +605,11 @@ def settings(db: str | None, near: list[str] | None = None) -> JSONObject:
         cfg, sources = workspace.layered(path)
         file = cfgmod.config_file_for(path)
     values = asdict(cfg)
+    from docindex.ingest.extract import ocr as ocrmod
+    from docindex.ingest.prepare import ocr_settings
+
+    engine = ocrmod.engine()
+    wanted = ocr_settings(cfg)
     return {
         "db": {"path": None if path is None else str(path), "exists": found,
                "source": workspace.db_source(db, places) if path else "none found"},
@@ -611,6 +618,13 @@ def settings(db: str | None, near: list[str] | None = None) -> JSONObject:
             name: {"value": list(v) if isinstance(v, tuple) else v,
                    "source": sources[name]}
             for name, v in values.items()
+        },
+        "ocr": {
+            "active": ocrmod.active(wanted),
+            "engine": engine.version if engine else None,
+            "installed": list(engine.installed) if engine else [],
+            "languages": list(ocrmod.languages(wanted, engine)) if engine else [],
+            "why_not": ocrmod.unavailable_message(wanted),
         },
     }  # fmt: skip
 

@@ -99,7 +99,7 @@ class Index:
         exclude: Sequence[str] = (), hidden: bool | None = None,
         follow_symlinks: bool | None = None, gitignore: bool = True,
         provider: str | None = None, progress: ProgressArg = None,
-        stop: Callable[[], bool] | None = None,
+        stop: Callable[[], bool] | None = None, ocr: bool | None = None,
     ) -> ScanResult:  # fmt: skip
         """Index new and changed files; ``path`` limits the scan to part of a root.
 
@@ -115,12 +115,14 @@ class Index:
                 manager that yields one.
             stop: polled between files; returning True ends the scan early with
                 everything finished so far committed (``result.interrupted``).
+            ocr: read scanned PDF pages and images with tesseract (None: the
+                ``ocr`` setting), issue #36.
         """
         return commands.scan(
             self.db, path=None if path is None else Path(path),
             roots=self._roots(), exclude=list(exclude), force=force, hidden=hidden,
             follow_symlinks=follow_symlinks, no_gitignore=not gitignore,
-            provider=provider, progress=progress, stop=stop,
+            provider=provider, progress=progress, stop=stop, ocr=ocr,
         )  # fmt: skip
 
     def reindex(

@@ -170,6 +170,11 @@ def _not_nan(value: float) -> float:
     type=click.Choice(["ngram", "none", "minilm"]),
     help="Embedding provider (changing it needs reindex --full).",
 )
+@click.option(
+    "--ocr/--no-ocr",
+    default=None,
+    help="Read scanned PDF pages and images with tesseract (config: ocr = true).",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress or summary on stderr.")
 @click.option(
     "--progress",
@@ -181,8 +186,8 @@ def _not_nan(value: float) -> float:
 @json_option
 def scan(path: Path | None, roots: tuple[str, ...], exclude: tuple[str, ...],
          force: bool, hidden: bool | None, follow_symlinks: bool | None,
-         no_gitignore: bool, provider: str | None, quiet: bool, ndjson: bool,
-         db: str | None, as_json: bool) -> None:  # fmt: skip
+         no_gitignore: bool, provider: str | None, ocr: bool | None, quiet: bool,
+         ndjson: bool, db: str | None, as_json: bool) -> None:  # fmt: skip
     """Scan the roots incrementally; PATH limits the scan to a file or folder inside them.
 
     Without an index, PATH (a directory) becomes the first root and the index is
@@ -198,6 +203,7 @@ def scan(path: Path | None, roots: tuple[str, ...], exclude: tuple[str, ...],
         path, exclude=exclude, force=force, hidden=hidden,
         follow_symlinks=follow_symlinks, gitignore=not no_gitignore,
         provider=provider, progress=progress, stop=signals.graceful().is_set,
+        ocr=ocr,
     )  # fmt: skip
     _print_scan(result, as_json, quiet, "scan", event=ndjson)
     _exit_if_signalled(signals)

@@ -499,4 +499,11 @@ def print_settings(console: Console, data: dict[str, Any]) -> None:
         value = item["value"]
         shown = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
         table.add_row(name, shown or "-", item["source"])
+    ocr = data.get("ocr")
+    if ocr is not None:  # issue #36: can OCR run here, and with what
+        engine = ocr["engine"] or "tesseract not found"
+        langs = "+".join(ocr["languages"]) or "-"
+        state = "on" if ocr["active"] else ("available" if ocr["engine"] else "missing")
+        table.add_row("ocr engine", f"{engine} ({state}), languages {langs}",
+                      ocr["why_not"] or "")  # fmt: skip
     console.print(table)

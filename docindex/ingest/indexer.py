@@ -21,7 +21,14 @@ from __future__ import annotations
 
 from docindex.embed.choice import embedder_for as _embedder
 from docindex.ingest.analyze import fts_row
-from docindex.ingest.prepare import Job, Prepared, StopFn, prepare, prepare_bulk
+from docindex.ingest.prepare import (
+    Job,
+    Prepared,
+    StopFn,
+    ocr_settings,
+    prepare,
+    prepare_bulk,
+)
 from docindex.ingest.removal import document_fts, remove_document
 from docindex.ingest.scanner import scan
 from docindex.ingest.settings import (
@@ -50,6 +57,7 @@ __all__ = [
     "check_settings",
     "document_fts",
     "embed_input",
+    "ocr_settings",
     "embed_pending",
     "embedder_params",
     "fts_row",

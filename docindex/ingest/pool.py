@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
+    import subprocess
     from multiprocessing.connection import Connection
     from multiprocessing.process import BaseProcess
 
@@ -131,12 +132,19 @@ def _worker_main(conn: Connection, lifeline: Connection) -> None:
             return
 
 
+#: Commands a worker is running (OCR's tesseract, issue #36): they go with it.
+CHILDREN: set[subprocess.Popen[bytes]] = set()
+
+
 def _watch_lifeline(lifeline: Connection) -> None:
     """Block until the parent closes the lifeline or dies, then exit at once."""
     try:
         lifeline.recv_bytes()
     except (EOFError, OSError):
         pass
+    for child in list(CHILDREN):  # a killed scan leaves no process behind
+        with contextlib.suppress(OSError):
+            child.kill()
     os._exit(1)
 
 

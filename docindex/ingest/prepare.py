@@ -30,6 +30,7 @@ from docindex.text.fields import title_text
 
 if TYPE_CHECKING:  # imported where used: a query needs none of them (issue #7)
     from docindex.ingest.extract import ExtractLimits
+    from docindex.ingest.extract.ocr import OcrSettings
     from docindex.models import Extracted
 
 StopFn = Callable[[], bool]  # true once the caller wants the scan to stop
@@ -80,7 +81,19 @@ def _limits(cfg: Config) -> ExtractLimits:
         timeout_s=cfg.extract_timeout_s,
         max_sheet_rows=cfg.max_sheet_rows,
         max_pages=cfg.max_pdf_pages,
+        ocr=ocr_settings(cfg),
     )
+
+
+def ocr_settings(cfg: Config) -> OcrSettings:
+    """What ``cfg`` asks of OCR (issue #36)."""
+    from docindex.ingest.extract.ocr import OcrSettings
+
+    return OcrSettings(
+        enabled=cfg.ocr, languages=cfg.ocr_languages,
+        page_timeout_s=cfg.ocr_page_timeout_s, file_timeout_s=cfg.ocr_timeout_s,
+        max_pixels=cfg.ocr_max_pixels,
+    )  # fmt: skip
 
 
 def prepare(job: Job, cfg: Config, *, bulk: bool = False) -> Prepared:
@@ -230,7 +243,7 @@ def _read_regular(
         os.close(fd)
 
 
-_NOTE_KEYS = ("truncated", "page_errors")
+_NOTE_KEYS = ("truncated", "page_errors", "no_text_layer")
 
 
 def _facets(meta: dict[str, str]) -> dict[str, str]:
@@ -249,8 +262,9 @@ def _extract(kind: str, data: bytes, name: str, cfg: Config) -> Extracted:
 
     extractor = get_extractor(kind)
     limits = _limits(cfg)
-    if kind in ("md", "txt", "pdf"):
-        # PDF bounds itself per page and keeps the pages read (issue #23).
+    if kind in ("md", "txt", "pdf", "image"):
+        # PDF bounds itself per page and keeps the pages read (issue #23); so
+        # does OCR, with its own budgets (issue #36).
         return clean_extracted(extractor(data, name, limits))
     with deadline(limits.timeout_s):
         extracted = extractor(data, name, limits)

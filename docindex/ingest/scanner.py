@@ -29,7 +29,7 @@ from docindex.ingest.settings import (
     tokenizer_settings,
 )
 from docindex.ingest.writer import _apply, embed_pending
-from docindex.models import Progress, ProgressFn, ScanResult, printable
+from docindex.models import OCR_OFF, Progress, ProgressFn, ScanResult, printable
 from docindex.store import Fingerprint, Index, SkipRow
 
 if TYPE_CHECKING:
@@ -172,8 +172,11 @@ def _walk_jobs(
         exclude=cfg.exclude, use_gitignore=cfg.use_gitignore, hidden=cfg.hidden,
         follow_symlinks=cfg.follow_symlinks, max_depth=cfg.max_depth,
         max_walked_files=cfg.max_walked_files, max_file_bytes=cfg.max_file_bytes,
-        pins=root_pins(store),
+        images_unread=_images_unread(cfg), pins=root_pins(store),
     )  # fmt: skip
+    # A file skipped for want of OCR is read again once OCR can run (#36);
+    # whether it can is asked only when such a file is met.
+    ocr_now = options.images_unread is None
     jobs: list[Job] = []
     walk_scopes: list[Path | None] = list(scopes) or [None]
     walked_root: Path | None = None
@@ -203,10 +206,15 @@ def _walk_jobs(
         old = known_r.get(rel)
         if old is not None:
             if old.size == entry.size and old.mtime_ns == entry.mtime_ns and not force:
-                unchanged += 1
-                continue
+                if not (ocr_now and _needs_ocr(skips_r.get(rel))):
+                    unchanged += 1
+                    continue
+                old = None  # a mixed PDF's scanned pages: read it again (#36)
         elif (was := skips_r.get(rel)) is not None and (
-            was.size == entry.size and was.mtime_ns == entry.mtime_ns and not force
+            was.size == entry.size
+            and was.mtime_ns == entry.mtime_ns
+            and not force
+            and not (was.reason == "no-text-layer" and ocr_now)
         ):
             # Skipped before and unchanged: not read again, not warned
             # about again; `docindex skipped` still lists it (issue #23).
@@ -287,7 +295,24 @@ def _walk_skip(
 #: Walk skips worth a record: not the user's own exclusions (ignored, hidden),
 #: the walk's limits, nor I/O errors, which are transient (a file that vanished
 #: mid-walk) and are reported on every scan.
-_RECORDED_WALK_SKIPS = frozenset({"too-large", "unsupported", "symlink", "bad-name"})
+_RECORDED_WALK_SKIPS = frozenset(
+    {"too-large", "unsupported", "symlink", "bad-name", "no-text-layer"}
+)
+
+
+def _images_unread(cfg: Config) -> str | None:
+    """Why OCR cannot read images in this scan (None: it can), issue #36."""
+    if not cfg.ocr:
+        return OCR_OFF  # without importing the OCR module: a rescan's fixed cost
+    from docindex.ingest.extract.ocr import unavailable_message
+    from docindex.ingest.prepare import ocr_settings
+
+    return unavailable_message(ocr_settings(cfg))
+
+
+def _needs_ocr(record: SkipRow | None) -> bool:
+    """True for a skip record kept because the file has pages only OCR can read."""
+    return record is not None and record.reason == "no-text-layer"
 
 
 def _remember_walk_skip(

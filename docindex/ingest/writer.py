@@ -198,10 +198,14 @@ def _apply_one(
     for key, value in prep.notes:
         # Indexed, but not whole: a capped sheet or PDF is never silent (#4).
         reason = SkipReason.TRUNCATED if key == "truncated" else SkipReason.PARTIAL
+        if key == "no_text_layer":
+            reason = SkipReason.NO_TEXT_LAYER
         result.skip(reason, job.path, f"{key}: {value}")
     if prep.notes:
         keys = [k for k, _ in prep.notes]
         reason = SkipReason.TRUNCATED if "truncated" in keys else SkipReason.PARTIAL
+        if "no_text_layer" in keys:  # kept so that turning OCR on reads it (#36)
+            reason = SkipReason.NO_TEXT_LAYER
         message = "; ".join(f"{k}: {v}" for k, v in prep.notes)
         remember(job, reason, message, prep.hash)
     if len(vectors or ()) < len(prep.vectors or ()):

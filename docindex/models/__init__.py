@@ -140,6 +140,12 @@ def _escapes_only(text: str) -> bool:
     )
 
 
+#: Why a file that needs OCR was not read while OCR is off (issue #36).
+OCR_OFF = (
+    "OCR is off: turn it on with `ocr = true` in config.toml or `docindex scan --ocr`"
+)
+
+
 class SkipReason(StrEnum):
     """Why a file is not in the index, or not wholly (the closed set, issue #18).
 
@@ -164,6 +170,7 @@ class SkipReason(StrEnum):
     CORRUPT = "corrupt"
     ENCRYPTED = "encrypted"
     NO_TEXT_LAYER = "no-text-layer"
+    NO_TEXT_FOUND = "no-text-found"
     ZIP_BOMB = "zip-bomb"
     TIMEOUT = "timeout"
     TRUNCATED = "truncated"
@@ -192,7 +199,8 @@ _SKIP_MESSAGES = {
     SkipReason.ERROR: "could not be read or extracted",
     SkipReason.CORRUPT: "a damaged or mislabelled file",
     SkipReason.ENCRYPTED: "encrypted (password-protected)",
-    SkipReason.NO_TEXT_LAYER: "no text layer (a scan; needs OCR)",
+    SkipReason.NO_TEXT_LAYER: "no text layer (a scan or an image; needs OCR)",
+    SkipReason.NO_TEXT_FOUND: "an image or scan in which OCR found no words (or an icon)",
     SkipReason.ZIP_BOMB: "an archive over the decompression limits",
     SkipReason.TIMEOUT: "extraction took over extract_timeout_s",
     SkipReason.TRUNCATED: "indexed in part: max_sheet_rows or max_pdf_pages",
