@@ -20,12 +20,19 @@ No process of the pool outlives the process that made it (issue #17):
   forkserver sees EOF on multiprocessing's own "alive" pipe, exits, and
   removes multiprocessing's ``pymp-*`` folder; the resource tracker then
   sees EOF too and exits.
+
+No code from the current folder runs in a worker (issue #33): multiprocessing
+starts the forkserver, the resource tracker and spawned workers with
+``python -c``, which puts the current folder first on ``sys.path`` before
+anything is imported. They start with ``PYTHONSAFEPATH`` (``-P``) and without
+``PYTHONPATH``; the forkserver then takes the parent's own ``sys.path``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -42,6 +49,31 @@ IN_FLIGHT = 3  # chunks submitted ahead, per worker (bounds memory, issue #7)
 T = TypeVar("T")
 R = TypeVar("R")
 A = TypeVar("A")
+
+
+_ENV_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _safe_path_env() -> Iterator[None]:
+    """Start Python children with no current folder and no ``PYTHONPATH`` (#33).
+
+    multiprocessing passes no environment of its own to the interpreters it
+    starts, so they take ours: set ``PYTHONSAFEPATH`` (``-P``, Python 3.11+)
+    and drop ``PYTHONPATH`` while they start, then put both back.
+    """
+    with _ENV_LOCK:
+        saved = {k: os.environ.get(k) for k in ("PYTHONSAFEPATH", "PYTHONPATH")}
+        os.environ["PYTHONSAFEPATH"] = "1"
+        os.environ.pop("PYTHONPATH", None)
+        try:
+            yield
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
 
 
 class ExtractTimeout(BaseException):
@@ -189,7 +221,7 @@ class Workers(Generic[A]):
         )
         self._ctx = multiprocessing.get_context(method)
         if method == "forkserver":
-            from multiprocessing import forkserver
+            from multiprocessing import forkserver, resource_tracker
 
             # Workers fork from a server that imported these once, instead of
             # each importing them itself; the server skips what will not import.
@@ -197,7 +229,9 @@ class Workers(Generic[A]):
             self._ctx.set_forkserver_preload(
                 ["docindex.ingest._forkserver", *self.preload]
             )
-            forkserver.ensure_running()  # spawns the server; does not wait
+            with _safe_path_env():
+                resource_tracker.ensure_running()
+                forkserver.ensure_running()  # spawns the server; does not wait
 
     def _start(self) -> _Proc:
         """Start one worker (the pool's context, booted on first use)."""
@@ -213,7 +247,8 @@ class Workers(Generic[A]):
             target=_worker_main, args=(theirs, self._lifeline[0]), daemon=True,
             name="docindex-worker",
         )  # fmt: skip
-        process.start()
+        with _safe_path_env():  # "spawn" starts a ``python -c`` per worker
+            process.start()
         theirs.close()  # the worker holds it now: EOF reaches us if it dies
         return _Proc(process, ours)
 

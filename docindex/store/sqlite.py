@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import shlex
 import sqlite3
+import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -125,6 +127,7 @@ class Store(DocumentRows, PostingRows):
         self._depth = 0
         self._bodies: dict[int, str] = {}
         self._bodies_version: tuple[int, int] | None = None
+        self.tightened: list[str] = []  # files made private on open (#33)
         self.outdated = False  # set by _setup: read-only and before the last migration
 
     # -- lifecycle ---------------------------------------------------------
@@ -159,7 +162,8 @@ class Store(DocumentRows, PostingRows):
                         "another --db"
                     )
         if create:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            _make_private_folder(path.parent)
+        tightened = _make_private(path, create=create) if not readonly else []
         if readonly and exists:
             _roll_back_hot_journal(path, busy_timeout)
         try:
@@ -171,6 +175,15 @@ class Store(DocumentRows, PostingRows):
         except sqlite3.Error as exc:
             raise translate(exc, path) from exc
         store = cls(conn, path)
+        store.tightened = tightened
+        if tightened:
+            # One line on stderr (logging's last-resort handler when the
+            # caller set none): the index was readable by other users.
+            logging.getLogger("docindex").warning(
+                "docindex: made %s private (owner only; it was readable by "
+                "other users)",
+                ", ".join(tightened),
+            )
         try:
             store._setup(create and not readonly, readonly)
             if mapped:
@@ -501,3 +514,41 @@ def _roll_back_hot_journal(path: Path, busy_timeout: float) -> None:
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         finally:
             conn.close()
+
+
+def _make_private_folder(folder: Path) -> None:
+    """Create the index's folder readable by its owner alone (issue #33)."""
+    if folder.exists():
+        return
+    folder.mkdir(parents=True, mode=0o700, exist_ok=True)
+    # mkdir's mode passes through the umask; 0700 is what we mean whatever it is.
+    os.chmod(folder, 0o700)
+
+
+def _make_private(path: Path, create: bool) -> list[str]:
+    """Index files 0600, its ``.docindex`` folder 0700; the paths that were wider.
+
+    The index holds the text of every file it read, whatever their modes, so
+    it is as private as the most private of them (issue #33). SQLite gives the
+    ``-wal`` and ``-shm`` files the mode of the database file itself, so the
+    database is created (or tightened) before SQLite opens it.
+    """
+    tightened: list[str] = []
+    if create and not path.exists():
+        with contextlib.suppress(FileExistsError):
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    candidates = [(path, 0o600)]
+    candidates += [(Path(f"{path}{suffix}"), 0o600) for suffix in ("-wal", "-shm")]
+    if path.parent.name == ".docindex":
+        candidates.append((path.parent, 0o700))
+    for candidate, mode in candidates:
+        try:
+            st = os.stat(candidate)
+        except OSError:
+            continue
+        if st.st_uid != os.geteuid() or not stat.S_IMODE(st.st_mode) & 0o077:
+            continue
+        with contextlib.suppress(OSError):
+            os.chmod(candidate, mode)
+            tightened.append(str(candidate))
+    return tightened
