@@ -343,3 +343,30 @@ def test_heading_split_from_a_big_table_joins_its_own_section() -> None:
     assert first.chunk_id == "a.md#doc/attributes"  # type: ignore[attr-defined]
     assert first.text.startswith("## Attributes")  # type: ignore[attr-defined]
     assert "Attributes" not in segs[0].text  # type: ignore[attr-defined]
+
+
+def _reference_heading_text(line: str) -> str:
+    """markdown-it-py's plain text of one heading (text and code spans only)."""
+    inline = next(t for t in _MD.parse(line) if t.type == "inline")
+    return "".join(
+        c.content for c in inline.children or [] if c.type in {"text", "code_inline"}
+    )
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "# \\<script setup>",
+        "## PropType\\<T>",
+        "## `<Suspense>` and \\<KeepAlive>",
+        "### a \\<b> c \\*d\\*",
+    ],
+)
+def test_escaped_angle_brackets_in_headings_are_text(line: str) -> None:
+    """Issue #37: Vue's ``# \\<script setup>`` page was titled ``\\``."""
+    expected = _reference_heading_text(line)
+    assert "\\" not in expected and "<" in expected
+    extracted = extract(f"{line}\n\nSome prose.\n".encode(), "a.md", ExtractLimits())
+    assert extracted.title == (expected if line.startswith("# ") else None)
+    heads = [h for _, _, h in markdown_headings(extracted.units[0].text.split("\n"))]
+    assert heads == [expected]

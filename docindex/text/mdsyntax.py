@@ -160,8 +160,10 @@ def _is_heading_line(text: str, line_start: int) -> bool:
 _EXPLICIT = re.compile(r"[ \t]*(?:\{/\*\s*([\w-]+)\s*\*/\}|\{#([\w-]+)[^}]*\})[ \t]*$")
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 _IMAGE_OR_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+# (?<!\\): an escaped "<" is literal text, not a tag (CommonMark 2.4;
+# Vue's "# \<script setup>" renders as "<script setup>", issue #37).
 _TAG = re.compile(
-    r"</?[A-Za-z][\w.:-]*(?:\s+[^\s=>/]+(?:=(?:\"[^\"]*\"|'[^']*'|\{[^}]*\}"
+    r"(?<!\\)</?[A-Za-z][\w.:-]*(?:\s+[^\s=>/]+(?:=(?:\"[^\"]*\"|'[^']*'|\{[^}]*\}"
     r"|[^\s>]+))?)*\s*/?>"
 )
 _EMPHASIS = re.compile(r"(?<![\w\\])(\*{1,3}|_{1,3})(?=\S)(.+?)(?<=\S)\1(?!\w)")
