@@ -370,3 +370,37 @@ def test_escaped_angle_brackets_in_headings_are_text(line: str) -> None:
     assert extracted.title == (expected if line.startswith("# ") else None)
     heads = [h for _, _, h in markdown_headings(extracted.units[0].text.split("\n"))]
     assert heads == [expected]
+
+
+DOCUSAURUS_TABS = """# limit-req
+
+Create a Route that allows 1 QPS per remote address:
+
+<Tabs
+groupId="api"
+defaultValue="admin-api"
+values={[
+{label: 'Admin API', value: 'admin-api'},
+{label: 'Ingress Controller', value: 'aic'}
+]}>
+
+<TabItem value="admin-api">
+
+Send a request to the Admin API.
+
+</TabItem>
+</Tabs>
+
+A line that says a < b and c > d stays.
+"""
+
+
+def test_multi_line_jsx_props_are_blanked() -> None:
+    """Issue #37: ``{label: 'Ingress Controller', value: 'aic'} ]}>`` in snippets."""
+    body = extract(DOCUSAURUS_TABS.encode(), "a.md", ExtractLimits()).units[0].text
+    assert body.count("\n") == DOCUSAURUS_TABS.count("\n")  # lines keep their numbers
+    assert "label" not in body and "]}>" not in body and "groupId" not in body
+    assert "Send a request to the Admin API." in body
+    assert "allows 1 QPS" in body and "a < b and c > d stays" in body
+    chunks = " ".join(s.text for s in _segments(DOCUSAURUS_TABS))  # type: ignore[attr-defined]
+    assert "Ingress Controller" not in chunks and "Admin API." in chunks
