@@ -7,7 +7,7 @@ import os
 import sqlite3
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -21,6 +21,16 @@ from docindex.cli.output import out_console as _out_console
 from docindex.cli.output import piped as _piped
 from docindex.cli.output import progress_bar as _progress
 from docindex.errors import DocindexError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from typing import TextIO
+
+    from docindex.api.index import Index
+    from docindex.cli.signals import Signals
+    from docindex.ingest.watch import BatchReport
+    from docindex.models import Progress, QueryResult, ScanResult
+    from docindex.serve.server import Serving
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -36,7 +46,7 @@ class _Group(click.Group):
     SIGTERM, SIGHUP; issue #17, see ``signals.Signals``).
     """
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: click.Context) -> object:
         from docindex.cli.signals import Interrupted, Signals
 
         with Signals() as signals:
@@ -49,7 +59,7 @@ class _Group(click.Group):
                 )
                 sys.exit(exc.exit_code)
 
-    def _invoke(self, ctx: click.Context) -> Any:
+    def _invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
         except DocindexError as exc:
@@ -93,12 +103,13 @@ def _failure(message: str, exit_code: int) -> click.ClickException:
     return _Misuse(message) if exit_code == 2 else _Failure(message)
 
 
-def _signals() -> Any:
+def _signals() -> Signals:
     """The running command's ``signals.Signals`` (installed by ``_Group``)."""
-    return click.get_current_context().meta[_SIGNALS]
+    signals: Signals = click.get_current_context().meta[_SIGNALS]
+    return signals
 
 
-def _exit_if_signalled(signals: Any) -> None:
+def _exit_if_signalled(signals: Signals) -> None:
     """Exit 128 + N when signal N stopped a graceful command (issue #17)."""
     if signals.signum:
         sys.exit(signals.exit_code)
@@ -168,15 +179,15 @@ def scan(path: Path | None, roots: tuple[str, ...], exclude: tuple[str, ...],
     Without an index, PATH (a directory) becomes the first root and the index is
     created at PATH/.docindex/index.db.
     """
-    from docindex.api import commands as api
+    from docindex.api.index import Index
 
     if ndjson and not as_json:
         raise click.UsageError("--progress streams JSON lines: use it with --json")
     progress = _NdjsonProgress() if ndjson else _progress(not (as_json or quiet))
     signals = _signals()
-    result = api.scan(
-        db, path=path, roots=list(roots), exclude=list(exclude), force=force,
-        hidden=hidden, follow_symlinks=follow_symlinks, no_gitignore=no_gitignore,
+    result = Index(db, roots=roots).scan(
+        path, exclude=exclude, force=force, hidden=hidden,
+        follow_symlinks=follow_symlinks, gitignore=not no_gitignore,
         provider=provider, progress=progress, stop=signals.graceful().is_set,
     )  # fmt: skip
     _print_scan(result, as_json, quiet, "scan", event=ndjson)
@@ -184,7 +195,7 @@ def scan(path: Path | None, roots: tuple[str, ...], exclude: tuple[str, ...],
 
 
 def _print_scan(
-    result: Any, as_json: bool, quiet: bool, again: str, event: bool = False
+    result: ScanResult, as_json: bool, quiet: bool, again: str, event: bool = False
 ) -> None:
     from docindex.cli.render import interrupted_text, scan_text, to_dict
 
@@ -283,7 +294,7 @@ def _print_scan(
 @db_option
 @json_option
 def query(text: str | None, top: int, mode: str, snippet_chars: int,
-          no_highlight: bool, min_score: float, queries: Any, files: bool,
+          no_highlight: bool, min_score: float, queries: TextIO | None, files: bool,
           explain: bool, types: tuple[str, ...], path_glob: str | None,
           where: tuple[str, ...], per_doc: int, cursor: str | None,
           context_lines: int, vimgrep: bool, db: str | None,
@@ -296,7 +307,7 @@ def query(text: str | None, top: int, mode: str, snippet_chars: int,
 
     Exit status 0 even with zero hits; 1 on a runtime failure; 2 on misuse.
     """
-    from docindex.api import commands as api
+    from docindex.api.index import Index
     from docindex.cli.render import hits_text, vimgrep_lines
 
     if (as_json or queries is not None) and (vimgrep or context_lines):
@@ -311,28 +322,31 @@ def query(text: str | None, top: int, mode: str, snippet_chars: int,
             raise click.BadParameter("expected KEY=VALUE", param_hint="--where")
         key, _, value = item.partition("=")
         pairs.append((key.strip(), value.strip()))
-    options = dict(
-        top=top, mode=mode, snippet_chars=snippet_chars, highlight=not no_highlight,
-        min_score=min_score, files=files, explain=explain, types=types,
-        path_glob=path_glob, where=tuple(pairs), per_doc=per_doc, cursor=cursor,
-    )  # fmt: skip
-    db = _find_db(db)
+    index = Index(_find_db(db))
     if queries is not None:
         if text:
             raise click.UsageError("give TEXT or --queries, not both")
-        _batch(db, queries, options)
+        _batch(index, queries, lambda texts: index.queries(
+            texts, top=top, mode=mode, files=files, path=path_glob, types=types,
+            where=pairs, snippet_chars=snippet_chars, highlight=not no_highlight,
+        ))  # fmt: skip
         return
     if text is None:
         if sys.stdin is None or sys.stdin.isatty():
             raise click.UsageError("missing query TEXT (or pipe it on stdin)")
         text = sys.stdin.read().strip()
-    result = api.query(db, text, options)
+    result = index.query(
+        text, top=top, mode=mode, snippet_chars=snippet_chars,
+        highlight=not no_highlight, min_score=min_score, files=files,
+        explain=explain, types=types, path=path_glob, where=pairs, per_doc=per_doc,
+        cursor=cursor,
+    )  # fmt: skip
     if as_json:
         _echo_json(result)
         return
     lines = None
     if (vimgrep or context_lines) and result.hits:
-        lines = api.hit_lines(db, result.hits, 0 if vimgrep else context_lines)
+        lines = index.lines_around(result.hits, context=0 if vimgrep else context_lines)
     if vimgrep:
         for line in vimgrep_lines(result.hits, lines or []):
             click.echo(line)
@@ -343,14 +357,16 @@ def query(text: str | None, top: int, mode: str, snippet_chars: int,
     )
 
 
-def _batch(db: str | None, queries: Any, options: dict[str, Any]) -> None:
+def _batch(
+    index: Index, queries: TextIO,
+    run: Callable[[Iterator[str]], Iterator[QueryResult]],
+) -> None:  # fmt: skip
     """``--queries``: one JSON line out per line in; a JSON line's ``id`` is echoed."""
-    from docindex.api import commands as api
     from docindex.cli.render import to_dict
 
-    ids: list[Any] = []
+    ids: list[object] = []
 
-    def texts() -> Any:
+    def texts() -> Iterator[str]:
         for number, raw in enumerate(queries, start=1):
             line = raw.rstrip("\n")
             if line.lstrip().startswith("{"):
@@ -372,7 +388,7 @@ def _batch(db: str | None, queries: Any, options: dict[str, Any]) -> None:
                 ids.append(None)
                 yield line
 
-    for result in api.batch_query(db, texts(), options):
+    for result in run(texts()):
         data = to_dict(result)
         qid = ids.pop(0)
         _echo_json(data if qid is None else {"id": qid, **data})
@@ -402,15 +418,15 @@ def reindex(path: Path | None, full: bool, provider: str | None,
             roots: tuple[str, ...], quiet: bool, db: str | None,
             as_json: bool) -> None:  # fmt: skip
     """Re-read every file (or PATH) even if unchanged; --full rebuilds the index file."""
-    from docindex.api import commands as api
+    from docindex.api.index import Index
 
     if provider and not full:
         raise click.UsageError("--provider needs --full")
     signals = _signals()
-    result = api.reindex(db, path=path, full=full, provider=provider,
-                         roots=list(roots) or None,
-                         progress=_progress(not (as_json or quiet)),
-                         stop=signals.graceful().is_set)  # fmt: skip
+    result = Index(db, roots=roots).reindex(
+        path, full=full, provider=provider, progress=_progress(not (as_json or quiet)),
+        stop=signals.graceful().is_set,
+    )  # fmt: skip
     _print_scan(result, as_json, quiet, "reindex --full" if full else "reindex")
     _exit_if_signalled(signals)
 
@@ -423,10 +439,10 @@ def stats(db: str | None, as_json: bool) -> None:
 
     --json prints everything, every facet value included.
     """
-    from docindex.api import commands as api
+    from docindex.api.index import Index
     from docindex.cli.render import print_stats
 
-    data = api.stats(_find_db(db))
+    data = Index(_find_db(db)).stats()
     if as_json:
         _echo_json(data)
     else:
@@ -445,10 +461,10 @@ def vacuum(db: str | None, as_json: bool) -> None:
     a watcher holds the lock longer it fails with "index is busy" and
     changes nothing.
     """
-    from docindex.api import commands as api
+    from docindex.api.index import Index
     from docindex.cli.render import vacuum_text
 
-    result = api.vacuum(_find_db(db))
+    result = Index(_find_db(db)).vacuum()
     if as_json:
         _echo_json(result)
     else:
@@ -495,13 +511,13 @@ def watch(
     output and exit status (DOCINDEX_WATCHER=off in the caller's environment
     opts out).
     """
-    from docindex.api import commands as api
+    from docindex.api.index import Index
     from docindex.serve.rendezvous import watcher_mode
 
     signals = _signals()
     stop = signals.graceful()  # a second signal gives up on the pending batch
     serve = serve and watcher_mode() != "off"
-    serving: list[Any] = []
+    serving: list[Serving | None] = []
     index_db: list[Path] = []
 
     def on_start(index: Path, watched: list[str]) -> None:
@@ -513,7 +529,7 @@ def watch(
         if serve and index.is_file():  # else once the catch-up has made it
             serving.append(_start_serving(index))
 
-    def on_batch(report: Any) -> None:
+    def on_batch(report: BatchReport) -> None:
         if serve and not serving and index_db:
             serving.append(_start_serving(index_db[0]))
         if as_json:
@@ -532,9 +548,7 @@ def watch(
         click.echo(f"warning: {message}", err=True)
 
     try:
-        api.watch(
-            _find_db(db, roots),
-            roots=list(roots),
+        Index(_find_db(db, roots), roots=roots).run_watch(
             debounce_ms=debounce_ms,
             on_batch=on_batch,
             stop_event=stop,
@@ -548,7 +562,7 @@ def watch(
     _exit_if_signalled(signals)
 
 
-def _start_serving(db: Path) -> Any:
+def _start_serving(db: Path) -> Serving | None:
     """The watcher's server (after the catch-up, when the index exists), or None."""
     from docindex.serve import server
 
@@ -650,7 +664,9 @@ def eval_(folder: Path, mode: str, n_queries: int | None, seed: int, view: str,
         print_eval(_out_console(), report)
 
 
-def _eval_progress(on_progress: Any) -> Any:
+def _eval_progress(
+    on_progress: Callable[[Progress], None] | None,
+) -> Callable[[str, int, int], None] | None:
     """Adapt the scan progress bar to evaluate()'s (phase, done, total) events."""
     if on_progress is None:
         return None
