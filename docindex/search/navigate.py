@@ -439,13 +439,13 @@ def show(
             # (issue #20: not "the file is not indexed").
             doc = resolve_file(store, roots, _chunk_file(file), cwd=cwd)
             segments = store.segments_of(doc.id)
-            index = _opening_of(segments, doc.rel_path, target)
-            if index is None:
+            opening = _opening_of(segments, doc.rel_path, target)
+            if opening is None:
                 raise MisuseError(
                     f"{doc.rel_path} has no chunk {target!r}; list its chunk ids "
                     f"with `docindex outline {doc.rel_path}`"
                 )
-            doc_id = doc.id
+            doc_id, index = doc.id, opening
         else:
             doc_id, segments, index = _file_line(store, roots, file, line, cwd)
     doc = _doc_of(store, doc_id)

@@ -136,10 +136,10 @@ def hide_unrendered(text: str) -> str:
                 pieces += [text[done:at], _blank(text[at:line_end])]
                 done = line_end
             else:
-                end = _tag_end(text, at)
-                if end is not None:
-                    pieces += [text[done:at], _blank(text[at:end])]
-                    done = end
+                tag_end = _tag_end(text, at)
+                if tag_end is not None:
+                    pieces += [text[done:at], _blank(text[at:tag_end])]
+                    done = tag_end
         else:
             marker = _ADMONITION.match(text, at, line_end)
             if marker is not None:
