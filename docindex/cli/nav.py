@@ -27,7 +27,7 @@ from docindex.cli.output import (
     type=click.IntRange(1, 6),
     default=6,
     show_default=True,
-    help="Deepest heading level to show.",
+    help="Heading levels to show, counted from the file's top level.",
 )
 @db_option
 @json_option

@@ -161,7 +161,7 @@ def tool_schemas(vocab: Vocabulary) -> dict[str, tuple[str, Schema]]:
                                              0, 0, 20)}, ("chunk_id",))),
         "get_outline": ("A document's title and headings with levels and lines.",
                         _object({"path": path,
-                                 "max_depth": _int("Deepest heading level.", 6, 1, 6)},
+                                 "max_depth": _int("Heading levels, from the top level present.", 6, 1, 6)},
                                 ("path",))),
         "get_section": ("The text under a heading (case-insensitive) with its lines.",
                         _object({"path": path,
