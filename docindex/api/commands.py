@@ -61,6 +61,15 @@ def scan(
             scopes.append(resolve_scope(roots_p, path))
         except OutsideRootsError:
             folder = path if Path(path).is_dir() else Path(path).parent
+            held = [r for r in roots_p if _inside(r, Path(folder))]
+            if held:  # the folder above a root: `scan --root` would refuse (#38)
+                raise OutsideRootsError(
+                    f"{path} holds the root {held[0]}; to index all of it, run "
+                    + " and then ".join(
+                        f"`docindex roots remove {shlex.quote(str(r))}`" for r in held
+                    )
+                    + f" and then `docindex scan --root {shlex.quote(str(folder))}`"
+                ) from None
             raise OutsideRootsError(
                 f"{path} is outside the index's roots "
                 f"({', '.join(map(str, roots_p))}); to add its folder as a root "
@@ -305,14 +314,22 @@ def _open_for_reading(ws: workspace.Workspace) -> Store:
 
 
 def _readonly_ok(db: Path) -> bool:
-    """Open read-only when we may not write the folder (a WAL index still needs -shm)."""
-    return not os.access(db.parent, os.W_OK) and Path(f"{db}-shm").exists()
+    """Open read-only when we may not write the file or its folder (issue #38).
+
+    An index built by CI, on a read-only mount or owned by another user still
+    answers every reading command (``Store.open(readonly=True)`` picks
+    ``mode=ro`` or ``immutable=1``).
+    """
+    from docindex.store.sqlite import read_only_filesystem
+
+    writable = os.access(db, os.W_OK) and os.access(db.parent, os.W_OK)
+    return not writable or read_only_filesystem(db)
 
 
 def stats(db: str | None) -> dict[str, Any]:
     """What the index holds."""
     ws = workspace.load(db)
-    with ws.open() as store:
+    with ws.open(readonly=_readonly_ok(ws.db)) as store:
         counts = store.counts()
         size = ws.db.stat().st_size
         wal = Path(f"{ws.db}-wal")
@@ -366,7 +383,7 @@ def skipped(db: str | None, *, reason: str | None = None) -> dict[str, Any]:
         covers every reason, ``files`` only ``reason`` when one is given.
     """
     ws = workspace.load(db)
-    with ws.open() as store:
+    with ws.open(readonly=_readonly_ok(ws.db)) as store:
         return {"counts": store.skip_counts(), "files": store.skipped(reason)}
 
 

@@ -20,12 +20,13 @@ from docindex.cli.output import find_db as _find_db
 from docindex.cli.output import out_console as _out_console
 from docindex.cli.output import piped as _piped
 from docindex.cli.output import progress_bar as _progress
-from docindex.errors import DocindexError
+from docindex.errors import DocindexError, IndexNotWritableError
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
 _SIGNALS = "docindex.cli.signals"
+_ARGV = "docindex.cli.argv"  # the arguments as the user typed them (remedies, #38)
 
 
 class _Group(click.Group):
@@ -35,6 +36,10 @@ class _Group(click.Group):
     0 when the reader of a pipe stopped early, 128 + N after signal N (Ctrl-C,
     SIGTERM, SIGHUP; issue #17, see ``signals.Signals``).
     """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta[_ARGV] = list(args)
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
         from docindex.cli.signals import Interrupted, Signals
@@ -50,10 +55,20 @@ class _Group(click.Group):
                 sys.exit(exc.exit_code)
 
     def _invoke(self, ctx: click.Context) -> Any:
+        from docindex.cli import remedy
+
+        argv = ctx.meta.get(_ARGV, [])
         try:
             return super().invoke(ctx)
+        except IndexNotWritableError as exc:
+            raise _failure(remedy.elsewhere(argv, exc), exc.exit_code) from None
         except DocindexError as exc:
-            raise _failure(str(exc), exc.exit_code) from None
+            raise _failure(remedy.with_db(str(exc), argv), exc.exit_code) from None
+        except OSError as exc:
+            message = remedy.os_error(exc, argv)
+            if message is None:
+                raise
+            raise _failure(message, 1) from None
         except sqlite3.Error as exc:
             from docindex.api.workspace import resolve_db
             from docindex.cli.output import DB_META
@@ -179,8 +194,16 @@ def scan(path: Path | None, roots: tuple[str, ...], exclude: tuple[str, ...],
         hidden=hidden, follow_symlinks=follow_symlinks, no_gitignore=no_gitignore,
         provider=provider, progress=progress, stop=signals.graceful().is_set,
     )  # fmt: skip
-    _print_scan(result, as_json, quiet, "scan", event=ndjson)
+    _print_scan(result, as_json, quiet, _command_line(), event=ndjson)
     _exit_if_signalled(signals)
+
+
+def _command_line() -> str:
+    """The command as the user typed it, to run again (issue #38)."""
+    import shlex
+
+    root = click.get_current_context().find_root()
+    return shlex.join(["docindex", *root.meta.get(_ARGV, [])])
 
 
 def _print_scan(
@@ -411,7 +434,7 @@ def reindex(path: Path | None, full: bool, provider: str | None,
                          roots=list(roots) or None,
                          progress=_progress(not (as_json or quiet)),
                          stop=signals.graceful().is_set)  # fmt: skip
-    _print_scan(result, as_json, quiet, "reindex --full" if full else "reindex")
+    _print_scan(result, as_json, quiet, _command_line())
     _exit_if_signalled(signals)
 
 

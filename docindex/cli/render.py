@@ -188,11 +188,14 @@ def _count(n: int, noun: str) -> str:
 
 
 def interrupted_text(result: ScanResult, again: str) -> str:
-    """The one line an interrupted scan prints: what it finished, how to go on."""
+    """The one line an interrupted scan prints: what it finished, how to go on.
+
+    ``again`` is the command line to run again, as the user typed it (#38).
+    """
     done = result.scanned - result.pending
     return (
         f"interrupted: {done:,} of {result.scanned:,} files indexed; "
-        f"run `docindex {again}` again to finish"
+        f"run `{again}` again to finish"
     )
 
 
