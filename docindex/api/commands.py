@@ -259,14 +259,52 @@ def _options(options: dict[str, Any], text: str | None = None) -> QueryOptions:
     return QueryOptions(**opts)
 
 
-def query(db: str | None, text: str, options: dict[str, Any]) -> QueryResult:
-    """Run one query; see ``docindex query --help``."""
+def _scoped(
+    ws: workspace.Workspace, options: dict[str, Any], cwd: Path | None
+) -> dict[str, Any]:
+    """``path_glob`` and ``roots`` as the index stores them (issue #38).
+
+    ``--path`` follows ``navigate.path_scope`` (absolute, cwd-relative or
+    root-relative; outside every root is an error); ``--root`` must name
+    roots of the index.
+    """
+    out = dict(options)
+    roots = list(ws.config.roots)
+    chosen: list[str] = []
+    for given in out.get("roots") or ():
+        full = workspace.canonical(given)
+        if full not in roots:
+            raise MisuseError(
+                f"--root {given} is not a root of the index ({', '.join(roots)}); "
+                "limit to a folder inside one with --path"
+            )
+        chosen.append(full)
+    path = out.get("path_glob")
+    if path:
+        from docindex.search.navigate import path_scope
+
+        scope = path_scope(chosen or roots, path, cwd)
+        out["path_glob"] = scope.pattern or None
+        if scope.root is not None:
+            chosen = [scope.root]
+    out["roots"] = tuple(chosen)
+    return out
+
+
+def query(
+    db: str | None, text: str, options: dict[str, Any], *, cwd: Path | None = None
+) -> QueryResult:
+    """Run one query; see ``docindex query --help``.
+
+    ``cwd``: the folder relative ``--path`` values start from (the CLI's).
+    """
     from docindex.search.engine import (  # not for a scan, which never searches (#24)
         parse,
         search,
     )
 
     ws = workspace.load(db)
+    options = _scoped(ws, options, cwd)
     opts = _options(options, text)
     with _open_for_reading(ws) as store:
         # One read transaction: a query that spans a scan's commit would find
@@ -278,12 +316,14 @@ def query(db: str | None, text: str, options: dict[str, Any]) -> QueryResult:
 
 
 def batch_query(
-    db: str | None, lines: Iterable[str], options: dict[str, Any]
-) -> Iterator[QueryResult]:
+    db: str | None, lines: Iterable[str], options: dict[str, Any],
+    *, cwd: Path | None = None,
+) -> Iterator[QueryResult]:  # fmt: skip
     """Run many queries over one open index (``--queries``), in order."""
     from docindex.search.engine import parse, search
 
     ws = workspace.load(db)
+    options = _scoped(ws, options, cwd)
     opts = _options(options)
     from docindex.errors import BadInputError
 
@@ -461,14 +501,19 @@ def section(
 def list_documents(
     db: str | None, *, path_glob: str | None = None, types: tuple[str, ...] = (),
     limit: int = 50, offset: int = 0, roots: list[str] | None = None,
+    cwd: Path | None = None,
 ) -> Any:  # fmt: skip
-    """Indexed documents, a page at a time; see ``docindex list --help``."""
+    """Indexed documents, a page at a time; see ``docindex list --help``.
+
+    ``path_glob`` follows the one path rule (``navigate.path_scope``).
+    """
     from docindex.search import navigate
 
     ws = _nav_workspace(db, roots)
     with _open_for_reading(ws) as store:
         return navigate.list_documents(store, ws.config.roots, path_glob=path_glob,
-                                       types=types, limit=limit, offset=offset)  # fmt: skip
+                                       types=types, limit=limit, offset=offset,
+                                       cwd=cwd)  # fmt: skip
 
 
 def related(

@@ -272,8 +272,15 @@ def _print_scan(
     "--path",
     "path_glob",
     metavar="PATH",
-    help="Only documents under this folder (en/apisix or en/apisix/), this "
-    "file, or matching this glob (root-relative).",
+    help="Only documents under this folder, this file, or matching this glob: "
+    "absolute, relative to the current folder, or to a root (en/apisix).",
+)
+@click.option(
+    "--root",
+    "only_roots",
+    multiple=True,
+    metavar="DIR",
+    help="Only documents of this root of the index (repeatable).",
 )
 @click.option(
     "--where",
@@ -309,8 +316,8 @@ def query(text: str | None, top: int, mode: str, snippet_chars: int,
           no_highlight: bool, min_score: float, queries: Any, files: bool,
           explain: bool, types: tuple[str, ...], path_glob: str | None,
           where: tuple[str, ...], per_doc: int, cursor: str | None,
-          context_lines: int, vimgrep: bool, db: str | None,
-          as_json: bool) -> None:  # fmt: skip
+          only_roots: tuple[str, ...], context_lines: int, vimgrep: bool,
+          db: str | None, as_json: bool) -> None:  # fmt: skip
     """Search the index. TEXT may also come on stdin.
 
     TEXT is plain words, with "exact phrase", +required, -excluded and
@@ -338,6 +345,7 @@ def query(text: str | None, top: int, mode: str, snippet_chars: int,
         top=top, mode=mode, snippet_chars=snippet_chars, highlight=not no_highlight,
         min_score=min_score, files=files, explain=explain, types=types,
         path_glob=path_glob, where=tuple(pairs), per_doc=per_doc, cursor=cursor,
+        roots=only_roots,
     )  # fmt: skip
     db = _find_db(db)
     if queries is not None:
@@ -349,7 +357,7 @@ def query(text: str | None, top: int, mode: str, snippet_chars: int,
         if sys.stdin is None or sys.stdin.isatty():
             raise click.UsageError("missing query TEXT (or pipe it on stdin)")
         text = sys.stdin.read().strip()
-    result = api.query(db, text, options)
+    result = api.query(db, text, options, cwd=Path.cwd())
     if as_json:
         _echo_json(result)
         return
@@ -395,7 +403,7 @@ def _batch(db: str | None, queries: Any, options: dict[str, Any]) -> None:
                 ids.append(None)
                 yield line
 
-    for result in api.batch_query(db, texts(), options):
+    for result in api.batch_query(db, texts(), options, cwd=Path.cwd()):
         data = to_dict(result)
         qid = ids.pop(0)
         _echo_json(data if qid is None else {"id": qid, **data})

@@ -289,6 +289,7 @@ class QueryOptions:
     where: tuple[tuple[str, str], ...] = ()
     offset: int = 0
     per_doc: int = 2  # hits a document shows in a page; 0 = no limit (issue #19)
+    roots: tuple[str, ...] = ()  # only documents of these roots (--root, #38)
 
 
 @dataclass(slots=True)

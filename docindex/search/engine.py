@@ -90,9 +90,16 @@ def quote_fts(term: str) -> str:
     return '"' + term.replace("\x00", "").replace('"', '""') + '"'
 
 
-def _doc_filter(opts: QueryOptions) -> DocFilter:
-    """--type, --path and --where as the storage's document filter (pushed down)."""
-    return DocFilter(kinds=opts.types, path=opts.path_glob, facets=opts.where)
+def _doc_filter(opts: QueryOptions, store: Index) -> DocFilter:
+    """--type, --path, --where and --root as the storage's document filter."""
+    root_ids = None
+    if opts.roots:
+        known = {path: rid for rid, path in store.roots().items()}
+        root_ids = tuple(known[r] for r in opts.roots if r in known)
+    return DocFilter(
+        root_ids=root_ids, kinds=opts.types, path=opts.path_glob or None,
+        facets=opts.where,
+    )  # fmt: skip
 
 
 def _best_per_document(
@@ -235,7 +242,7 @@ def _lists(
     than ranking every matching segment (issue #21).
     """
     text = parsed.positive_text
-    only = _doc_filter(opts)
+    only = _doc_filter(opts, store)
     pool = max(200, min(2000, (opts.top + opts.offset) * 20))
     lists: dict[str, Ranked] = {}
     semantic: Ranked | None = None
