@@ -64,11 +64,6 @@ class _Group(click.Group):
             raise _failure(remedy.elsewhere(argv, exc), exc.exit_code) from None
         except DocindexError as exc:
             raise _failure(remedy.with_db(str(exc), argv), exc.exit_code) from None
-        except OSError as exc:
-            message = remedy.os_error(exc, argv)
-            if message is None:
-                raise
-            raise _failure(message, 1) from None
         except sqlite3.Error as exc:
             from docindex.api.workspace import resolve_db
             from docindex.cli.output import DB_META
@@ -80,7 +75,7 @@ class _Group(click.Group):
             except Exception:  # a message without the path is still a message
                 path = ""
             err = translate(exc, path)
-            raise _failure(str(err), err.exit_code) from None
+            raise _failure(remedy.with_db(str(err), argv), err.exit_code) from None
         except KeyboardInterrupt:
             click.echo(
                 "interrupted; the index keeps its last committed state", err=True
@@ -92,6 +87,11 @@ class _Group(click.Group):
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
             sys.exit(0)
+        except OSError as exc:
+            message = remedy.os_error(exc, argv)
+            if message is None:
+                raise
+            raise _failure(message, 1) from None
 
 
 class _Failure(click.ClickException):

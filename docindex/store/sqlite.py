@@ -68,14 +68,30 @@ def translate(exc: sqlite3.Error, path: Path | str) -> DocindexError:
         return DocindexError(
             f"{index} is read-only ({msg}); the file and its folder must be writable"
         )
-    if "disk is full" in msg or "database or disk is full" in msg:
-        return DocindexError(f"disk full while writing {index}; the index is unchanged")
+    if "disk is full" in msg or (
+        "disk I/O error" in msg and str(path) and _nearly_full(Path(path))
+    ):
+        # A full disk met while growing -shm or -wal is an I/O error to SQLite.
+        return DocindexError(
+            f"disk full while writing {index}; the index is unchanged: free "
+            "some space and run the command again"
+        )
     if "unable to open" in msg:
         return DocindexError(
             f"cannot open {index}: {msg} (a WAL index needs a writable folder "
             "for its -wal and -shm files)"
         )
     return DocindexError(f"error in {index}: {msg}")
+
+
+def _nearly_full(path: Path) -> bool:
+    """True when the file system holding ``path`` has under 1 MB free."""
+    folder = path if path.is_dir() else path.parent
+    try:
+        stat = os.statvfs(folder)
+    except (OSError, AttributeError):
+        return False
+    return stat.f_bavail * stat.f_frsize < (1 << 20)
 
 
 def repair_hint(path: Path | str) -> str:
