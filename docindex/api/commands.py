@@ -440,18 +440,23 @@ def watch(
     """
     from docindex.ingest.watch import watch as core_watch
     from docindex.store import Store
+    from docindex.store.lock import watch_lock
 
     ws = workspace.load(db, extra_roots=roots, must_exist=False)
     _refuse_relocated(ws)
-    if on_start is not None:
-        on_start(ws.db, list(ws.config.roots))
     busy = min(ws.config.busy_timeout_s, 2.0)
 
     def open_store() -> Store:
         return Store.open(ws.db, create=True, busy_timeout=busy)
 
-    core_watch(open_store, ws.config, debounce_ms=debounce_ms, on_batch=on_batch,
-               stop_event=stop_event, on_notice=on_notice)  # fmt: skip
+    if ws.db.is_file():  # a read-only index: say so before taking the lock
+        open_store().close()
+    with watch_lock(ws.db):  # one watcher per index (issue #38)
+        if on_start is not None:
+            on_start(ws.db, list(ws.config.roots))
+        core_watch(open_store, ws.config, debounce_ms=debounce_ms,
+                   on_batch=on_batch, stop_event=stop_event,
+                   on_notice=on_notice)  # fmt: skip
 
 
 # -- navigation (issue #6) ------------------------------------------------------
