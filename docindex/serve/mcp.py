@@ -521,12 +521,65 @@ def build_server(tools: Tools, runner: _Runner) -> Any:
     )  # fmt: skip
 
 
-async def _answer_unparsable(source: Any, sink: Any, write_stream: Any) -> None:
+class _Answers:
+    """Requests read but not yet answered, so end of input can wait for them (#38).
+
+    When stdin closes the SDK cancels every call still running and answers it
+    "-32000 Connection closed"; a client that writes its calls and closes its
+    end (``printf ... | docindex mcp``) lost them all. The reader keeps the
+    server's input open until each request it forwarded has its answer.
+    """
+
+    def __init__(self, write_stream: Any) -> None:
+        import anyio
+
+        self._write = write_stream
+        self.open: set[Any] = set()
+        self.changed = anyio.Event()
+
+    def asked(self, item: Any) -> None:
+        message = getattr(item.message, "root", item.message)
+        if (
+            getattr(message, "method", None)
+            and getattr(message, "id", None) is not None
+        ):
+            self.open.add(message.id)
+
+    async def send(self, item: Any) -> None:
+        await self._write.send(item)
+        message = getattr(item.message, "root", item.message)
+        if getattr(message, "method", None) is None:
+            if getattr(message, "id", None) in self.open:
+                self.open.discard(message.id)
+                self.changed.set()
+
+    async def all_answered(self) -> None:
+        import anyio
+
+        while self.open:
+            self.changed = anyio.Event()
+            await self.changed.wait()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._write, name)
+
+    async def __aenter__(self) -> _Answers:
+        await self._write.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        return await self._write.__aexit__(*exc)
+
+
+async def _answer_unparsable(
+    source: Any, sink: Any, write_stream: Any, answers: _Answers | None = None
+) -> None:
     """Forward messages to the server; answer a line that is not JSON-RPC.
 
     The SDK's stdio transport only logs such a line; JSON-RPC 2.0 asks for an
     error reply with a null id: -32700 for text that is not JSON, -32600 for
-    JSON that is not a request.
+    JSON that is not a request. At end of input, the server's input closes
+    once every forwarded request is answered (``_Answers``).
     """
     import mcp.types as types
     from mcp.shared.message import SessionMessage
@@ -534,6 +587,8 @@ async def _answer_unparsable(source: Any, sink: Any, write_stream: Any) -> None:
     async with sink:
         async for item in source:
             if not isinstance(item, Exception):
+                if answers is not None:
+                    answers.asked(item)
                 await sink.send(item)
                 continue
             kinds = {e.get("type") for e in getattr(item, "errors", list)()}
@@ -544,6 +599,8 @@ async def _answer_unparsable(source: Any, sink: Any, write_stream: Any) -> None:
             reply = types.JSONRPCError(jsonrpc="2.0", id=None,
                                        error=types.ErrorData(code=code, message=text))  # fmt: skip
             await write_stream.send(SessionMessage(reply))
+        if answers is not None:
+            await answers.all_answered()
 
 
 class CappedLines:
@@ -590,9 +647,11 @@ def serve(db: str | None, roots: list[str]) -> None:
         stdin = anyio.wrap_file(CappedLines(sys.stdin.buffer))  # type: ignore[arg-type]
         async with stdio_server(stdin=stdin) as (read_stream, write_stream):
             send, receive = anyio.create_memory_object_stream[Any](0)
+            answers = _Answers(write_stream)
             async with anyio.create_task_group() as tg:
-                tg.start_soon(_answer_unparsable, read_stream, send, write_stream)
-                await server.run(receive, write_stream,
+                tg.start_soon(_answer_unparsable, read_stream, send, write_stream,
+                              answers)  # fmt: skip
+                await server.run(receive, answers,
                                  server.create_initialization_options())  # fmt: skip
                 tg.cancel_scope.cancel()
 
