@@ -131,11 +131,21 @@ def as_user(uid: int, args: list[str], cwd: Path | None = None) -> dict[str, obj
         return dict(json.loads(fh.read()))
 
 
-def _open_up(path: Path) -> None:
+@pytest.fixture
+def opened() -> Iterator[list[tuple[Path, int]]]:
+    """Folders ``_open_up`` opened above the test's own; closed again after it."""
+    changed: list[tuple[Path, int]] = []
+    yield changed
+    for folder, mode in reversed(changed):
+        folder.chmod(mode)
+
+
+def _open_up(path: Path, changed: list[tuple[Path, int]]) -> None:
     """Let every user read ``path`` and walk to it (the test's own tmp folders)."""
     for folder in (path, *path.parents):
         mode = folder.stat().st_mode
         if not mode & 0o005:
+            changed.append((folder, mode & 0o7777))
             folder.chmod(mode | 0o005)
     for dirpath, dirnames, filenames in os.walk(path):
         for name in dirnames:
@@ -165,11 +175,11 @@ def test_every_reading_command_answers_on_a_read_only_mount(tmp_path: Path) -> N
 
 @needs_root
 def test_another_user_reads_an_index_in_a_folder_they_may_not_write(
-    tmp_path: Path,
+    tmp_path: Path, opened: list[tuple[Path, int]]
 ) -> None:
     """`runuser -u nobody -- docindex query ...` on root's index (issue #38)."""
     root, db = _index(tmp_path)
-    _open_up(tmp_path)
+    _open_up(tmp_path, opened)
     for args in READING:
         full = [*args, "--db", str(db)]
         run(*full)  # warm-up as root: loads every module the command imports
@@ -190,7 +200,7 @@ def test_another_user_reads_an_index_in_a_folder_they_may_not_write(
 
 @needs_root
 def test_a_scan_where_the_user_may_not_write_prints_a_remedy_that_works(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, opened: list[tuple[Path, int]]
 ) -> None:
     """The traceback of `runuser -u nobody -- docindex scan DIR` (issue #38)."""
     monkeypatch.delenv("DOCINDEX_DB")
@@ -199,7 +209,7 @@ def test_a_scan_where_the_user_may_not_write_prints_a_remedy_that_works(
     data.chmod(0o777)
     monkeypatch.setenv("XDG_DATA_HOME", str(data))
     root = write_tree(tmp_path / "docs", DOCS)
-    _open_up(tmp_path)
+    _open_up(tmp_path, opened)
     data.chmod(0o777)
     got = as_user(NOBODY, ["scan", str(root), "-q"], cwd=tmp_path)
     assert got["code"] == 1, got

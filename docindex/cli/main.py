@@ -245,7 +245,11 @@ def _print_scan(
     show_default=True,
     help="Snippet length in characters.",
 )
-@click.option("--no-highlight", is_flag=True, help="No **highlight** markers.")
+@click.option(
+    "--no-highlight",
+    is_flag=True,
+    help="No highlighted matches (--json: empty highlights).",
+)
 @click.option(
     "--min-score",
     type=click.FloatRange(0.0, 1.0),

@@ -114,6 +114,8 @@ class Hit:
     explain: dict[str, object] | None = None
     folded: list[FoldedHit] = field(default_factory=list)  # the best FOLD_SHOWN
     folded_count: int = 0  # hits of this document folded behind this one
+    # [start, end) character offsets of the matches in ``snippet`` (issue #38)
+    highlights: list[tuple[int, int]] = field(default_factory=list)
 
 
 def printable(path: str) -> str:

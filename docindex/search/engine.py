@@ -71,7 +71,12 @@ from docindex.search.semantic import (
     provider_degraded,
     semantic_ranking,
 )
-from docindex.search.snippet import best_line, make_snippet, match_spans, open_fence
+from docindex.search.snippet import (
+    best_line,
+    match_spans,
+    open_fence,
+    snippet_with_highlights,
+)
 from docindex.store import DocFilter, Index, SegmentRow
 
 MODES = ("auto", "lexical", "semantic")
@@ -466,7 +471,7 @@ def _hit(
         # A chunk cut from a long fenced block starts inside it: its first
         # closing fence must not read as an opening one (issue #19).
         fence = open_fence(body[: row.char_start])
-    snippet = make_snippet(
+    snippet, highlights = snippet_with_highlights(
         text, qset, opts.snippet_chars, opts.highlight, cfg, spans, fence
     )
     offset_line = best_line(text, qset, cfg, spans)
@@ -485,7 +490,7 @@ def _hit(
         end_line=row.end_line, title=row.title or row.rel_path.rsplit("/", 1)[-1],
         snippet=snippet, score=round(score, 4), chunk_id=row.chunk_id,
         heading_path=list(row.heading), from_=from_, page=row.page, slide=row.slide,
-        sheet=row.sheet, cell=cell, explain=explain,
+        sheet=row.sheet, cell=cell, explain=explain, highlights=highlights,
     )  # fmt: skip
 
 
