@@ -193,6 +193,7 @@ def _after_code(ranges: list[tuple[int, int]], offset: int) -> int:
     return ranges[i][1] + 1 if i >= 0 and ranges[i][1] < offset else 0
 
 
+_BOLD = re.compile(r"\*\*(?=[^\s*])(.+?)(?<=[^\s*])\*\*")
 _OPEN, _CLOSE = "\x02", "\x03"  # private marks while the window is built
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
@@ -248,6 +249,8 @@ def snippet_with_highlights(
     """
     chars = max(20, chars)
     lines = _display_lines(text, fence)
+    # Markdown bold is shown as rendered; a lone `**` (Python's power) is text.
+    lines = [(line if code else _BOLD.sub(r"\1", line), code) for line, code in lines]
     shown = "\n".join(line for line, _ in lines)
     if shown != text:
         text, spans = shown, None
