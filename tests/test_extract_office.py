@@ -14,6 +14,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from conftest import SHARED
 
 from docindex.errors import ExtractionError
 from docindex.ingest.extract import ExtractLimits, get_extractor
@@ -25,7 +26,7 @@ from docindex.ingest.extract.pptx import extract as extract_pptx
 from docindex.ingest.extract.xlsx import extract as extract_xlsx
 
 LIMITS = ExtractLimits()
-PDF_SAMPLES = Path(__file__).resolve().parents[2] / "shared/samples/py-pdf-sample-files"
+PDF_SAMPLES = SHARED / "samples/py-pdf-sample-files"
 W_NS = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 
 

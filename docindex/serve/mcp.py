@@ -37,7 +37,10 @@ from docindex.models.limits import (
 )
 from docindex.search.engine import MODES
 
-INSTALL_HINT = "the MCP server needs the mcp extra: pip install 'docindex[mcp]'"
+INSTALL_HINT = (
+    "the MCP server needs the mcp extra: pip install '.[mcp]' in a checkout "
+    "(pip install 'docindex[mcp]' from a package index)"
+)
 MAX_BATCH = 10
 MAX_ENUM = 100  # a facet with more values gets no enum (schemas stay small)
 MAX_IN_FLIGHT = 4  # tool calls running at once (threads); the rest wait
