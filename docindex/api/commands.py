@@ -311,8 +311,21 @@ def query(
         # FTS rowids in the old snapshot and their segments gone in the new (#8).
         with store.atomic(immediate=False):
             result = search(store, parse(text, ws.config), ws.config, opts)
+            _note_pending(store, result)
     _add_cursor(result, options)
     return result
+
+
+def _note_pending(store: Store, result: QueryResult) -> None:
+    """An interrupted ``scan --force`` left documents to be found by meaning only."""
+    pending = store.get_meta("fts_pending")
+    if pending:
+        result.degraded = True
+        if result.hint is None:
+            result.hint = {
+                "suggestion": f"{len(pending)} documents are found by meaning only "
+                "until the interrupted scan is run again"
+            }
 
 
 def batch_query(

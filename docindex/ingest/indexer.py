@@ -438,7 +438,10 @@ def scan(
                                        "cjk_ngram": cfg.cjk_ngram, "stem": cfg.stem})  # fmt: skip
         _remember(store, "embedder", embedder_params(cfg))
         _remember(store, "settings", cfg.index_settings())
-        _scan(store, cfg, roots, scopes, force, on_progress, result, stop)
+        if restore_pending_fts(store, cfg, stop, on_progress):
+            _scan(store, cfg, roots, scopes, force, on_progress, result, stop)
+        else:
+            result.interrupted = True
     if result.interrupted:
         result.took_ms = round((time.perf_counter() - started) * 1000, 1)
         return result  # reclaiming pages can wait for the next scan
@@ -610,10 +613,16 @@ def _scan(
             if gone and _under(rel_path, prefixes):
                 store.clear_skip(rid, rel_path)  # the file is gone
     # Kept (interrupted, unpruned): rows back, re-tokenised from the stored
-    # text, seconds for thousands of files; the progress says so, and a second
-    # Ctrl-C rolls the whole scan back at once instead.
+    # text. That takes seconds for thousands of files (8-10 s for the corpus
+    # on a loaded machine), and Ctrl-C must end a scan in under one (#38):
+    # an interrupted scan commits what it finished and leaves the rest to the
+    # next writer (restore_pending_fts), which gives their rows back first.
     kept = sorted(cleared)
-    hint = "Ctrl-C again: undo this scan" if result.interrupted else ""
+    if result.interrupted and kept:
+        pending = store.get_meta(PENDING_FTS) or []
+        store.set_meta(PENDING_FTS, sorted({*pending, *kept}))
+        return
+    hint = ""
     for done, doc_id in enumerate(kept, start=1):
         fts = document_fts(store, cfg, doc_id)
         if fts is not None:
@@ -923,6 +932,39 @@ def document_fts(
         for seg in segments
     ]
     return rows, document_fields(cfg, doc_title, (seg.heading for seg in segments))
+
+
+PENDING_FTS = "fts_pending"  # meta: documents whose FTS rows wait for restore
+
+
+def restore_pending_fts(
+    store: Index, cfg: Config, stop: StopFn | None = None,
+    on_progress: ProgressFn | None = None,
+) -> bool:  # fmt: skip
+    """Give back the FTS rows an interrupted ``scan --force`` left out (#38).
+
+    Every writer that may delete or replace a document calls this first, in
+    its transaction: a contentless FTS5 row is deleted by replaying its
+    tokens, which must be there. Until then a word search misses those
+    documents (their text, segments and vectors stay). Returns False when
+    ``stop`` cut it short; what it restored stays done and the rest pending.
+    """
+    pending = store.get_meta(PENDING_FTS)
+    if not pending:
+        return True
+    left = list(pending)
+    while left:
+        if stop is not None and stop():
+            store.set_meta(PENDING_FTS, left)
+            return False
+        fts = document_fts(store, cfg, left[-1])
+        if fts is not None:
+            store.restore_fts(left[-1], *fts)
+        left.pop()
+        if on_progress:
+            on_progress(Progress("restore", len(pending) - len(left), len(pending), ""))
+    store.set_meta(PENDING_FTS, [])
+    return True
 
 
 def remove_document(store: Index, cfg: Config, doc_id: int) -> None:
