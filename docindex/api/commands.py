@@ -85,7 +85,8 @@ def scan(
             scopes.append(resolve_scope(roots_p, path))
         except OutsideRootsError:
             folder = path if Path(path).is_dir() else Path(path).parent
-            held = [r for r in roots_p if _inside(r, Path(folder))]
+            above = Path(path).resolve()
+            held = [r for r in roots_p if above in r.parents] if above.is_dir() else []
             if held:  # the folder above a root: `scan --root` would refuse (#38)
                 raise OutsideRootsError(
                     f"{path} holds the root {held[0]}; to index all of it, run "

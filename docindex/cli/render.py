@@ -442,8 +442,8 @@ def print_roots(console: Any, data_record: object) -> None:
     for name in ("root", "documents", "folder"):
         table.add_column(name, justify="right" if name == "documents" else "left")
     for root in data["roots"]:
-        folder = Text("ok") if root.exists else Text("missing", style="bold red")
-        table.add_row(root.path, f"{root.documents:,}", folder)
+        folder = Text("ok") if root["exists"] else Text("missing", style="bold red")
+        table.add_row(root["path"], f"{root['documents']:,}", folder)
     console.print(table)
     moved = data.get("relocated")
     if moved:
