@@ -15,7 +15,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from docindex.errors import DocindexError, MisuseError, OutsideRootsError
+from docindex.errors import (
+    BadInputError,
+    DocindexError,
+    MisuseError,
+    OutsideRootsError,
+)
 from docindex.models.limits import (
     MAX_CHUNK_ID_CHARS,
     MAX_GLOB_CHARS,
@@ -132,6 +137,8 @@ def path_scope(roots: Sequence[str], arg: str, cwd: Path | None = None) -> PathS
         OutsideRootsError: the path lies outside every root.
     """
     check_length("path", arg, MAX_GLOB_CHARS)
+    if "\x00" in arg:  # no file name holds one; the OS refuses to look it up
+        raise BadInputError("path: contains a NUL character")
     text = os.path.expanduser(arg)
     root_paths = [Path(r) for r in roots]
     cut = min((text.index(c) for c in _GLOB_CHARS if c in text), default=len(text))
@@ -165,11 +172,7 @@ def path_scope(roots: Sequence[str], arg: str, cwd: Path | None = None) -> PathS
         # `.`, `./x`, `../x` mean the current folder, as in a shell.
         dotted = bool(head) and Path(head).parts[:1] in ((".",), ("..",))
         dotted = dotted or text in (".", "..")
-        if (
-            in_root
-            or dotted
-            or (head and os.path.lexists(os.path.normpath(cwd / head)))
-        ):
+        if in_root or dotted or (head and _lexists(os.path.normpath(cwd / head))):
             found = place(cwd)
             if found is not None:
                 return found
@@ -186,8 +189,15 @@ def path_scope(roots: Sequence[str], arg: str, cwd: Path | None = None) -> PathS
 def _resolved(path: Path) -> Path:
     try:
         return path.resolve()
-    except OSError:  # ENAMETOOLONG, ELOOP: the path as given
+    except (OSError, ValueError):  # ENAMETOOLONG, ELOOP, a lone surrogate: as given
         return path
+
+
+def _lexists(path: str) -> bool:
+    try:
+        return os.path.lexists(path)
+    except ValueError:  # a lone surrogate cannot be a file name here
+        return False
 
 
 def _root_ids(store: Index, roots: Sequence[str]) -> dict[str, int]:
