@@ -243,11 +243,13 @@ def test_a_read_only_mount_under_the_folder_is_one_line_with_a_remedy(
 
 
 @needs_root
-def test_a_full_disk_is_one_line_without_a_traceback(tmp_path: Path) -> None:
+@pytest.mark.parametrize("fill", [60_000, 40_000])
+def test_a_full_disk_is_one_line_without_a_traceback(tmp_path: Path, fill: int) -> None:
+    """40 KB of 64: SQLite makes its -shm, then fails with "disk I/O error"."""
     root = write_tree(tmp_path / "docs", DOCS)
     small = tmp_path / "small"
     with mounted(small, "-t", "tmpfs", "-o", "size=64k", "tmpfs"):
-        (small / "fill").write_bytes(b"\0" * 60_000)
+        (small / "fill").write_bytes(b"\0" * fill)
         for db in (small / "index.db", small / "sub" / "index.db"):
             proc = subprocess.run(
                 [sys.executable, "-m", "docindex", "scan", str(root), "--db", str(db)],
@@ -262,20 +264,26 @@ def test_a_full_disk_is_one_line_without_a_traceback(tmp_path: Path) -> None:
 # -- remedies that work as printed ---------------------------------------------------
 
 
-def test_a_damaged_index_named_with_db_names_it_in_its_remedy(tmp_path: Path) -> None:
-    root, db = _index(tmp_path)
-    other = tmp_path / "elsewhere" / "copy.db"
-    other.parent.mkdir()
+def test_a_damaged_index_named_with_db_names_it_in_its_remedy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It said `docindex reindex --full`, which from here found no index."""
+    monkeypatch.delenv("DOCINDEX_DB")
+    root = write_tree(tmp_path / "docs", DOCS)
+    run("scan", str(root), "-q")
+    db = root / ".docindex" / "index.db"
     data = bytearray(db.read_bytes())
     data[8192:40000] = b"\xff" * (40000 - 8192)
-    other.write_bytes(bytes(data))
-    result = run("query", "installer", "--db", str(other), ok=False)
+    db.write_bytes(bytes(data))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    result = run("query", "installer", "--db", str(db), ok=False)
     err = one_line_error(result)
     fixes = [f for f in remedies(err) if f[0] == "reindex"]
     assert fixes and all("--db" in f for f in fixes), err
-    fix = [str(root) if a == "DIR" else a for a in fixes[0]]
-    run(*fix, "-q")
-    assert "guide.md" in run("query", "installer", "--db", str(other)).stdout
+    run(*[str(root) if a == "DIR" else a for a in fixes[0]], "-q")
+    assert "guide.md" in run("query", "installer", "--db", str(db)).stdout
 
 
 def test_a_scan_of_the_folder_above_a_root_suggests_commands_that_work(
