@@ -322,3 +322,30 @@ def test_the_writable_place_is_in_the_data_home(
         tmp_path / "d" / "docindex" / "notes.db"
     )
     assert tempfile.gettempdir()
+
+
+@needs_root
+def test_another_user_reads_while_the_owner_watches(
+    tmp_path: Path, opened: list[tuple[Path, int]]
+) -> None:
+    """The owner's watcher holds -wal/-shm and serves only its own user (0600)."""
+    root, db = _index(tmp_path)
+    _open_up(tmp_path, opened)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCINDEX_")}
+    with subprocess.Popen(
+        [sys.executable, "-m", "docindex", "watch", "--db", str(db), "--json"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    ) as watcher:  # fmt: skip
+        try:
+            assert watcher.stdout is not None
+            assert json.loads(watcher.stdout.readline())["kind"] == "catch-up"
+            for args in (["query", "installer", "--json"], ["stats"], ["list"]):
+                full = [*args, "--db", str(db)]
+                run(*full)
+                got = as_user(NOBODY, full, cwd=root)
+                assert got["code"] == 0, (args, got)
+            got = as_user(NOBODY, ["scan", "--db", str(db)])
+            assert got["code"] == 1 and "read-only" in str(got["stderr"]), got
+        finally:
+            watcher.terminate()
+            watcher.wait(20)
