@@ -62,14 +62,16 @@ class _Group(click.Group):
                 sys.exit(exc.exit_code)
 
     def _invoke(self, ctx: click.Context) -> Any:
-        from docindex.cli import remedy
-
         argv = ctx.meta.get(_ARGV, [])
         try:
             return super().invoke(ctx)
         except IndexNotWritableError as exc:
+            from docindex.cli import remedy  # error paths only: `re`, `shlex`
+
             raise _failure(remedy.elsewhere(argv, exc), exc.exit_code) from None
         except DocindexError as exc:
+            from docindex.cli import remedy
+
             raise _failure(remedy.with_db(str(exc), argv), exc.exit_code) from None
         except sqlite3.Error as exc:
             from docindex.api.workspace import resolve_db
@@ -82,6 +84,8 @@ class _Group(click.Group):
             except Exception:  # a message without the path is still a message
                 path = ""
             err = translate(exc, path)
+            from docindex.cli import remedy
+
             raise _failure(remedy.with_db(str(err), argv), err.exit_code) from None
         except KeyboardInterrupt:
             click.echo(
@@ -95,6 +99,8 @@ class _Group(click.Group):
             os.dup2(devnull, sys.stdout.fileno())
             sys.exit(0)
         except OSError as exc:
+            from docindex.cli import remedy
+
             message = remedy.os_error(exc, argv)
             if message is None:
                 raise
