@@ -314,7 +314,7 @@ class NgramEmbedder:
         self.queries_ranked = 0  # search's budget of pure-Python query rankings
         self._reset_vocab()
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> dict[str, object]:
         """What the index records and checks on open."""
         return {
             "provider": self.name,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TypedDict
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,6 +296,23 @@ class QueryOptions:
     roots: tuple[str, ...] = ()  # only documents of these roots (--root, #38)
 
 
+class WouldMatch(TypedDict, total=False):
+    """A hint's values that unfiltered hits have, per filter that was set."""
+
+    type: list[str]
+    path: list[str]
+    where: dict[str, list[str]]
+
+
+class Hint(TypedDict):
+    """Why a query found nothing and what to try (``QueryResult.hint``)."""
+
+    unmatched_words: list[str]
+    filtered_out: bool
+    would_match: WouldMatch
+    suggestion: str
+
+
 @dataclass(slots=True)
 class QueryResult:
     """What ``docindex query`` prints (``--json`` keys are these field names)."""
@@ -309,7 +326,7 @@ class QueryResult:
     hits: list[Hit] = field(default_factory=list)
     next_offset: int | None = None
     next_cursor: str | None = None
-    hint: dict[str, Any] | None = None
+    hint: Hint | None = None
 
 
 # The navigation results (outline, show, section, list, related) are in
