@@ -319,8 +319,13 @@ class _Cancellable:
     ``doc_scan`` stops within one file and rolls back its open transaction.
     """
 
-    def __init__(self, cancelled: threading.Event) -> None:
+    def __init__(
+        self, cancelled: threading.Event, closing: threading.Event | None = None
+    ) -> None:
         self.cancelled = cancelled
+        # Set when stdin closed (#38): a scan then stops at its next file like
+        # Ctrl-C (what it finished is committed) and is answered as interrupted.
+        self.closing = closing or threading.Event()
 
     def __enter__(self) -> Callable[[Progress], None]:
         return self.check
@@ -351,6 +356,7 @@ class Tools:
         self.roots = [str(Path(r).resolve()) for r in roots]
         self.index = Index(db, roots=self.roots)  # the tools that read or add roots
         self.plain = Index(db)  # the tools that take the index's own roots
+        self.closing = threading.Event()  # stdin closed: scans stop, answered (#38)
 
     def vocabulary(self) -> Vocabulary:
         """Types and facets in the index now (empty before the first scan)."""
@@ -378,7 +384,7 @@ class Tools:
         )
         if handler is None:
             raise BadInputError(f"unknown tool {_clip(name)!r}")
-        return handler(args, _Cancellable(cancelled or threading.Event()))
+        return handler(args, _Cancellable(cancelled or threading.Event(), self.closing))
 
     def _roots_now(self) -> list[str]:
         return list(self.vocabulary().get("roots") or self.roots)
@@ -389,14 +395,16 @@ class Tools:
         path = _opt_str(args, "path")
         scope = resolve_inside(self._roots_now(), path) if path else None
         return self.index.scan(
-            scope, force=_get_bool(args, "force", False), progress=stop
-        )
+            scope, force=_get_bool(args, "force", False), progress=stop,
+            stop=stop.closing.is_set,
+        )  # fmt: skip
 
     def _tool_doc_query(self, args: JSONObject, stop: _Cancellable) -> object:
         return _query(self.plain, args)
 
     def _tool_doc_reindex(self, args: JSONObject, stop: _Cancellable) -> object:
-        return self.plain.reindex(full=_get_bool(args, "full", False), progress=stop)
+        return self.plain.reindex(full=_get_bool(args, "full", False), progress=stop,
+                                  stop=stop.closing.is_set)  # fmt: skip
 
     def _tool_doc_stats(self, args: JSONObject, stop: _Cancellable) -> object:
         return self.plain.stats()
@@ -568,11 +576,17 @@ class _Answers:
 
     def asked(self, item: Any) -> None:
         message = getattr(item.message, "root", item.message)
-        if (
-            getattr(message, "method", None)
-            and getattr(message, "id", None) is not None
-        ):
+        method = getattr(message, "method", None)
+        if method and getattr(message, "id", None) is not None:
             self.open.add(message.id)
+        elif method == "notifications/cancelled":  # a cancelled call gets no answer
+            params = getattr(message, "params", None)
+            if isinstance(params, dict):
+                gone = params.get("requestId")
+            else:
+                gone = getattr(params, "request_id", getattr(params, "requestId", None))
+            self.open.discard(gone)
+            self.changed.set()
 
     async def send(self, item: Any) -> None:
         await self._write.send(item)
@@ -582,9 +596,11 @@ class _Answers:
                 self.open.discard(message.id)
                 self.changed.set()
 
-    async def all_answered(self) -> None:
+    async def all_answered(self, closing: threading.Event | None = None) -> None:
         import anyio
 
+        if closing is not None:
+            closing.set()  # running scans stop at their next file, answered
         while self.open:
             self.changed = anyio.Event()
             await self.changed.wait()
@@ -601,8 +617,9 @@ class _Answers:
 
 
 async def _answer_unparsable(
-    source: Any, sink: Any, write_stream: Any, answers: _Answers | None = None
-) -> None:
+    source: Any, sink: Any, write_stream: Any, answers: _Answers | None = None,
+    closing: threading.Event | None = None,
+) -> None:  # fmt: skip
     """Forward messages to the server; answer a line that is not JSON-RPC.
 
     The SDK's stdio transport only logs such a line; JSON-RPC 2.0 asks for an
@@ -629,7 +646,7 @@ async def _answer_unparsable(
                                        error=types.ErrorData(code=code, message=text))  # fmt: skip
             await write_stream.send(SessionMessage(reply))
         if answers is not None:
-            await answers.all_answered()
+            await answers.all_answered(closing)
 
 
 class CappedLines:
@@ -679,7 +696,7 @@ def serve(db: str | None, roots: list[str]) -> None:
             answers = _Answers(write_stream)
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_answer_unparsable, read_stream, send, write_stream,
-                              answers)  # fmt: skip
+                              answers, tools.closing)  # fmt: skip
                 await server.run(receive, answers,
                                  server.create_initialization_options())  # fmt: skip
                 tg.cancel_scope.cancel()
