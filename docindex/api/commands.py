@@ -55,7 +55,7 @@ def scan(
     stop: Callable[[], bool] | None = None,
 ) -> ScanResult:  # fmt: skip
     """Incremental scan; see ``docindex scan --help``. ``stop``: see indexer.scan."""
-    from docindex.ingest.indexer import resolve_scope
+    from docindex.ingest.indexer import pin_roots, resolve_scope
     from docindex.ingest.indexer import scan as core_scan
 
     overrides: Overrides = {}
@@ -105,13 +105,17 @@ def scan(
     with ws.open(create=True) as store, _progress_ctx(progress) as on_progress:
         result = core_scan(store, ws.config, scopes=scopes, force=force,
                            on_progress=on_progress, bulk=True, stop=stop)  # fmt: skip
+        if not result.interrupted:
+            pin_roots(store, list(ws.config.roots))
         if store.get_meta("location") != str(ws.db):
             # Where the index was written: a copy or move of its folder shows
             # as a different place later (workspace.relocation, issue #20).
             with store.atomic():
                 store.set_meta("location", str(ws.db))
     for err in result.errors:
-        if err["reason"] == "missing-root":
+        if err["reason"] == "missing-root" and err["message"].startswith("root /"):
+            result.warnings.append(err["message"])  # changed identity (#33)
+        elif err["reason"] == "missing-root":
             root = shlex.quote(err["path"])
             result.warnings.append(
                 f"root {err['path']} no longer exists; its documents are kept. If "

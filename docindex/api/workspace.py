@@ -196,8 +196,15 @@ def load(
         raise IndexNotFoundError(
             f"no index at {path}; create it with `docindex scan DIR --db {path}`"
         )
-    cfg, _ = layered(path)
-    roots = canonical_roots(cfg.roots)
+    cfg, sources = layered(path)
+    # Roots the index remembers were resolved when they were added and are
+    # pinned there (issue #33): resolving them again would follow a symbolic
+    # link put in a root's place. Roots typed in a config file or the
+    # environment are resolved as given.
+    if sources["roots"] == "index":
+        roots = list(dict.fromkeys(str(_absolute(r)) for r in cfg.roots))
+    else:
+        roots = canonical_roots(cfg.roots)
     for extra in extra_roots or []:
         if not Path(extra).expanduser().is_dir():
             raise MisuseError(f"--root {extra} does not exist or is not a directory")

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, cast
 from docindex.config import Config
 from docindex.errors import DocindexError, IndexBusyError
 from docindex.ingest._debounce import Batch, Coalescer, RawEvent, is_under
-from docindex.ingest.walker import UNSUPPORTED_SUFFIXES, PathRules
+from docindex.ingest.walker import UNSUPPORTED_SUFFIXES, PathRules, root_problem
 from docindex.store import Store
 
 if TYPE_CHECKING:
@@ -221,7 +221,7 @@ class _Observer:
 
     def _schedule(self, root: str) -> None:
         ident = _identity(root)
-        if ident is None:
+        if ident is None or root_problem(Path(root)) is not None:
             self.lost.add(root)
             return
         assert self.observer is not None  # set by start()
@@ -242,6 +242,16 @@ class _Observer:
         alive = {e.watch.path for e in self.observer.emitters if e.is_alive()}
         out = []
         for root in self.roots:
+            problem = root_problem(Path(root))
+            if problem is not None:  # a symlink in its place: never followed (#33)
+                if root not in self.lost:
+                    out.append((root, problem))
+                self.lost.add(root)
+                watch = self.watches.pop(root, None)
+                if watch is not None:
+                    with contextlib.suppress(Exception):
+                        self.observer.unschedule(watch)
+                continue
             ident = _identity(root)
             if ident is None:
                 self.lost.add(root)
