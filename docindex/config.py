@@ -291,6 +291,26 @@ def default_db_for_root(root: Path) -> Path:
     return root.resolve() / DEFAULT_DB_DIR / DEFAULT_DB_NAME
 
 
+def writable_db_for(index: Path) -> Path:
+    """A place this user may write for an index that cannot live at ``index`` (#38).
+
+    ``$XDG_DATA_HOME/docindex/NAME.db`` (``~/.local/share`` by default), else
+    the temporary folder; NAME is the folder the index was meant for.
+    """
+    import tempfile
+
+    home = index.parent.parent if index.parent.name == DEFAULT_DB_DIR else index.parent
+    name = f"{home.name or 'index'}.db"
+    data = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
+    for folder in (Path(data) / "docindex", Path(tempfile.gettempdir()) / "docindex"):
+        existing = folder
+        while not existing.exists() and existing != existing.parent:
+            existing = existing.parent
+        if existing.is_dir() and os.access(existing, os.W_OK | os.X_OK):
+            return folder / name
+    return Path(tempfile.gettempdir()) / name
+
+
 def config_file_for(
     db: Path | object, environ: dict[str, str] | None = None
 ) -> Path | None:

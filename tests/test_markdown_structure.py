@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import SHARED
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
@@ -32,7 +33,7 @@ from docindex.models import Extracted, Unit
 from docindex.text.headings import markdown_headings
 
 _MD = MarkdownIt("commonmark")
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "docs"
+CORPUS = SHARED / "corpus" / "docs"
 
 
 def reference_headings(text: str) -> list[tuple[int, int]]:
@@ -75,7 +76,9 @@ def test_setext_after_list_item_is_a_rule_not_a_heading() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus/docs not found")
+@pytest.mark.skipif(
+    not CORPUS.is_dir(), reason=f"{CORPUS} not found (set DOCINDEX_SHARED)"
+)
 def test_corpus_headings_match_markdown_it() -> None:
     """Every corpus file but MkDocs math/admonition oddities agrees with markdown-it-py."""
     differ = []

@@ -90,6 +90,16 @@ def scan(
             scopes.append(resolve_scope(roots_p, path))
         except OutsideRootsError:
             folder = path if Path(path).is_dir() else Path(path).parent
+            above = Path(path).resolve()
+            held = [r for r in roots_p if above in r.parents] if above.is_dir() else []
+            if held:  # the folder above a root: `scan --root` would refuse (#38)
+                raise OutsideRootsError(
+                    f"{path} holds the root {held[0]}; to index all of it, run "
+                    + " and then ".join(
+                        f"`docindex roots remove {shlex.quote(str(r))}`" for r in held
+                    )
+                    + f" and then `docindex scan --root {shlex.quote(str(folder))}`"
+                ) from None
             raise OutsideRootsError(
                 f"{path} is outside the index's roots "
                 f"({', '.join(map(str, roots_p))}); to add its folder as a root "
@@ -286,7 +296,40 @@ def _signed(text: str | None, opts: QueryOptions) -> dict[str, object]:
     """What a cursor is signed with: the query text and the options that shape it."""
     return {"query": text, "mode": opts.mode, "types": opts.types,
             "path_glob": opts.path_glob, "where": opts.where, "files": opts.files,
-            "min_score": opts.min_score, "per_doc": opts.per_doc}  # fmt: skip
+            "min_score": opts.min_score, "per_doc": opts.per_doc,
+            "roots": opts.roots}  # fmt: skip
+
+
+def _scoped(
+    ws: workspace.Workspace, opts: QueryOptions, cwd: Path | None
+) -> QueryOptions:
+    """``path_glob`` and ``roots`` as the index stores them (issue #38).
+
+    ``--path`` follows ``navigate.path_scope`` (absolute, cwd-relative or
+    root-relative; outside every root is an error); ``--root`` must name
+    roots of the index.
+    """
+    from dataclasses import replace
+
+    roots = list(ws.config.roots)
+    chosen: list[str] = []
+    for given in opts.roots:
+        full = workspace.canonical(given)
+        if full not in roots:
+            raise MisuseError(
+                f"--root {given} is not a root of the index ({', '.join(roots)}); "
+                "limit to a folder inside one with --path"
+            )
+        chosen.append(full)
+    path = opts.path_glob
+    if path:
+        from docindex.search.navigate import path_scope
+
+        scope = path_scope(chosen or roots, path, cwd)
+        path = scope.pattern or None
+        if scope.root is not None:
+            chosen = [scope.root]
+    return replace(opts, path_glob=path, roots=tuple(chosen))
 
 
 def _with_cursor(
@@ -305,33 +348,53 @@ def _with_cursor(
 
 
 def query(
-    db: str | None, text: str, options: QueryOptions, *, cursor: str | None = None
-) -> QueryResult:
-    """Run one query; see ``docindex query --help``."""
+    db: str | None, text: str, options: QueryOptions, *, cursor: str | None = None,
+    cwd: Path | None = None,
+) -> QueryResult:  # fmt: skip
+    """Run one query; see ``docindex query --help``.
+
+    ``cwd``: the folder relative ``--path`` values start from (the CLI's).
+    """
     from docindex.search.engine import (  # not for a scan, which never searches (#24)
         parse,
         search,
     )
 
     ws = workspace.load(db)
-    opts = _with_cursor(options, cursor, text)
+    opts = _with_cursor(_scoped(ws, options, cwd), cursor, text)
     with _open_for_reading(ws) as store:
         # One read transaction: a query that spans a scan's commit would find
         # FTS rowids in the old snapshot and their segments gone in the new (#8).
         with store.atomic(immediate=False):
             result = search(store, parse(text, ws.config), ws.config, opts)
+            _note_pending(store, result)
     _add_cursor(result, opts)
     return result
 
 
+def _note_pending(store: Store, result: QueryResult) -> None:
+    """An interrupted ``scan --force`` left documents to be found by meaning only."""
+    pending = store.get_meta("fts_pending")
+    if pending:
+        result.degraded = True
+        if result.hint is None:
+            result.hint = {
+                "unmatched_words": [], "filtered_out": False, "would_match": {},
+                "suggestion": f"{len(pending)} documents are found by meaning only "
+                "until the interrupted scan is run again",
+            }  # fmt: skip
+
+
 def batch_query(
-    db: str | None, lines: Iterable[str], options: QueryOptions
-) -> Iterator[QueryResult]:
+    db: str | None, lines: Iterable[str], options: QueryOptions,
+    *, cwd: Path | None = None,
+) -> Iterator[QueryResult]:  # fmt: skip
     """Run many queries over one open index (``--queries``), in order."""
     from docindex.errors import BadInputError
     from docindex.search.engine import parse, search
 
     ws = workspace.load(db)
+    options = _scoped(ws, options, cwd)
     with _open_for_reading(ws) as store:
         for number, line in enumerate(lines, 1):
             try:
@@ -357,10 +420,18 @@ def _open_for_reading(ws: workspace.Workspace) -> Store:
 
 
 def _readonly_ok(db: Path | ServerUrl) -> bool:
-    """Open read-only when we may not write the folder (a WAL index still needs -shm)."""
+    """Open read-only when we may not write the file or its folder (issue #38).
+
+    An index built by CI, on a read-only mount or owned by another user still
+    answers every reading command (``Store.open(readonly=True)`` picks
+    ``mode=ro`` or ``immutable=1``).
+    """
     if isinstance(db, ServerUrl):
-        return False  # the server's GRANTs decide
-    return not os.access(db.parent, os.W_OK) and Path(f"{db}-shm").exists()
+        return False  # the server's GRANTs decide (#34)
+    from docindex.store.sqlite import read_only_filesystem
+
+    writable = os.access(db, os.W_OK) and os.access(db.parent, os.W_OK)
+    return not writable or read_only_filesystem(db)
 
 
 def stats(db: str | None) -> IndexStats:
@@ -368,7 +439,7 @@ def stats(db: str | None) -> IndexStats:
     from docindex.api.records import FacetCount, IndexStats
 
     ws = workspace.load(db)
-    with ws.open() as store:
+    with ws.open(readonly=_readonly_ok(ws.db)) as store:
         counts = store.counts()
         space = store.space()
         if isinstance(ws.db, ServerUrl):
@@ -416,7 +487,7 @@ def skipped(db: str | None, *, reason: str | None = None) -> SkippedFiles:
     from docindex.api.records import SkippedFiles
 
     ws = workspace.load(db)
-    with ws.open() as store:
+    with ws.open(readonly=_readonly_ok(ws.db)) as store:
         return SkippedFiles(store.skip_counts(), store.skipped(reason))
 
 
@@ -433,11 +504,10 @@ def watch(
     """
     from docindex.ingest.watch import watch as core_watch
     from docindex.store import Store
+    from docindex.store.lock import watch_lock
 
     ws = workspace.load(db, extra_roots=roots, must_exist=False)
     _refuse_relocated(ws)
-    if on_start is not None:
-        on_start(ws.db, list(ws.config.roots))
     busy = min(ws.config.busy_timeout_s, 2.0)
 
     def open_store() -> Store:
@@ -445,8 +515,20 @@ def watch(
             return workspace.Workspace(ws.db, ws.config).open(create=True)
         return Store.open(ws.db, create=True, busy_timeout=busy)
 
-    core_watch(open_store, ws.config, debounce_ms=debounce_ms, on_batch=on_batch,
-               stop_event=stop_event, on_notice=on_notice)  # fmt: skip
+    import contextlib
+
+    if isinstance(ws.db, Path) and ws.db.is_file():  # read-only: say so first
+        open_store().close()
+    # One watcher per index file (issue #38); a server index takes many writers.
+    lock = (
+        contextlib.nullcontext() if isinstance(ws.db, ServerUrl) else watch_lock(ws.db)
+    )
+    with lock:
+        if on_start is not None:
+            on_start(ws.db, list(ws.config.roots))
+        core_watch(open_store, ws.config, debounce_ms=debounce_ms,
+                   on_batch=on_batch, stop_event=stop_event,
+                   on_notice=on_notice)  # fmt: skip
 
 
 # -- navigation (issue #6) ------------------------------------------------------
@@ -496,14 +578,19 @@ def section(
 def list_documents(
     db: str | None, *, path_glob: str | None = None, types: tuple[str, ...] = (),
     limit: int = 50, offset: int = 0, roots: list[str] | None = None,
+    cwd: Path | None = None,
 ) -> DocumentList:  # fmt: skip
-    """Indexed documents, a page at a time; see ``docindex list --help``."""
+    """Indexed documents, a page at a time; see ``docindex list --help``.
+
+    ``path_glob`` follows the one path rule (``navigate.path_scope``).
+    """
     from docindex.search import navigate
 
     ws = _nav_workspace(db, roots)
     with _open_for_reading(ws) as store:
         return navigate.list_documents(store, ws.config.roots, path_glob=path_glob,
-                                       types=types, limit=limit, offset=offset)  # fmt: skip
+                                       types=types, limit=limit, offset=offset,
+                                       cwd=cwd)  # fmt: skip
 
 
 def related(

@@ -80,12 +80,13 @@ def add(store: Index, cfg: Config, path: str | Path) -> tuple[Config, RootChange
 
 def remove(store: Index, cfg: Config, path: str | Path) -> tuple[Config, RootChange]:
     """Forget a root and remove its documents from the index (never its files)."""
-    from docindex.ingest.indexer import remove_document
+    from docindex.ingest.indexer import remove_document, restore_pending_fts
 
     root = find(cfg.roots, path)
     rid = {p: i for i, p in store.roots().items()}.get(root)
     removed = 0
     with store.atomic():
+        restore_pending_fts(store, cfg)  # FTS rows must be there to delete them
         if rid is not None:
             for row in store.fingerprints(rid).values():
                 remove_document(store, cfg, row.id)

@@ -301,7 +301,7 @@ def add_root(roots: Sequence[str], new: str | Path) -> list[str]:
             raise MisuseError(
                 f"{new} holds the root {root}; to widen that root, run "
                 f"`docindex roots remove {_quote(root)}` and then "
-                f"`docindex roots add {_quote(str(new))}`"
+                f"`docindex scan --root {_quote(str(new))}`"
             )
     out.append(full)
     return out

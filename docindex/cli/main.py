@@ -20,7 +20,7 @@ from docindex.cli.output import find_db as _find_db
 from docindex.cli.output import out_console as _out_console
 from docindex.cli.output import piped as _piped
 from docindex.cli.output import progress_bar as _progress
-from docindex.errors import DocindexError
+from docindex.errors import DocindexError, IndexNotWritableError
 from docindex.store.location import ServerUrl
 
 if TYPE_CHECKING:
@@ -37,6 +37,7 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
 _SIGNALS = "docindex.cli.signals"
+_ARGV = "docindex.cli.argv"  # the arguments as the user typed them (remedies, #38)
 
 
 class _Group(click.Group):
@@ -46,6 +47,10 @@ class _Group(click.Group):
     0 when the reader of a pipe stopped early, 128 + N after signal N (Ctrl-C,
     SIGTERM, SIGHUP; issue #17, see ``signals.Signals``).
     """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta[_ARGV] = list(args)
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> object:
         from docindex.cli.signals import Interrupted, Signals
@@ -61,10 +66,17 @@ class _Group(click.Group):
                 sys.exit(exc.exit_code)
 
     def _invoke(self, ctx: click.Context) -> object:
+        argv = ctx.meta.get(_ARGV, [])
         try:
             return super().invoke(ctx)
+        except IndexNotWritableError as exc:
+            from docindex.cli import remedy  # error paths only: `re`, `shlex`
+
+            raise _failure(remedy.elsewhere(argv, exc), exc.exit_code) from None
         except DocindexError as exc:
-            raise _failure(str(exc), exc.exit_code) from None
+            from docindex.cli import remedy
+
+            raise _failure(remedy.with_db(str(exc), argv), exc.exit_code) from None
         except sqlite3.Error as exc:
             from docindex.api.workspace import resolve_db
             from docindex.cli.output import DB_META
@@ -77,7 +89,9 @@ class _Group(click.Group):
             except Exception:  # a message without the path is still a message
                 path = ""
             err = translate(exc, path)
-            raise _failure(str(err), err.exit_code) from None
+            from docindex.cli import remedy
+
+            raise _failure(remedy.with_db(str(err), argv), err.exit_code) from None
         except KeyboardInterrupt:
             click.echo(
                 "interrupted; the index keeps its last committed state", err=True
@@ -89,6 +103,13 @@ class _Group(click.Group):
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
             sys.exit(0)
+        except OSError as exc:
+            from docindex.cli import remedy
+
+            message = remedy.os_error(exc, argv)
+            if message is None:
+                raise
+            raise _failure(message, 1) from None
         except Exception as exc:
             if not type(exc).__module__.startswith("psycopg"):
                 raise
@@ -205,8 +226,16 @@ def scan(path: Path | None, roots: tuple[str, ...], exclude: tuple[str, ...],
         provider=provider, progress=progress, stop=signals.graceful().is_set,
         ocr=ocr,
     )  # fmt: skip
-    _print_scan(result, as_json, quiet, "scan", event=ndjson)
+    _print_scan(result, as_json, quiet, _command_line(), event=ndjson)
     _exit_if_signalled(signals)
+
+
+def _command_line() -> str:
+    """The command as the user typed it, to run again (issue #38)."""
+    import shlex
+
+    root = click.get_current_context().find_root()
+    return shlex.join(["docindex", *root.meta.get(_ARGV, [])])
 
 
 def _print_scan(
@@ -248,7 +277,11 @@ def _print_scan(
     show_default=True,
     help="Snippet length in characters.",
 )
-@click.option("--no-highlight", is_flag=True, help="No **highlight** markers.")
+@click.option(
+    "--no-highlight",
+    is_flag=True,
+    help="No highlighted matches (--json: empty highlights).",
+)
 @click.option(
     "--min-score",
     type=click.FloatRange(0.0, 1.0),
@@ -275,8 +308,15 @@ def _print_scan(
     "--path",
     "path_glob",
     metavar="PATH",
-    help="Only documents under this folder (en/apisix or en/apisix/), this "
-    "file, or matching this glob (root-relative).",
+    help="Only documents under this folder, this file, or matching this glob: "
+    "absolute, relative to the current folder, or to a root (en/apisix).",
+)
+@click.option(
+    "--root",
+    "only_roots",
+    multiple=True,
+    metavar="DIR",
+    help="Only documents of this root of the index (repeatable).",
 )
 @click.option(
     "--where",
@@ -312,8 +352,8 @@ def query(text: str | None, top: int, mode: str, snippet_chars: int,
           no_highlight: bool, min_score: float, queries: TextIO | None, files: bool,
           explain: bool, types: tuple[str, ...], path_glob: str | None,
           where: tuple[str, ...], per_doc: int, cursor: str | None,
-          context_lines: int, vimgrep: bool, db: str | None,
-          as_json: bool) -> None:  # fmt: skip
+          only_roots: tuple[str, ...], context_lines: int, vimgrep: bool,
+          db: str | None, as_json: bool) -> None:  # fmt: skip
     """Search the index. TEXT may also come on stdin.
 
     TEXT is plain words, with "exact phrase", +required, -excluded and
@@ -344,6 +384,7 @@ def query(text: str | None, top: int, mode: str, snippet_chars: int,
         _batch(index, queries, lambda texts: index.queries(
             texts, top=top, mode=mode, files=files, path=path_glob, types=types,
             where=pairs, snippet_chars=snippet_chars, highlight=not no_highlight,
+            only_roots=only_roots, cwd=Path.cwd(),
         ))  # fmt: skip
         return
     if text is None:
@@ -354,7 +395,7 @@ def query(text: str | None, top: int, mode: str, snippet_chars: int,
         text, top=top, mode=mode, snippet_chars=snippet_chars,
         highlight=not no_highlight, min_score=min_score, files=files,
         explain=explain, types=types, path=path_glob, where=pairs, per_doc=per_doc,
-        cursor=cursor,
+        cursor=cursor, only_roots=only_roots, cwd=Path.cwd(),
     )  # fmt: skip
     if as_json:
         _echo_json(result)
@@ -442,7 +483,7 @@ def reindex(path: Path | None, full: bool, provider: str | None,
         path, full=full, provider=provider, progress=_progress(not (as_json or quiet)),
         stop=signals.graceful().is_set,
     )  # fmt: skip
-    _print_scan(result, as_json, quiet, "reindex --full" if full else "reindex")
+    _print_scan(result, as_json, quiet, _command_line())
     _exit_if_signalled(signals)
 
 
@@ -604,7 +645,7 @@ def _start_serving(db: Path) -> Serving | None:
 )
 @db_option
 def mcp(roots: tuple[str, ...], db: str | None) -> None:
-    """Serve the index to agents over MCP (stdio); needs `pip install 'docindex[mcp]'`.
+    """Serve the index to agents over MCP (stdio); needs the mcp extra (`pip install '.[mcp]'`).
 
     Tools: doc_scan, doc_query, doc_reindex, doc_stats, get_doc, get_outline,
     get_section, find_related, list_documents, search_batch. No tool reads or

@@ -29,7 +29,12 @@ from docindex.ingest.prepare import (
     prepare,
     prepare_bulk,
 )
-from docindex.ingest.removal import document_fts, remove_document
+from docindex.ingest.removal import (
+    PENDING_FTS,
+    document_fts,
+    remove_document,
+    restore_pending_fts,
+)
 from docindex.ingest.scanner import scan
 from docindex.ingest.settings import (
     TOKENIZER_VERSION,
@@ -57,6 +62,8 @@ __all__ = [
     "check_settings",
     "document_fts",
     "embed_input",
+    "restore_pending_fts",
+    "PENDING_FTS",
     "ocr_settings",
     "embed_pending",
     "embedder_params",

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from docindex.config import Config
 from docindex.ingest.analyze import document_fields, fts_row
+from docindex.models import Progress
 from docindex.store import Fingerprint, Index
 from docindex.text.fields import title_text
 
@@ -65,6 +66,39 @@ def document_fts(
         for seg in segments
     ]
     return rows, document_fields(cfg, doc_title, (seg.heading for seg in segments))
+
+
+PENDING_FTS = "fts_pending"  # meta: documents whose FTS rows wait for restore
+
+
+def restore_pending_fts(
+    store: Index, cfg: Config, stop: Callable[[], bool] | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+) -> bool:  # fmt: skip
+    """Give back the FTS rows an interrupted ``scan --force`` left out (#38).
+
+    Every writer that may delete or replace a document calls this first, in
+    its transaction: a contentless FTS5 row is deleted by replaying its
+    tokens, which must be there. Until then a word search misses those
+    documents (their text, segments and vectors stay). Returns False when
+    ``stop`` cut it short; what it restored stays done and the rest pending.
+    """
+    pending = store.get_meta(PENDING_FTS)
+    if not pending:
+        return True
+    left = list(pending)
+    while left:
+        if stop is not None and stop():
+            store.set_meta(PENDING_FTS, left)
+            return False
+        fts = document_fts(store, cfg, left[-1])
+        if fts is not None:
+            store.restore_fts(left[-1], *fts)
+        left.pop()
+        if on_progress:
+            on_progress(Progress("restore", len(pending) - len(left), len(pending), ""))
+    store.set_meta(PENDING_FTS, [])
+    return True
 
 
 def remove_document(store: Index, cfg: Config, doc_id: int) -> None:

@@ -20,7 +20,12 @@ from docindex.embed.choice import choose
 from docindex.errors import DocindexError
 from docindex.ingest.pool import POOL_THRESHOLD, Workers
 from docindex.ingest.prepare import Job, StopFn, _workers
-from docindex.ingest.removal import _remover, document_fts
+from docindex.ingest.removal import (
+    PENDING_FTS,
+    _remover,
+    document_fts,
+    restore_pending_fts,
+)
 from docindex.ingest.settings import (
     _remember,
     check_settings,
@@ -83,7 +88,10 @@ def scan(
         _remember(store, "tokenizer", tokenizer_settings(cfg))
         _remember(store, "embedder", embedder_params(cfg))
         _remember(store, "settings", cfg.index_settings())
-        _scan(store, cfg, roots, scopes, force, on_progress, result, stop)
+        if restore_pending_fts(store, cfg, stop, on_progress):
+            _scan(store, cfg, roots, scopes, force, on_progress, result, stop)
+        else:
+            result.interrupted = True
     if result.interrupted:
         result.took_ms = round((time.perf_counter() - started) * 1000, 1)
         return result  # reclaiming pages can wait for the next scan
@@ -261,11 +269,17 @@ def _restore_kept(
     """Give the documents whose FTS rows a rewrite cleared, and that stay, rows back.
 
     Kept (interrupted, unpruned): rows back, re-tokenised from the stored
-    text, seconds for thousands of files; the progress says so, and a second
-    Ctrl-C rolls the whole scan back at once instead.
+    text. That takes seconds for thousands of files (8-10 s for the corpus on
+    a loaded machine), and Ctrl-C must end a scan in under one (#38): an
+    interrupted scan commits what it finished and leaves the rest to the next
+    writer (``restore_pending_fts``), which gives their rows back first.
     """
     kept = sorted(cleared)
-    hint = "Ctrl-C again: undo this scan" if result.interrupted else ""
+    if result.interrupted and kept:
+        pending = store.get_meta(PENDING_FTS) or []
+        store.set_meta(PENDING_FTS, sorted({*pending, *kept}))
+        return
+    hint = ""
     for done, doc_id in enumerate(kept, start=1):
         fts = document_fts(store, cfg, doc_id)
         if fts is not None:

@@ -130,6 +130,7 @@ def own_files(db: Path) -> list[str]:
     out = [base + s for s in ("", "-wal", "-shm", "-journal")]
     out += [base + ".rebuild" + s for s in ("", "-wal", "-shm", "-journal")]
     out.append(base + ".sock")  # the watcher's server (docindex.server)
+    out.append(base + ".watch")  # the watch lock (store.lock)
     if db.parent.name == ".docindex":
         out.append(str(db.parent))
     return out

@@ -116,6 +116,8 @@ class Hit:
     explain: dict[str, object] | None = None
     folded: list[FoldedHit] = field(default_factory=list)  # the best FOLD_SHOWN
     folded_count: int = 0  # hits of this document folded behind this one
+    # [start, end) character offsets of the matches in ``snippet`` (issue #38)
+    highlights: list[tuple[int, int]] = field(default_factory=list)
 
 
 def printable(path: str) -> str:
@@ -299,6 +301,7 @@ class QueryOptions:
     where: tuple[tuple[str, str], ...] = ()
     offset: int = 0
     per_doc: int = 2  # hits a document shows in a page; 0 = no limit (issue #19)
+    roots: tuple[str, ...] = ()  # only documents of these roots (--root, #38)
 
 
 class WouldMatch(TypedDict, total=False):

@@ -15,7 +15,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from docindex.errors import DocindexError, MisuseError, OutsideRootsError
+from docindex.errors import (
+    BadInputError,
+    DocindexError,
+    MisuseError,
+    OutsideRootsError,
+)
 from docindex.models.limits import (
     MAX_CHUNK_ID_CHARS,
     MAX_GLOB_CHARS,
@@ -102,6 +107,97 @@ def resolve_inside(roots: Sequence[str], arg: str, cwd: Path | None = None) -> P
     """
     root, rel = _candidates(roots, arg, cwd)[0]
     return Path(_join(root, rel)) if rel != "." else Path(root)
+
+
+_GLOB_CHARS = frozenset("*?[")
+
+
+class PathScope(NamedTuple):
+    """Where ``--path`` points: one root (or every root) and a root-relative pattern.
+
+    ``pattern`` is a file, a folder prefix or a glob (``store._sql.path_clause``);
+    ``""`` is the whole root.
+    """
+
+    root: str | None
+    pattern: str
+
+
+def path_scope(roots: Sequence[str], arg: str, cwd: Path | None = None) -> PathScope:
+    """The one rule for a path a user or an agent types (issue #38).
+
+    Used by ``query --path``, ``list --path`` and the MCP tools. An absolute
+    path (a hit's ``path``) must lie in a root. A relative one is taken from
+    ``cwd`` when ``cwd`` is inside a root, when it starts with ``.``/``..``,
+    or when it names something that exists there under a root; otherwise it
+    is relative to every root (the form hits print as ``rel_path``). Globs (``*``, ``?``, ``[``) follow the
+    same rule for the part before their first wildcard.
+
+    Raises:
+        OutsideRootsError: the path lies outside every root.
+    """
+    check_length("path", arg, MAX_GLOB_CHARS)
+    if "\x00" in arg:  # no file name holds one; the OS refuses to look it up
+        raise BadInputError("path: contains a NUL character")
+    text = os.path.expanduser(arg)
+    root_paths = [Path(r) for r in roots]
+    cut = min((text.index(c) for c in _GLOB_CHARS if c in text), default=len(text))
+    head, tail = text[:cut], text[cut:]
+
+    def place(base: Path) -> PathScope | None:
+        """``text`` taken from ``base``: its root and pattern, or None if outside."""
+        lexical = Path(os.path.normpath(base / head)) if head else base
+        sep = "/" if tail and (not head or head.endswith("/")) else ""
+        for candidate in (lexical, _resolved(lexical)):
+            for root in root_paths:
+                if _inside(candidate, root):
+                    rel = candidate.relative_to(root).as_posix()
+                    rel = "" if rel == "." else rel
+                    return PathScope(str(root), f"{rel}{sep if rel else ''}{tail}")
+        return None
+
+    outside = OutsideRootsError(
+        f"{arg} is outside the index's roots ({', '.join(roots) or 'none'}); "
+        "give a path inside one: absolute, relative to a root, or to the "
+        "current folder"
+    )
+    if Path(head).is_absolute():
+        found = place(Path("/"))
+        if found is None:
+            raise outside
+        return found
+    if cwd is not None:
+        here = _resolved(cwd)
+        in_root = any(_inside(here, r) for r in root_paths)
+        # `.`, `./x`, `../x` mean the current folder, as in a shell.
+        dotted = bool(head) and Path(head).parts[:1] in ((".",), ("..",))
+        dotted = dotted or text in (".", "..")
+        if in_root or dotted or (head and _lexists(os.path.normpath(cwd / head))):
+            found = place(cwd)
+            if found is not None:
+                return found
+            if in_root or dotted:
+                raise outside
+    # Relative to every root, as hits print ``rel_path``.
+    placed = [place(r) for r in root_paths]
+    if ".." in Path(head).parts and (not placed or None in placed):
+        raise outside
+    pattern = placed[0].pattern if placed and placed[0] is not None else text
+    return PathScope(None, pattern)
+
+
+def _resolved(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except (OSError, ValueError):  # ENAMETOOLONG, ELOOP, a lone surrogate: as given
+        return path
+
+
+def _lexists(path: str) -> bool:
+    try:
+        return os.path.lexists(path)
+    except ValueError:  # a lone surrogate cannot be a file name here
+        return False
 
 
 def _root_ids(store: Index, roots: Sequence[str]) -> dict[str, int]:
@@ -517,13 +613,14 @@ def _segment_at(segments: list[SegmentRow], line: int | None) -> int:
 def list_documents(
     store: Index, roots: Sequence[str], *, path_glob: str | None = None,
     types: Sequence[str] = (), limit: int = 50, offset: int = 0,
+    cwd: Path | None = None,
 ) -> DocumentList:  # fmt: skip
     """Indexed documents under the roots, sorted by root and path.
 
     Args:
         store: the index.
         roots: the configured roots; documents of other roots are not listed.
-        path_glob: SQLite GLOB over the root-relative path (``guide/*.md``).
+        path_glob: a file, folder or glob, as ``path_scope`` reads it.
         types: document types to keep (``md``, ``pdf``, ...).
         limit: page size.
         offset: documents to skip.
@@ -534,7 +631,14 @@ def list_documents(
     check_length("path", path_glob, MAX_GLOB_CHARS)
     check_range("limit", limit, 1, MAX_LIST)
     check_range("offset", offset, 0, MAX_OFFSET)
-    only = _doc_filter(store, roots, path_glob, types)
+    only = _doc_filter(store, roots, None, types)
+    if path_glob:
+        scope = path_scope(roots, path_glob, cwd)
+        if scope.root is not None:
+            only = only._replace(
+                root_ids=tuple(_root_ids(store, [scope.root]).values())
+            )
+        only = only._replace(path=scope.pattern or None)
     rows, total = store.documents(only, limit=limit, offset=offset)
     docs = [
         DocumentInfo(
