@@ -39,6 +39,7 @@ from docindex.search.engine import MODES
 
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator, ValidationError
+    from mcp.shared.message import SessionMessage
 
     from docindex.api.records import Vocabulary
     from docindex.models import Progress, QueryResult
@@ -571,14 +572,15 @@ class _Answers:
         import anyio
 
         self._write = write_stream
-        self.open: set[Any] = set()
+        self.open: set[str | int] = set()  # JSON-RPC request ids
         self.changed = anyio.Event()
 
-    def asked(self, item: Any) -> None:
+    def asked(self, item: SessionMessage) -> None:
         message = getattr(item.message, "root", item.message)
         method = getattr(message, "method", None)
-        if method and getattr(message, "id", None) is not None:
-            self.open.add(message.id)
+        ident = getattr(message, "id", None)
+        if method and ident is not None:
+            self.open.add(ident)
         elif method == "notifications/cancelled":  # a cancelled call gets no answer
             params = getattr(message, "params", None)
             if isinstance(params, dict):
@@ -588,12 +590,13 @@ class _Answers:
             self.open.discard(gone)
             self.changed.set()
 
-    async def send(self, item: Any) -> None:
+    async def send(self, item: SessionMessage) -> None:
         await self._write.send(item)
         message = getattr(item.message, "root", item.message)
         if getattr(message, "method", None) is None:
-            if getattr(message, "id", None) in self.open:
-                self.open.discard(message.id)
+            ident = getattr(message, "id", None)
+            if ident in self.open:
+                self.open.discard(ident)
                 self.changed.set()
 
     async def all_answered(self, closing: threading.Event | None = None) -> None:
@@ -612,8 +615,9 @@ class _Answers:
         await self._write.__aenter__()
         return self
 
-    async def __aexit__(self, *exc: Any) -> Any:
-        return await self._write.__aexit__(*exc)
+    async def __aexit__(self, *exc: object) -> bool | None:
+        done: bool | None = await self._write.__aexit__(*exc)
+        return done
 
 
 async def _answer_unparsable(
