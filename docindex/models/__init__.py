@@ -114,6 +114,8 @@ class Hit:
     explain: dict[str, object] | None = None
     folded: list[FoldedHit] = field(default_factory=list)  # the best FOLD_SHOWN
     folded_count: int = 0  # hits of this document folded behind this one
+    # share of the query's idf weight in the hit's text and heading path (#37)
+    coverage: float = 0.0
 
 
 def printable(path: str) -> str:
@@ -305,6 +307,9 @@ class QueryResult:
     next_offset: int | None = None
     next_cursor: str | None = None
     hint: dict[str, Any] | None = None
+    total_exact: bool = True  # False: ``total`` is a lower bound (issue #37)
+    did_you_mean: dict[str, str] = field(default_factory=dict)  # term -> index term
+    corrected: str | None = None  # the query searched instead (no hits, auto mode)
 
 
 # The navigation results (outline, show, section, list, related) are in

@@ -1,0 +1,128 @@
+"""What a hit is worth on its own (issue #37): coverage, prose, named pages.
+
+The fused score says how a hit compares with the best hit of the same query
+(the best scores 1.0 whatever it holds). ``coverage`` says how much of the
+query a hit holds, in absolute terms: the share of the query's idf weight
+whose terms occur in the hit's text or heading path::
+
+    idf(t) = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
+    coverage(hit) = sum(idf(t), t in hit) / sum(idf(t), t in query)
+
+with ``N`` the segments in the index and ``df(t)`` those holding ``t``. A
+word no document holds keeps the highest idf, so a query about something
+the index lacks ("tidb backup to s3") cannot reach half of it: the result
+then says "weak match" (``WEAK_COVERAGE``).
+
+Fragments: a chunk with fewer than ``MIN_PROSE_WORDS`` words of prose (a
+YAML block, the closing lines of a JSX example) is demoted below the prose
+that explains it unless the query itself is code (``is_code_query``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+
+from docindex.config import Config
+from docindex.search.query import ParsedQuery
+from docindex.search.snippet import open_fence, prose_lines
+from docindex.store import Index, SegmentRow
+from docindex.text.tokenize import terms
+
+WEAK_COVERAGE = 0.5  # the best hit holds less of the query's weight: "weak match"
+MIN_PROSE_WORDS = 8  # fewer words of prose: a fragment (code, config, markup)
+# A fragment's score is multiplied by this: measured on bench/questions.py
+# (fragments left the top 10) and bench/eval.py (no change: none are fragments).
+FRAGMENT_FACTOR = 0.5
+FRAGMENT_WINDOW = 50  # candidates past the page looked at for fragments
+_TAG = re.compile(r"</?[A-Za-z][^<>]*>|<>|</>|\{[^{}\n]*\}|(`+)[^`\n]*?\1|\]\([^)]*\)")
+_WORD = re.compile(r"[^\W\d_]{2,}")
+_CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+# camelCase, snake_case, a call, a dotted or slashed name, an option: code
+_CODE_WORD = re.compile(r"[a-z][A-Z]|_|\(|\)|[.:/=<>{}]\w|^-{1,2}\w")
+
+
+def term_weights(store: Index, qterms: Sequence[str]) -> dict[str, float]:
+    """Each query term's idf (``ln(1 + (N - df + 0.5) / (df + 0.5))``)."""
+    n = max(1, store.count_segments())
+    dfs = store.doc_freqs(list(qterms))
+    return {
+        t: math.log(1 + (n - dfs.get(t, 0) + 0.5) / (dfs.get(t, 0) + 0.5))
+        for t in qterms
+    }
+
+
+def coverage(held: set[str], weights: dict[str, float]) -> float:
+    """Share of the query's idf weight whose terms are in ``held`` (0-1)."""
+    total = sum(weights.values())
+    if total <= 0:
+        return 0.0
+    return sum(w for t, w in weights.items() if t in held) / total
+
+
+def held_terms(text: str, heading: Iterable[str], cfg: Config) -> set[str]:
+    """The index terms of a hit's text and heading path."""
+    joined = " ".join((*heading, text))
+    return set(terms(joined, cjk_ngram=cfg.cjk_ngram, use_stem=cfg.stem))
+
+
+def prose_words(text: str, fence: str = "") -> int:
+    """Words of prose in a chunk: outside fenced code, tags, ``{...}``
+    expressions and inline code; a CJK character counts half a word."""
+    words = 0.0
+    for line in prose_lines(text, fence):
+        line = _TAG.sub(" ", line)
+        words += len(_WORD.findall(_CJK_CHAR.sub(" ", line)))
+        words += len(_CJK_CHAR.findall(line)) / 2
+    return int(words)
+
+
+def is_code_query(parsed: ParsedQuery) -> bool:
+    """True when every word of the query looks like code (``useState``,
+    ``kubectl``-style options, ``a.b``, ``f()``): code chunks then answer it."""
+    words = [w for part in (*parsed.words, *parsed.required) for w in part.split()]
+    return bool(words) and all(_CODE_WORD.search(w) for w in words)
+
+
+def demote_fragments(
+    store: Index, ranked: list[tuple[int, float]], window: int
+) -> list[tuple[int, float]]:
+    """``ranked`` with the fragments among its first ``window`` demoted.
+
+    A fragment (under MIN_PROSE_WORDS words of prose) scores FRAGMENT_FACTOR
+    of its score; the list is sorted again and divided by its best score.
+    """
+    head = ranked[:window]
+    rows = store.segments_by_id([sid for sid, _ in head])
+    fragments = fragment_ids(store, list(rows.values()))
+    if not fragments:
+        return ranked
+    scores = {sid: s * FRAGMENT_FACTOR if sid in fragments else s for sid, s in ranked}
+    out = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+    top = out[0][1] or 1.0
+    return [(sid, s / top) for sid, s in out]
+
+
+def fragment_ids(store: Index, rows: Sequence[SegmentRow]) -> set[int]:
+    """The segments of ``rows`` with fewer than MIN_PROSE_WORDS words of prose.
+
+    Whether a segment starts inside a fenced block is read from its
+    document's text before it (one pass per document).
+    """
+    by_doc: dict[int, list[SegmentRow]] = {}
+    for row in rows:
+        by_doc.setdefault(row.doc_id, []).append(row)
+    out: set[int] = set()
+    for doc_id, doc_rows in by_doc.items():
+        body = store.body(doc_id)
+        doc_rows.sort(key=lambda r: r.char_start)
+        fence, pos = "", 0
+        for row in doc_rows:
+            if row.char_start > pos:
+                fence = open_fence(body[pos : row.char_start], fence)
+                pos = row.char_start
+            text = body[row.char_start : row.char_end]
+            if prose_words(text, fence) < MIN_PROSE_WORDS:
+                out.add(row.id)
+    return out
