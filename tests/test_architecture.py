@@ -19,7 +19,7 @@ LAYERS: dict[int, tuple[str, ...]] = {
     ),
     2: (
         "indexer", "search", "hints", "navigate", "evaluate", "watch", "workspace",
-        "roots", "server", "docstage", "fusion", "semantic",
+        "roots", "server", "docstage", "fusion", "semantic", "quality", "spelling",
     ),
     3: ("api", "serialize"),
     4: (

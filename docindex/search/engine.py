@@ -58,6 +58,14 @@ from docindex.search.fusion import (
     fuse_scores as fuse_scores,  # re-exported: the old home
 )
 from docindex.search.fusion import rrf as rrf
+from docindex.search.hints import weak_hint
+from docindex.search.quality import (
+    coverage,
+    demote_fragments,
+    held_terms,
+    is_code_query,
+    term_weights,
+)
 from docindex.search.query import (
     NO_WORDS,
     ParsedQuery,
@@ -65,23 +73,14 @@ from docindex.search.query import (
     parse_query,
     phrase_pattern,
 )
-from docindex.search.hints import weak_hint
-from docindex.search.quality import (
-    FRAGMENT_WINDOW,
-    coverage,
-    demote_fragments,
-    held_terms,
-    is_code_query,
-    term_weights,
-)
 from docindex.search.semantic import (
     language_gate,
     ngram_fallback,
     provider_degraded,
     semantic_ranking,
 )
-from docindex.search.spelling import suggestions
 from docindex.search.snippet import best_line, make_snippet, match_spans, open_fence
+from docindex.search.spelling import suggestions
 from docindex.store import DocFilter, Index, SegmentRow
 
 MODES = ("auto", "lexical", "semantic")
@@ -214,7 +213,7 @@ def search(
         if not is_code_query(parsed):
             # Answers over fragments (#37): a YAML block or the tail of an
             # example does not outrank the prose that explains it.
-            ranked = demote_fragments(store, ranked, want + FRAGMENT_WINDOW)
+            ranked = demote_fragments(store, ranked, want)
             ranked = [(sid, s) for sid, s in ranked if s >= opts.min_score]
         if opts.per_doc > 0:
             ranked, folded = fold_per_document(store, ranked, opts.per_doc, doc_of)

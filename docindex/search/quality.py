@@ -32,10 +32,13 @@ from docindex.text.tokenize import terms
 
 WEAK_COVERAGE = 0.5  # the best hit holds less of the query's weight: "weak match"
 MIN_PROSE_WORDS = 8  # fewer words of prose: a fragment (code, config, markup)
-# A fragment's score is multiplied by this: measured on bench/questions.py
-# (fragments left the top 10) and bench/eval.py (no change: none are fragments).
+# A fragment's score is multiplied by this, and capped below the window's
+# prose (bench/questions.py: halving alone left 57 short chunks in 910 top-10
+# hits, mostly the closing lines of JSX examples in strong documents).
 FRAGMENT_FACTOR = 0.5
-FRAGMENT_WINDOW = 50  # candidates past the page looked at for fragments
+FRAGMENT_WINDOW = 3  # documents with prose read past the page's
+FRAGMENT_WALK = 600  # chunks read at most
+_BATCH = 25
 _TAG = re.compile(r"</?[A-Za-z][^<>]*>|<>|</>|\{[^{}\n]*\}|(`+)[^`\n]*?\1|\]\([^)]*\)")
 _WORD = re.compile(r"[^\W\d_]{2,}")
 _CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
@@ -67,14 +70,17 @@ def held_terms(text: str, heading: Iterable[str], cfg: Config) -> set[str]:
     return set(terms(joined, cjk_ngram=cfg.cjk_ngram, use_stem=cfg.stem))
 
 
-def prose_words(text: str, fence: str = "") -> int:
+def prose_words(text: str, fence: str = "", enough: float = math.inf) -> int:
     """Words of prose in a chunk: outside fenced code, tags, ``{...}``
-    expressions and inline code; a CJK character counts half a word."""
+    expressions and inline code; a CJK character counts half a word.
+    Counting stops once ``enough`` words are found."""
     words = 0.0
     for line in prose_lines(text, fence):
         line = _TAG.sub(" ", line)
         words += len(_WORD.findall(_CJK_CHAR.sub(" ", line)))
         words += len(_CJK_CHAR.findall(line)) / 2
+        if words >= enough:
+            break
     return int(words)
 
 
@@ -86,30 +92,59 @@ def is_code_query(parsed: ParsedQuery) -> bool:
 
 
 def demote_fragments(
-    store: Index, ranked: list[tuple[int, float]], window: int
+    store: Index, ranked: list[tuple[int, float]], want: int
 ) -> list[tuple[int, float]]:
-    """``ranked`` with the fragments among its first ``window`` demoted.
+    """``ranked`` (best first) with the fragments that could reach a page demoted.
 
-    A fragment (under MIN_PROSE_WORDS words of prose) scores FRAGMENT_FACTOR
-    of its score; the list is sorted again and divided by its best score.
+    The chunks are read in rank order until those read hold prose from
+    ``want + FRAGMENT_WINDOW`` documents (at most FRAGMENT_WALK chunks):
+    whatever ``--per-doc`` folds, the page's chunks are then all read, and
+    what is read does not depend on folding (folding never changes a
+    score). A fragment (under MIN_PROSE_WORDS words of prose) scores
+    FRAGMENT_FACTOR of its score, at most that share of the lowest prose
+    chunk read, so the prose comes first; the list is then sorted again and
+    divided by its best score.
     """
-    head = ranked[:window]
-    rows = store.segments_by_id([sid for sid, _ in head])
-    fragments = fragment_ids(store, list(rows.values()))
-    if not fragments:
+    known: dict[int, bool] = {}
+    prose_docs: set[int] = set()
+    fences: dict[int, tuple[int, str]] = {}
+    start = 0
+    while len(prose_docs) < want + FRAGMENT_WINDOW and start < len(ranked):
+        if start >= FRAGMENT_WALK:
+            break
+        batch = [sid for sid, _ in ranked[start : start + _BATCH]]
+        rows = store.segments_by_id(batch)
+        found = fragment_ids(store, list(rows.values()), fences)
+        for sid in batch:
+            row = rows.get(sid)
+            if row is not None:
+                known[sid] = sid in found
+                if sid not in found:
+                    prose_docs.add(row.doc_id)
+        start += _BATCH
+    if not any(known.values()):
         return ranked
-    scores = {sid: s * FRAGMENT_FACTOR if sid in fragments else s for sid, s in ranked}
+    floor = min((s for sid, s in ranked if known.get(sid) is False), default=1.0)
+    scores = {
+        sid: min(s, floor) * FRAGMENT_FACTOR if known.get(sid) else s
+        for sid, s in ranked
+    }
     out = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
     top = out[0][1] or 1.0
     return [(sid, s / top) for sid, s in out]
 
 
-def fragment_ids(store: Index, rows: Sequence[SegmentRow]) -> set[int]:
+def fragment_ids(
+    store: Index, rows: Sequence[SegmentRow],
+    fences: dict[int, tuple[int, str]] | None = None,
+) -> set[int]:  # fmt: skip
     """The segments of ``rows`` with fewer than MIN_PROSE_WORDS words of prose.
 
     Whether a segment starts inside a fenced block is read from its
-    document's text before it (one pass per document).
+    document's text before it (one pass per document). ``fences`` (doc id
+    -> offset read to, fence open there) carries that pass over calls.
     """
+    fences = {} if fences is None else fences
     by_doc: dict[int, list[SegmentRow]] = {}
     for row in rows:
         by_doc.setdefault(row.doc_id, []).append(row)
@@ -117,12 +152,14 @@ def fragment_ids(store: Index, rows: Sequence[SegmentRow]) -> set[int]:
     for doc_id, doc_rows in by_doc.items():
         body = store.body(doc_id)
         doc_rows.sort(key=lambda r: r.char_start)
-        fence, pos = "", 0
+        pos, fence = fences.get(doc_id, (0, ""))
         for row in doc_rows:
-            if row.char_start > pos:
-                fence = open_fence(body[pos : row.char_start], fence)
-                pos = row.char_start
+            if row.char_start < pos:  # before the last pass's end: read again
+                pos, fence = 0, ""
+            fence = open_fence(body[pos : row.char_start], fence)
+            pos = row.char_start
             text = body[row.char_start : row.char_end]
-            if prose_words(text, fence) < MIN_PROSE_WORDS:
+            if prose_words(text, fence, MIN_PROSE_WORDS) < MIN_PROSE_WORDS:
                 out.add(row.id)
+        fences[doc_id] = (pos, fence)
     return out

@@ -140,11 +140,15 @@ def open_fence(text: str, fence: str = "") -> str:
     """The code fence still open at the end of ``text`` (``""`` when none).
 
     A chunk can start inside a long fenced block; the text before it says so.
-    ``fence`` is the fence open where ``text`` starts.
+    ``fence`` is the fence open where ``text`` starts. Only lines that may
+    be fences are stepped through (issue #37 reads many chunks per query).
     """
-    for line in text.split("\n"):
+    for line in _FENCE_LINE.findall(text):
         fence, _ = _fence_step(line, fence)
     return fence
+
+
+_FENCE_LINE = re.compile(r"^ {0,3}(?:`{3,}|~{3,}).*$", re.M)
 
 
 def _display_lines(text: str, fence: str = "") -> list[tuple[str, bool]]:
