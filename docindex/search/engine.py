@@ -456,7 +456,9 @@ def _verified(
             body = bodies[row.doc_id] = store.body(row.doc_id)
         text = body[row.char_start : row.char_end]
         if need:
-            held = held_terms(text, row.heading, cfg)
+            # the H1 that repeats the title is the title, not the chunk's
+            heading = [h for h in row.heading if h != row.title]
+            held = held_terms(text, heading, cfg)
             if not all(g <= held for g in need):
                 continue
         words = normalized_words(text)
