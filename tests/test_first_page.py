@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import run, run_json
 
-from docindex.search.query import parse_query
 from docindex.search.quality import is_code_query, prose_words
+from docindex.search.query import parse_query
 from docindex.search.spelling import edit_distance
 
 Tree = Callable[[dict[str, str | bytes]], Path]
@@ -28,8 +28,12 @@ DOCS: dict[str, str | bytes] = {
     "tutorials/rate-limiting.md": "# Rate Limiting\n\nIn this tutorial you "
     "configure rate limiting on a route with the limiter plugin, then send "
     "requests until the gateway answers 429.\n",
-    "reference/quotas.md": "# Quotas\n\n" + "Configure rate limiting quotas. " * 6
-    + PROSE + "\n\n## Rate limiting by consumer\n\n" + PROSE + "\n",
+    "reference/quotas.md": "# Quotas\n\n"
+    + "Configure rate limiting quotas. " * 6
+    + PROSE
+    + "\n\n## Rate limiting by consumer\n\n"
+    + PROSE
+    + "\n",
     "react/effects.md": "# Synchronizing with Effects\n\nCall useEffect to "
     "connect a component to an external system; useEffect runs after render "
     "and useEffect cleans up before the next run.\n",
@@ -82,7 +86,9 @@ def test_a_typo_is_corrected_from_the_index_vocabulary(docs: Path) -> None:
     assert "no hits for 'useEfect'; showing hits for 'useeffect'" in text
     # lexical mode suggests and does not search the correction
     lexical = run_json("query", "useEfect", "--mode", "lexical")
-    assert lexical["hits"] == [] and lexical["did_you_mean"] == {"useefect": "useeffect"}
+    assert lexical["hits"] == [] and lexical["did_you_mean"] == {
+        "useefect": "useeffect"
+    }
     # a correct word gets no suggestion; CJK is left alone
     assert run_json("query", "useEffect")["did_you_mean"] == {}
     assert run_json("query", "学习系统")["did_you_mean"] == {}

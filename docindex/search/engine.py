@@ -457,8 +457,8 @@ def _verified(
         text = body[row.char_start : row.char_end]
         if need:
             # the H1 that repeats the title is the title, not the chunk's
-            heading = [h for h in row.heading if h != row.title]
-            held = held_terms(text, heading, cfg)
+            own = [h for h in row.heading if h != row.title]
+            held = held_terms(text, own, cfg)
             if not all(g <= held for g in need):
                 continue
         words = normalized_words(text)
