@@ -213,7 +213,7 @@ def search(
         if not is_code_query(parsed):
             # Answers over fragments (#37): a YAML block or the tail of an
             # example does not outrank the prose that explains it.
-            ranked = demote_fragments(store, ranked, want)
+            ranked = demote_fragments(store, ranked, want, add=not parsed.constrained)
             ranked = [(sid, s) for sid, s in ranked if s >= opts.min_score]
         if opts.per_doc > 0:
             ranked, folded = fold_per_document(store, ranked, opts.per_doc, doc_of)

@@ -39,6 +39,7 @@ FRAGMENT_FACTOR = 0.5
 FRAGMENT_WINDOW = 3  # documents with prose read past the page's
 FRAGMENT_WALK = 600  # chunks read at most
 _BATCH = 25
+LIFT_WALK = 200  # fragments this far down pass their score to their section's prose
 _TAG = re.compile(r"</?[A-Za-z][^<>]*>|<>|</>|\{[^{}\n]*\}|(`+)[^`\n]*?\1|\]\([^)]*\)")
 _WORD = re.compile(r"[^\W\d_]{2,}")
 _CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
@@ -92,7 +93,7 @@ def is_code_query(parsed: ParsedQuery) -> bool:
 
 
 def demote_fragments(
-    store: Index, ranked: list[tuple[int, float]], want: int
+    store: Index, ranked: list[tuple[int, float]], want: int, *, add: bool = True
 ) -> list[tuple[int, float]]:
     """``ranked`` (best first) with the fragments that could reach a page demoted.
 
@@ -104,8 +105,15 @@ def demote_fragments(
     FRAGMENT_FACTOR of its score, at most that share of the lowest prose
     chunk read, so the prose comes first; the list is then sorted again and
     divided by its best score.
+
+    The section's prose answers for its code (issue #37): a fragment among
+    the first LIFT_WALK chunks read passes its score to the chunk next
+    to it in the same section when that one is prose (added to the list
+    when ``add`` and it was no candidate: a phrase, ``+word`` or ``-word``
+    query passes False, its candidates having been checked).
     """
     known: dict[int, bool] = {}
+    walked: dict[int, SegmentRow] = {}
     prose_docs: set[int] = set()
     fences: dict[int, tuple[int, str]] = {}
     start = 0
@@ -114,6 +122,7 @@ def demote_fragments(
             break
         batch = [sid for sid, _ in ranked[start : start + _BATCH]]
         rows = store.segments_by_id(batch)
+        walked.update(rows)
         found = fragment_ids(store, list(rows.values()), fences)
         for sid in batch:
             row = rows.get(sid)
@@ -124,14 +133,49 @@ def demote_fragments(
         start += _BATCH
     if not any(known.values()):
         return ranked
-    floor = min((s for sid, s in ranked if known.get(sid) is False), default=1.0)
+    scores = dict(ranked)
+    head = [(sid, s) for sid, s in ranked[:LIFT_WALK] if sid in walked]
+    for sid, score in _section_prose(store, head, walked, known, fences).items():
+        if add or sid in scores:
+            scores[sid] = max(scores.get(sid, 0.0), score)
+    floor = min(
+        (s for sid, s in scores.items() if known.get(sid) is False), default=1.0
+    )
     scores = {
         sid: min(s, floor) * FRAGMENT_FACTOR if known.get(sid) else s
-        for sid, s in ranked
+        for sid, s in scores.items()
     }
     out = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
     top = out[0][1] or 1.0
     return [(sid, s / top) for sid, s in out]
+
+
+def _section_prose(
+    store: Index, head: list[tuple[int, float]], walked: dict[int, SegmentRow],
+    known: dict[int, bool], fences: dict[int, tuple[int, str]],
+) -> dict[int, float]:  # fmt: skip
+    """Prose chunk id -> the best score of a fragment of ``head`` it sits
+    next to in the same section (a document's segments have consecutive ids)."""
+    frags = [(sid, s) for sid, s in head if known.get(sid)]
+    near = [n for sid, _ in frags for n in (sid + 1, sid - 1) if n not in walked]
+    rows = dict(walked)
+    if near:
+        found = store.segments_by_id(near)
+        rows.update(found)
+        prose = fragment_ids(store, list(found.values()), fences)
+        known.update((n, n in prose) for n in found)
+    out: dict[int, float] = {}
+    for sid, score in frags:
+        row = rows[sid]
+        for n in (sid + 1, sid - 1):
+            other = rows.get(n)
+            if (
+                other is not None and known.get(n) is False
+                and other.doc_id == row.doc_id and other.heading == row.heading
+            ):  # fmt: skip
+                out[n] = max(out.get(n, 0.0), score)
+                break
+    return out
 
 
 def fragment_ids(
