@@ -41,6 +41,7 @@ FIELD_WEIGHTS = (0.2, 0.2, 1.0)
 # SciFact and CMRC2018 (bench/eval.py unchanged), common in docs trees.
 NAMED_BONUS = 0.5
 PARTLY = 0.25  # share of the bonus for a name the query holds half of (jwt-auth)
+NAME_MAX_TERMS = 4  # longer titles are sentences, not names (SciFact's)
 CHUNK_DOC_WEIGHT = 0.6  # share of a chunk's score that is its document's
 # Feedback for the chunk list's documents too: +1 point nDCG@10 on SciFact
 # (0.692 -> 0.702), one ``doc_vocab`` lookup per added term (~2 ms).
@@ -123,7 +124,7 @@ def named_documents(
 ) -> dict[int, float]:
     """The stage's documents whose title, or file name, the query names, with
     the share of that name's content terms (stopwords aside) the query holds,
-    when at least half (issue #37): 1.0 for "Rate Limiting" and "rate limiting
+    when at least half and the name has at most NAME_MAX_TERMS terms (issue #37): 1.0 for "Rate Limiting" and "rate limiting
     in apisix", 0.5 for ``jwt-auth.md`` and "jwt 认证"."""
     query = set(qterms)
     skip = stopword_terms(cfg.stem)
@@ -135,6 +136,8 @@ def named_documents(
         for name in (row.title or "", stem.replace("_", " ").replace("-", " ")):
             named = set(query_terms(name, cjk_ngram=cfg.cjk_ngram, use_stem=cfg.stem))
             named -= skip
+            if len(named) > NAME_MAX_TERMS:
+                continue
             share = len(named & query) / len(named) if named else 0.0
             if share >= 0.5:
                 doc = firsts[sid]
