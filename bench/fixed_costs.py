@@ -232,7 +232,7 @@ def print_table(scale: int, files: int, installs: list[Install], runs: int) -> N
 PHASES = r"""
 import json, sqlite3, statistics, sys, time
 from pathlib import Path
-from docindex.api import commands as api
+import docindex
 from docindex.config import Config
 from docindex.search.engine import fts_match, parse
 from docindex.ingest.walker import WalkOptions, walk
@@ -259,11 +259,11 @@ def fts():
 print(json.dumps({
     "walk": med(lambda: sum(1 for _ in walk([Path(tree)], WalkOptions()))),
     "fingerprints": med(fingerprints),
-    "scan": med(lambda: api.scan(db)),
+    "scan": med(lambda: docindex.open(db).scan()),
     "lexical": statistics.median(
-        med(lambda: api.query(db, x, {"mode": "lexical"})) for x in queries),
+        med(lambda: docindex.open(db).query(x, mode="lexical")) for x in queries),
     "auto": statistics.median(
-        med(lambda: api.query(db, x, {"mode": "auto"})) for x in queries),
+        med(lambda: docindex.open(db).query(x, mode="auto")) for x in queries),
     "fts": med(fts),
 }))
 """

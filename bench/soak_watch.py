@@ -370,7 +370,7 @@ def latency_and_idle(work: Path, debounce_ms: int, runs: int, idle_s: float) -> 
 def _probe(
     watcher: Watcher, root: Path, db: Path, debounce_ms: int, runs: int, idle_s: float
 ) -> None:
-    from docindex.api import commands as api
+    import docindex
 
     watcher.wait_lines(1)
     found, cli = [], []
@@ -380,7 +380,7 @@ def _probe(
         saved = time.monotonic()
         (root / f"latency-{i}.md").write_text(f"# Probe\n\n{word} here\n")
         while True:
-            if api.query(str(db), word, {"top": 1}).hits:
+            if docindex.open(str(db)).query(word, top=1).hits:
                 found.append(time.monotonic() - saved)
                 break
             if time.monotonic() - saved > 10:

@@ -85,14 +85,14 @@ print(time.perf_counter() - started, time.process_time() - cpu)
 
 INPROC = r"""
 import json, sys, time
-from docindex.api import commands as api
+import docindex
 db, runs, queries = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
 out = []
 for q in queries:
-    api.query(db, q, {"mode": "auto"})
+    docindex.open(db).query(q, mode="auto")
     for _ in range(runs):
         t = time.perf_counter()
-        api.query(db, q, {"mode": "auto"})
+        docindex.open(db).query(q, mode="auto")
         out.append((time.perf_counter() - t) * 1000)
 print(json.dumps(out))
 """

@@ -1,123 +1,134 @@
-"""The layer map in docs/architecture.md holds: an AST scan of every import (#18)."""
+"""The architecture holds (issue #32): import-linter's contracts, the package map, the doc.
+
+The contracts live in ``pyproject.toml`` (``[tool.importlinter]``); this test runs
+the field's tool on them, so ``python -m pytest`` (the README's test command and
+CI's) fails on a layer broken anywhere, deferred imports inside functions included.
+"""
 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "docindex"
-
-LAYERS: dict[int, tuple[str, ...]] = {
-    0: ("docindex", "errors", "models", "config"),
-    1: (
-        "anchors", "stem", "tokenize", "segment", "snippet", "cursor", "_debounce",
-        "mdsyntax", "query", "limits", "signals", "pool", "_forkserver", "ignore",
-        "walker", "extract", "embed", "embed_minilm", "embedder", "analyze", "store",
-        "rendezvous",
-    ),
-    2: (
-        "indexer", "search", "hints", "navigate", "evaluate", "watch", "workspace",
-        "roots", "server", "docstage", "fusion", "semantic", "quality", "spelling",
-    ),
-    3: ("api", "serialize"),
-    4: (
-        "cli", "cli_help", "cli_nav", "cli_output", "cli_roots", "__main__", "render",
-        "progress", "mcp_server", "launcher",
-    ),
-}  # fmt: skip
-CLI_ONLY = {"render", "progress"}
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "docindex"
+CONTRACTS = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["tool"][
+    "importlinter"
+]["contracts"]
+SUBPACKAGES = sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists())
 
 
-def _name(path: Path) -> str:
-    """Dotted module name below ``docindex`` ("" for the package itself)."""
-    parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
+def _lint_imports(config: Path) -> subprocess.CompletedProcess[str]:
+    code = "import sys; from importlinter.cli import lint_imports_command as c; c()"
+    return subprocess.run(
+        [sys.executable, "-c", code, "--config", str(config), "--no-cache"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+def test_import_linter_contracts_are_kept() -> None:
+    result = _lint_imports(ROOT / "pyproject.toml")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    assert f"{len(CONTRACTS)} kept, 0 broken" in result.stdout
+
+
+def test_a_broken_layer_is_caught(tmp_path: Path) -> None:
+    """The contracts bite: the store importing the search breaks the layers."""
+    copy = tmp_path / "docindex"
+    import shutil
+
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    store = copy / "store" / "records.py"
+    store.write_text(store.read_text("utf-8") + "\nimport docindex.search.engine\n")
+    config = tmp_path / "pyproject.toml"
+    config.write_text((ROOT / "pyproject.toml").read_text("utf-8"), "utf-8")
+    code = (
+        "import sys; sys.path.insert(0, sys.argv.pop(1)); "
+        "from importlinter.cli import lint_imports_command as c; c()"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path), "--config", str(config),
+         "--no-cache"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert "docindex.store.records -> docindex.search.engine" in result.stdout
+
+
+def test_the_top_of_the_package_is_short() -> None:
+    """A newcomer sees the pipeline's rooms, not 47 modules (at most ~12 entries
+    besides ``__main__.py`` and ``py.typed``)."""
+    entries = sorted(
+        p.name for p in PACKAGE.iterdir()
+        if p.name not in {"__pycache__", "__main__.py", "py.typed"}
+    )  # fmt: skip
+    assert len(entries) <= 12, entries
+
+
+@pytest.mark.parametrize("package", SUBPACKAGES)
+def test_each_package_says_what_lives_there_and_what_it_may_import(
+    package: str,
+) -> None:
+    doc = ast.get_docstring(ast.parse((PACKAGE / package / "__init__.py").read_text()))
+    assert doc, f"docindex/{package}/__init__.py has no docstring"
+    assert "May import:" in doc, f"docindex/{package}: say what it may import"
+
+
+def test_every_package_is_in_a_contract_and_in_the_doc() -> None:
+    """docs/architecture.md is drawn from the same contracts: every layer and
+    every contract's name stands in it, and every package is in a layer."""
+    doc = (ROOT / "docs" / "architecture.md").read_text("utf-8")
+    layers = next(c for c in CONTRACTS if c["type"] == "layers")["layers"]
+    placed = {name.strip() for layer in layers for name in layer.split("|")}
+    for package in SUBPACKAGES:
+        assert f"docindex.{package}" in placed, f"{package} is in no layer"
+    for layer in layers:
+        assert f"`{layer}`" in doc, f"docs/architecture.md lacks the layer {layer}"
+    for contract in CONTRACTS:
+        assert contract["name"] in doc, contract["name"]
+    for package in SUBPACKAGES:
+        assert f"### `{package}/`" in doc, (
+            f"docs/architecture.md: no paragraph on {package}"
+        )
 
 
 def _imports(path: Path) -> set[str]:
-    """docindex modules imported anywhere in the file (deferred imports included)."""
-    name = _name(path)
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    """docindex modules imported anywhere in a file (deferred imports included)."""
     out: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text("utf-8"))):
-        if isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".") if package else []
-                base = base[: len(base) - (node.level - 1)]
-                target = ".".join([*base, *([node.module] if node.module else [])])
-            elif (node.module or "").startswith("docindex"):
-                target = node.module.removeprefix("docindex").lstrip(".")  # type: ignore[union-attr]
-            else:
-                continue
-            for alias in node.names:
-                sub = f"{target}.{alias.name}" if target else alias.name
-                out.add(sub if (PACKAGE / f"{sub.replace('.', '/')}.py").exists()
-                        or (PACKAGE / sub.replace(".", "/")).is_dir() else target)  # fmt: skip
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            if node.module.startswith("docindex"):
+                for alias in node.names:
+                    sub = f"{node.module}.{alias.name}"
+                    is_module = (ROOT / (sub.replace(".", "/") + ".py")).exists()
+                    out.add(sub if is_module else node.module)
         elif isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name.startswith("docindex"):
-                    out.add(alias.name.removeprefix("docindex").lstrip("."))
-    out.discard(name)
+            out.update(a.name for a in node.names if a.name.startswith("docindex"))
     return out
 
 
-def _external(path: Path) -> set[str]:
-    out: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
-        if isinstance(node, ast.ImportFrom) and not node.level and node.module:
-            out.add(node.module.split(".")[0])
-        elif isinstance(node, ast.Import):
-            out.update(a.name.split(".")[0] for a in node.names)
-    return out
+def _module(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-MODULES = {_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
-GRAPH = {name: _imports(path) for name, path in MODULES.items()}
-
-
-def _top(name: str) -> str:
-    return name.split(".")[0] if name else "docindex"
-
-
-def _layer(name: str) -> int:
-    """The module's layer; 99 (above everything) when it is in no layer yet."""
-    top = _top(name)
-    for layer, names in LAYERS.items():
-        if top in names:
-            return layer
-    return 99
-
-
-def test_every_module_is_in_the_layer_map() -> None:
-    placed = {n for names in LAYERS.values() for n in names}
-    missing = sorted({_top(n) for n in MODULES} - placed)
-    assert not missing, f"place these in docs/architecture.md and LAYERS: {missing}"
-
-
-@pytest.mark.parametrize("module", sorted(MODULES))
-def test_imports_go_down_or_sideways(module: str) -> None:
-    upward = [
-        target for target in sorted(GRAPH[module])
-        if target in MODULES and _layer(target) > _layer(module)
-    ]  # fmt: skip
-    assert not upward, f"{module or 'docindex'} imports upward: {upward}"
-
-
-def test_no_import_cycles() -> None:
-    """Between modules (a package's own files may import each other's names)."""
+def test_no_import_cycles_between_modules() -> None:
+    """A package's ``__init__`` may re-export its own modules; no other cycle."""
+    graph = {_module(p): _imports(p) for p in PACKAGE.rglob("*.py")}
     state: dict[str, int] = {}
     stack: list[str] = []
 
     def visit(node: str) -> None:
         state[node] = 1
         stack.append(node)
-        for nxt in sorted(GRAPH.get(node, ())):
-            if nxt not in MODULES or nxt == "" or node.startswith(nxt + "."):
-                continue  # a package's __init__ re-exporting its own modules
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in graph or node.startswith(nxt + ".") or nxt == "docindex":
+                continue
             if state.get(nxt) == 1:
                 cycle = stack[stack.index(nxt) :] + [nxt]
                 raise AssertionError("import cycle: " + " -> ".join(cycle))
@@ -126,21 +137,6 @@ def test_no_import_cycles() -> None:
         stack.pop()
         state[node] = 2
 
-    for module in sorted(MODULES):
+    for module in sorted(graph):
         if module not in state:
             visit(module)
-
-
-def test_presentation_is_the_clis_own() -> None:
-    for module, targets in GRAPH.items():
-        for target in targets & CLI_ONLY:
-            assert module.startswith("cli"), f"{module} imports {target} (the CLI's)"
-        if "cli" in targets:
-            assert module == "launcher", f"{module} imports cli"
-
-
-@pytest.mark.parametrize(
-    "module", sorted(m for m in MODULES if _layer(m) < 4 or _layer(m) == 99)
-)  # fmt: skip
-def test_the_core_never_prints_through_click_or_rich(module: str) -> None:
-    assert not _external(MODULES[module]) & {"click", "rich"}

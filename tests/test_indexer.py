@@ -84,6 +84,7 @@ def test_fts_rows_of_a_cjk_heavy_file_are_what_delete_replays() -> None:
     doc += "\n\n".join(paras[30:]) + "\n\n## English\n\nonly latin words here\n"
     from docindex.ingest import analyze
     from docindex.ingest.extract import ExtractLimits, get_extractor
+    from docindex.text import fields
 
     cfg = Config(roots=("/x",))
     extracted = get_extractor("md")(doc.encode(), "a.md", ExtractLimits())
@@ -91,7 +92,7 @@ def test_fts_rows_of_a_cjk_heavy_file_are_what_delete_replays() -> None:
     assert len(segments) > 3
     runs = [term_parts(s.text)[1] for s in segments]
     assert sum(len(r) for rs in runs for r in rs) >= analyze.CJK_NUMPY_MIN
-    doc_title = analyze.title_text(extracted.title, "a.md")
+    doc_title = fields.title_text(extracted.title, "a.md")
     # bulk: as in a scan's worker process, where numpy is loaded
     fts, vectors = analyze.analyze_segments(
         cfg, extracted.title, doc_title, segments, bulk=True
@@ -277,11 +278,12 @@ def _analyses(text: str, bulk: bool) -> tuple[Any, Any, list[Any]]:
     from docindex.ingest import analyze
     from docindex.ingest.extract import ExtractLimits, get_extractor
     from docindex.ingest.segment import segment_document
+    from docindex.text import fields
 
     cfg = Config(roots=("/x",))
     extracted = get_extractor("md")(text.encode(), "a-b.md", ExtractLimits())
     _, segments = segment_document(extracted, "a-b.md", cfg.segment_chars)
-    doc_title = analyze.title_text(extracted.title, "a-b.md")
+    doc_title = fields.title_text(extracted.title, "a-b.md")
     args = (cfg, extracted.title, doc_title, segments)
     return (
         analyze.analyze_document(*args, bulk=bulk),

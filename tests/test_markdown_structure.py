@@ -27,8 +27,9 @@ from markdown_it import MarkdownIt
 from docindex.cli.main import cli
 from docindex.ingest.extract import ExtractLimits
 from docindex.ingest.extract.markdown import extract
-from docindex.ingest.segment import markdown_headings, segment_document
+from docindex.ingest.segment import segment_document
 from docindex.models import Extracted, Unit
+from docindex.text.headings import markdown_headings
 
 _MD = MarkdownIt("commonmark")
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "docs"

@@ -604,14 +604,14 @@ def test_first_scans_racing_on_a_new_index(tmp_path: Path) -> None:
 
 def test_queries_answer_while_a_scan_writes(tmp_path: Path) -> None:
     """Readers see the last committed state while a real scan process writes (WAL)."""
-    from docindex.api import commands as api
+    import docindex
 
     root = tmp_path / "docs"
     write_variant(root, 24, 0)
     db = tmp_path / "idx" / "index.db"
     env = child_env()
     subprocess.run(scan_cmd(root, db), env=env, check=True, timeout=120)
-    before = api.query(str(db), "alpha gamma", {"top": 5})
+    before = docindex.open(str(db)).query("alpha gamma", top=5)
     assert before.hits
     writer = subprocess.Popen(scan_cmd(root, db, "--force"), env=env,
                               stderr=subprocess.PIPE, text=True)  # fmt: skip
@@ -619,7 +619,7 @@ def test_queries_answer_while_a_scan_writes(tmp_path: Path) -> None:
     try:
         _wait_for_writer(db)
         while writer.poll() is None:  # up to and across the writer's commit
-            result = api.query(str(db), "alpha gamma", {"top": 5})
+            result = docindex.open(str(db)).query("alpha gamma", top=5)
             assert [h.rel_path for h in result.hits] == [
                 h.rel_path for h in before.hits
             ]

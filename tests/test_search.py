@@ -354,10 +354,10 @@ def test_long_lived_process_switches_to_numpy_after_a_few_queries(tree) -> None:
     _run_json("scan", str(root))
     code = (
         "import sys\n"
-        "from docindex.api import commands as api\n"
+        "import docindex\n"
         "seen = []\n"
         "for i in range(5):\n"
-        "    api.query(None, 'indexing search', {'mode': 'auto'})\n"
+        "    docindex.open().query('indexing search', mode='auto')\n"
         "    seen.append('numpy' in sys.modules)\n"
         "print(seen)\n"
     )

@@ -12,8 +12,9 @@ from __future__ import annotations
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from docindex.ingest.segment import markdown_headings, segment_document
+from docindex.ingest.segment import segment_document
 from docindex.models import Extracted, Segment, Unit
+from docindex.text.headings import markdown_headings
 
 _TRICKY = [
     "", " ", "  ", "\t", "\u3000", "\r", " \r", "\x0b\x0c", "\u2028", "\x1c", "\xa0",

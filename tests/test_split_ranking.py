@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from docindex.api import commands as api
+import docindex
 from docindex.store import Store
 from docindex.store import halves as store_halves
 
@@ -38,7 +38,7 @@ def index(tmp_path: Path) -> tuple[Path, Path]:
             f"then install it again ({n}).\n\n## More\n\nTests of the release {n}.\n"
         )
     db = tmp_path / "i.db"
-    api.scan(str(db), roots=[str(root)])
+    docindex.open(str(db), roots=[str(root)]).scan()
     return root, db
 
 
@@ -47,7 +47,7 @@ def _answers(db: Path) -> list[str]:
     for q in QUERIES:
         for mode in ("auto", "lexical"):
             for files in (False, True):
-                hits = api.query(str(db), q, {"mode": mode, "files": files}).hits
+                hits = docindex.open(str(db)).query(q, mode=mode, files=files).hits
                 out.append(repr([(h.path, h.line, h.score) for h in hits]))
     return out
 
@@ -107,7 +107,7 @@ def test_a_commit_between_the_halves_changes_nothing(
         newest = store.document(top_doc.id)
         assert newest is not None
         (root / newest.rel_path).unlink()
-        assert api.scan(str(db)).removed == 1
+        assert docindex.open(str(db)).scan().removed == 1
         assert store.lexical(match, 1000, 1.0, within=within) == before
     with Store.open(db, mapped=True) as store, store.atomic(immediate=False):
         after = store.lexical(match, 1000, 1.0, within=within)

@@ -14,7 +14,6 @@ from docindex.ingest.analyze import (
     analyze_segments,
     document_fields,
     fts_row,
-    title_text,
 )
 from docindex.ingest.segment import segment_document
 from docindex.models import Extracted, Unit
@@ -27,6 +26,7 @@ from docindex.store import (
     compress_body,
     encode_segments,
 )
+from docindex.text.fields import title_text
 from docindex.text.tokenize import query_terms
 
 CFG = Config(roots=("/r",))

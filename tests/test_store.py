@@ -298,17 +298,17 @@ def test_term_frequencies_equal_the_fts5_vocabulary(tmp_path: Path) -> None:
     after documents were replaced and deleted (FTS5 then holds delete markers)."""
     import shutil
 
-    from docindex.api import commands as api
+    import docindex
 
     root = tmp_path / "docs"
     shutil.copytree(Path(__file__).resolve().parents[1] / "example", root)
     (root / "extra.md").write_text("# x86_64 C++ utf-8\n\nv2 e.g. naïve café Ωmega\n")
     db = tmp_path / "i.db"
-    api.scan(str(db), roots=[str(root)])
+    docindex.open(str(db), roots=[str(root)]).scan()
     pages = sorted(root.rglob("*.md"))
     pages[0].unlink()
     pages[1].write_text(pages[1].read_text() + "\n\nAppended words: quasar nebula.\n")
-    api.scan(str(db))
+    docindex.open(str(db)).scan()
     with Store.open(db) as store:
         for vocab, counts in (
             ("fts_vocab", store.doc_freqs),
@@ -325,7 +325,7 @@ def test_fingerprints_under_a_path_are_its_files_and_no_neighbour(
 ) -> None:
     """``fingerprints(root, under)`` reads index ranges: "a" is ``a`` and ``a/…``,
     never ``a-b``, ``a.md``, ``ab`` or ``a0`` (which sort between them)."""
-    from docindex.api import commands as api
+    import docindex
 
     names = ["a", "a/x.md", "a/b/y.md", "a-b/z.md", "a.md", "ab/w.md", "a0/v.md",
              "b/a/u.md", "é/t.md", "é/s/r.md", "éa/q.md"]  # fmt: skip
@@ -334,7 +334,7 @@ def test_fingerprints_under_a_path_are_its_files_and_no_neighbour(
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(f"# {name}\n\nwords about {name}\n")
     db = tmp_path / "i.db"
-    api.scan(str(db), roots=[str(root)])
+    docindex.open(str(db), roots=[str(root)]).scan()
     with Store.open(db) as store:
         (rid,) = store.roots()
         every = store.fingerprints(rid)
@@ -355,9 +355,9 @@ def test_fingerprints_under_a_path_are_its_files_and_no_neighbour(
     # until a scan covers it.
     (root / "a" / "x.md").unlink()
     (root / "a-b" / "z.md").unlink()
-    assert api.scan(str(db), path=root / "a").removed == 1
+    assert docindex.open(str(db)).scan(root / "a").removed == 1
     with Store.open(db) as store:
         (rid,) = store.roots()
         left = set(store.fingerprints(rid))
     assert "a/x.md" not in left and "a-b/z.md" in left
-    assert api.scan(str(db)).removed == 1
+    assert docindex.open(str(db)).scan().removed == 1

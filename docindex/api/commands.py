@@ -1,7 +1,8 @@
-"""High-level operations shared by the CLI and the MCP server.
+"""One function per user command, behind ``Index`` (``api/index.py``).
 
 Each function resolves the workspace, opens the index, calls the core and
-closes the index: one call per command, no printing.
+closes the index: one call per command, no printing. The CLI and the MCP
+server reach these through ``Index``, as a script does.
 """
 
 from __future__ import annotations
@@ -9,30 +10,53 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from docindex.api import workspace
 from docindex.config import Config
 from docindex.errors import MisuseError, OutsideRootsError, RelocatedIndexError
-from docindex.models import QueryOptions, QueryResult, ScanResult
+from docindex.models import Hit, Progress, QueryOptions, QueryResult, ScanResult
 
 if TYPE_CHECKING:
+    import threading
+
+    from docindex.api.records import (
+        IndexStats,
+        RootsListing,
+        SkippedFiles,
+        VacuumResult,
+    )
+    from docindex.api.roots import RootChange
+    from docindex.ingest.watch import BatchReport
+    from docindex.models.navigation import (
+        DocumentList,
+        Outline,
+        Related,
+        Section,
+        Shown,
+    )
     from docindex.store import Store
+
+ProgressCallback = Callable[[Progress], None]
+ProgressArg = ProgressCallback | AbstractContextManager[ProgressCallback | None] | None
+# The settings a command-line flag may override (Config field -> value).
+Overrides = dict[str, object]
 
 
 def scan(
     db: str | None, *, path: Path | None = None, roots: list[str] | None = None,
     exclude: list[str] | None = None, force: bool = False, hidden: bool | None = None,
     follow_symlinks: bool | None = None, no_gitignore: bool = False,
-    provider: str | None = None, progress: Any = None,
+    provider: str | None = None, progress: ProgressArg = None,
     stop: Callable[[], bool] | None = None,
 ) -> ScanResult:  # fmt: skip
     """Incremental scan; see ``docindex scan --help``. ``stop``: see indexer.scan."""
     from docindex.ingest.indexer import resolve_scope
     from docindex.ingest.indexer import scan as core_scan
 
-    overrides: dict[str, Any] = {}
+    overrides: Overrides = {}
     if hidden is not None:
         overrides["hidden"] = hidden
     if follow_symlinks is not None:
@@ -104,21 +128,18 @@ def _inside(path: Path, root: Path) -> bool:
     return target == root or root in target.parents
 
 
-class _null_ctx:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-def _progress_ctx(progress: Any) -> Any:
-    return progress if progress is not None else _null_ctx()
+def _progress_ctx(
+    progress: ProgressArg,
+) -> AbstractContextManager[ProgressCallback | None]:
+    """A callback, a context manager yielding one, or None, as a context manager."""
+    if progress is None or isinstance(progress, AbstractContextManager):
+        return progress if progress is not None else nullcontext()
+    return nullcontext(progress)
 
 
 def reindex(
     db: str | None, *, path: Path | None = None, full: bool = False,
-    provider: str | None = None, progress: Any = None,
+    provider: str | None = None, progress: ProgressArg = None,
     stop: Callable[[], bool] | None = None,
     roots: list[str] | None = None,
 ) -> ScanResult:  # fmt: skip
@@ -128,7 +149,7 @@ def reindex(
     an atomic rename, so an interrupted rebuild leaves the old index intact
     (and the next ``reindex --full`` continues the new one).
     """
-    overrides: dict[str, Any] = {}
+    overrides: Overrides = {}
     if provider:
         overrides["embedding_provider"] = provider
     if not full:
@@ -184,7 +205,7 @@ def reindex(
 
 
 def _rebuild_workspace(
-    db: str | None, overrides: dict[str, Any], roots: list[str] | None
+    db: str | None, overrides: Overrides, roots: list[str] | None
 ) -> workspace.Workspace:
     """Settings for rebuilding a damaged index: defaults, file, env, flags, roots."""
     from docindex import config as cfgmod
@@ -208,7 +229,7 @@ def _rebuild_workspace(
     return workspace.Workspace(path, cfg.replace(**changes))
 
 
-def _resumable(tmp: Path, cfg: Any) -> bool:
+def _resumable(tmp: Path, cfg: Config) -> bool:
     """True when ``tmp`` is an interrupted rebuild with exactly ``cfg``'s settings.
 
     Its scan phase commits the files it finished (all of them unless it was
@@ -236,21 +257,31 @@ def _resumable(tmp: Path, cfg: Any) -> bool:
         return False
 
 
-def _options(options: dict[str, Any], text: str | None = None) -> QueryOptions:
-    opts = dict(options)
-    cursor = opts.pop("cursor", None)
-    if cursor:
-        from docindex.models.limits import check_length
-
-        check_length("cursor", cursor, 1024)
-        from docindex.search.cursor import decode_cursor
-
-        # The cursor was signed with the query text (see _add_cursor).
-        opts["offset"] = decode_cursor(cursor, {**opts, "query": text})
-    return QueryOptions(**opts)
+def _signed(text: str | None, opts: QueryOptions) -> dict[str, object]:
+    """What a cursor is signed with: the query text and the options that shape it."""
+    return {"query": text, "mode": opts.mode, "types": opts.types,
+            "path_glob": opts.path_glob, "where": opts.where, "files": opts.files,
+            "min_score": opts.min_score, "per_doc": opts.per_doc}  # fmt: skip
 
 
-def query(db: str | None, text: str, options: dict[str, Any]) -> QueryResult:
+def _with_cursor(
+    opts: QueryOptions, cursor: str | None, text: str | None
+) -> QueryOptions:
+    if not cursor:
+        return opts
+    from dataclasses import replace
+
+    from docindex.models.limits import check_length
+    from docindex.search.cursor import decode_cursor
+
+    check_length("cursor", cursor, 1024)
+    # The cursor was signed with the query text (see _add_cursor).
+    return replace(opts, offset=decode_cursor(cursor, _signed(text, opts)))
+
+
+def query(
+    db: str | None, text: str, options: QueryOptions, *, cursor: str | None = None
+) -> QueryResult:
     """Run one query; see ``docindex query --help``."""
     from docindex.search.engine import (  # not for a scan, which never searches (#24)
         parse,
@@ -258,45 +289,41 @@ def query(db: str | None, text: str, options: dict[str, Any]) -> QueryResult:
     )
 
     ws = workspace.load(db)
-    opts = _options(options, text)
+    opts = _with_cursor(options, cursor, text)
     with _open_for_reading(ws) as store:
         # One read transaction: a query that spans a scan's commit would find
         # FTS rowids in the old snapshot and their segments gone in the new (#8).
         with store.atomic(immediate=False):
             result = search(store, parse(text, ws.config), ws.config, opts)
-    _add_cursor(result, options)
+    _add_cursor(result, opts)
     return result
 
 
 def batch_query(
-    db: str | None, lines: Iterable[str], options: dict[str, Any]
+    db: str | None, lines: Iterable[str], options: QueryOptions
 ) -> Iterator[QueryResult]:
     """Run many queries over one open index (``--queries``), in order."""
+    from docindex.errors import BadInputError
     from docindex.search.engine import parse, search
 
     ws = workspace.load(db)
-    opts = _options(options)
-    from docindex.errors import BadInputError
-
     with _open_for_reading(ws) as store:
         for number, line in enumerate(lines, 1):
             try:
                 with store.atomic(immediate=False):  # one snapshot per query
-                    result = search(store, parse(line, ws.config), ws.config, opts)
+                    result = search(store, parse(line, ws.config), ws.config, options)
             except BadInputError as exc:
                 raise BadInputError(f"line {number}: {exc}") from None
             _add_cursor(result, options)
             yield result
 
 
-def _add_cursor(result: QueryResult, options: dict[str, Any]) -> None:
+def _add_cursor(result: QueryResult, opts: QueryOptions) -> None:
     if result.next_offset is not None:
         from docindex.search.cursor import encode_cursor
 
-        result_cursor = encode_cursor(
-            result.next_offset, {**options, "query": result.query}
-        )
-        result.next_cursor = result_cursor
+        signed = _signed(result.query, opts)
+        result.next_cursor = encode_cursor(result.next_offset, signed)
 
 
 def _open_for_reading(ws: workspace.Workspace) -> Store:
@@ -309,70 +336,63 @@ def _readonly_ok(db: Path) -> bool:
     return not os.access(db.parent, os.W_OK) and Path(f"{db}-shm").exists()
 
 
-def stats(db: str | None) -> dict[str, Any]:
+def stats(db: str | None) -> IndexStats:
     """What the index holds."""
+    from docindex.api.records import FacetCount, IndexStats
+
     ws = workspace.load(db)
     with ws.open() as store:
         counts = store.counts()
         size = ws.db.stat().st_size
         wal = Path(f"{ws.db}-wal")
-        space = store.space()
-        return {
-            "db": str(ws.db),
-            "documents": counts.documents,
-            "segments": counts.segments,
-            "embedded": counts.embedded,
-            "roots": list(store.roots().values()),
-            "types": store.kinds(),
-            "db_bytes": size + (wal.stat().st_size if wal.exists() else 0),
-            # free pages + stale FTS data: what `docindex vacuum` gives back
-            "reclaimable_bytes": space.reclaimable_bytes,
-            "embedder": store.get_meta("embedder"),
-            "tokenizer": store.get_meta("tokenizer"),
-            "facets": store.facet_values(),
-            "facet_counts": [
-                {"key": k, "documents": d, "values": v}
-                for k, d, v in store.facet_counts()
-            ],
-            "skipped": store.skip_counts(),
-        }
+        return IndexStats(
+            db=str(ws.db), documents=counts.documents, segments=counts.segments,
+            embedded=counts.embedded, roots=list(store.roots().values()),
+            types=store.kinds(),
+            db_bytes=size + (wal.stat().st_size if wal.exists() else 0),
+            reclaimable_bytes=store.space().reclaimable_bytes,
+            embedder=store.get_meta("embedder"),
+            tokenizer=store.get_meta("tokenizer"),
+            facets=store.facet_values(),
+            facet_counts=[FacetCount(k, d, v) for k, d, v in store.facet_counts()],
+            skipped=store.skip_counts(),
+        )  # fmt: skip
 
 
-def vacuum(db: str | None) -> dict[str, Any]:
+def vacuum(db: str | None) -> VacuumResult:
     """Merge the FTS index and give free pages back (``docindex vacuum``, #22).
 
     Raises:
         IndexBusyError: a scan or a watcher is writing the index; nothing changed.
     """
+    from docindex.api.records import VacuumResult
+
     ws = workspace.load(db)
     with ws.open() as store:
         done = store.vacuum()
         left = store.space().reclaimable_bytes
-    return {
-        "db": str(ws.db),
-        "before_bytes": done.before_bytes,
-        "after_bytes": done.after_bytes,
-        "reclaimed_bytes": max(0, done.before_bytes - done.after_bytes),
-        "reclaimable_bytes": left,
-        "took_ms": done.took_ms,
-    }
+    return VacuumResult(
+        db=str(ws.db), before_bytes=done.before_bytes, after_bytes=done.after_bytes,
+        reclaimed_bytes=max(0, done.before_bytes - done.after_bytes),
+        reclaimable_bytes=left, took_ms=done.took_ms,
+    )  # fmt: skip
 
 
-def skipped(db: str | None, *, reason: str | None = None) -> dict[str, Any]:
+def skipped(db: str | None, *, reason: str | None = None) -> SkippedFiles:
     """Files left out of the index with reason and message (issue #23).
 
-    Returns:
-        ``{"counts": {reason: n}, "files": [SkipRecord, ...]}``; ``counts``
-        covers every reason, ``files`` only ``reason`` when one is given.
+    ``counts`` covers every reason, ``files`` only ``reason`` when one is given.
     """
+    from docindex.api.records import SkippedFiles
+
     ws = workspace.load(db)
     with ws.open() as store:
-        return {"counts": store.skip_counts(), "files": store.skipped(reason)}
+        return SkippedFiles(store.skip_counts(), store.skipped(reason))
 
 
 def watch(
     db: str | None, *, roots: list[str] | None = None, debounce_ms: int = 300,
-    on_batch: Callable[..., None], stop_event: Any,
+    on_batch: Callable[[BatchReport], None], stop_event: threading.Event,
     on_notice: Callable[[str], None] | None = None,
     on_start: Callable[[Path, list[str]], None] | None = None,
 ) -> None:  # fmt: skip
@@ -407,7 +427,7 @@ def _nav_workspace(db: str | None, roots: list[str] | None) -> workspace.Workspa
 def outline(
     db: str | None, file: str, *, depth: int = 6, roots: list[str] | None = None,
     cwd: Path | None = None,
-) -> Any:  # fmt: skip
+) -> Outline:  # fmt: skip
     """A document's title and headings; see ``docindex outline --help``."""
     from docindex.search import navigate
 
@@ -419,7 +439,7 @@ def outline(
 def show(
     db: str | None, target: str, *, context: int = 0, roots: list[str] | None = None,
     cwd: Path | None = None,
-) -> Any:  # fmt: skip
+) -> Shown:  # fmt: skip
     """A chunk and its neighbours; see ``docindex show --help``."""
     from docindex.search import navigate
 
@@ -431,7 +451,7 @@ def show(
 def section(
     db: str | None, file: str, heading: str, *, include_subsections: bool = True,
     roots: list[str] | None = None, cwd: Path | None = None,
-) -> Any:  # fmt: skip
+) -> Section:  # fmt: skip
     """One heading's section; see ``docindex section --help``."""
     from docindex.search import navigate
 
@@ -444,7 +464,7 @@ def section(
 def list_documents(
     db: str | None, *, path_glob: str | None = None, types: tuple[str, ...] = (),
     limit: int = 50, offset: int = 0, roots: list[str] | None = None,
-) -> Any:  # fmt: skip
+) -> DocumentList:  # fmt: skip
     """Indexed documents, a page at a time; see ``docindex list --help``."""
     from docindex.search import navigate
 
@@ -457,7 +477,7 @@ def list_documents(
 def related(
     db: str | None, target: str, *, top: int = 10, same_file: bool = False,
     roots: list[str] | None = None, cwd: Path | None = None,
-) -> Any:  # fmt: skip
+) -> Related:  # fmt: skip
     """Nearest chunks by vector; see ``docindex related --help``."""
     from docindex.search import navigate
 
@@ -491,20 +511,24 @@ def index_vocabulary(db: str | None, roots: list[str] | None = None) -> dict[str
 # -- roots and settings (issue #20) ---------------------------------------------
 
 
-def roots_list(db: str | None) -> dict[str, Any]:
+def roots_list(db: str | None) -> RootsListing:
     """The index's roots with document counts; see ``docindex roots --help``."""
     from docindex.api import roots as rootsmod
+    from docindex.api.records import Relocated, RootsListing
 
     ws = workspace.load(db)
     with _open_for_reading(ws) as store:
         listed = rootsmod.list_roots(store, ws.config.roots)
     moved = workspace.relocation(ws.db)
-    return {"db": str(ws.db), "roots": listed,
-            "relocated": None if moved is None else
-            {"old": moved.old, "new": moved.new, "fix": moved.fix()}}  # fmt: skip
+    return RootsListing(
+        str(ws.db), listed,
+        None if moved is None else Relocated(moved.old, moved.new, moved.fix()),
+    )  # fmt: skip
 
 
-def roots_change(db: str | None, action: str, path: str, new: str | None = None) -> Any:
+def roots_change(
+    db: str | None, action: str, path: str, new: str | None = None
+) -> RootChange:
     """``roots add PATH``, ``roots remove PATH`` or ``roots move PATH NEW``.
 
     Raises:
@@ -528,7 +552,7 @@ def roots_change(db: str | None, action: str, path: str, new: str | None = None)
         return rootsmod.move(store, ws.config, path, new, db=ws.db)[1]
 
 
-def settings(db: str | None, near: list[str] | None = None) -> dict[str, Any]:
+def settings(db: str | None, near: list[str] | None = None) -> dict[str, Any]:  # JSON
     """Effective settings and where each comes from; see ``docindex config --help``."""
     from dataclasses import asdict
 
@@ -562,7 +586,7 @@ def settings(db: str | None, near: list[str] | None = None) -> dict[str, Any]:
 
 
 def hit_lines(
-    db: str | None, hits: list[Any], context: int, *, whole_chunk: bool = False
+    db: str | None, hits: list[Hit], context: int, *, whole_chunk: bool = False
 ) -> list[list[tuple[int, str]]]:
     """Each hit's line with ``context`` lines either side, from the indexed text.
 

@@ -267,10 +267,11 @@ def _warm() -> None:
     import importlib
 
     for name in (
-        "docindex.cli.main", "docindex.api.commands", "docindex.cli.render", "docindex.search.engine",
-        "docindex.ingest.indexer", "docindex.search.navigate", "docindex.ingest.walker", "docindex.embed.ngram",
-        "docindex.cli.signals", "docindex.search.snippet", "docindex.search.cursor", "rich.console",
-        "numpy", "hashlib", "Stemmer",
+        "docindex.cli.main", "docindex.api.commands", "docindex.api.index",
+        "docindex.cli.render", "docindex.search.engine", "docindex.ingest.indexer",
+        "docindex.search.navigate", "docindex.ingest.walker", "docindex.embed.ngram",
+        "docindex.cli.signals", "docindex.search.snippet", "docindex.search.cursor",
+        "rich.console", "numpy", "hashlib", "Stemmer",
     ):  # fmt: skip
         try:
             importlib.import_module(name)

@@ -7,7 +7,7 @@ import os
 import sqlite3
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -21,6 +21,13 @@ from docindex.cli.output import out_console as _out_console
 from docindex.cli.output import piped as _piped
 from docindex.cli.output import progress_bar as _progress
 from docindex.errors import DocindexError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from typing import TextIO
+
+    from docindex.api.index import Index
+    from docindex.models import QueryResult
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -168,15 +175,15 @@ def scan(path: Path | None, roots: tuple[str, ...], exclude: tuple[str, ...],
     Without an index, PATH (a directory) becomes the first root and the index is
     created at PATH/.docindex/index.db.
     """
-    from docindex.api import commands as api
+    from docindex.api.index import Index
 
     if ndjson and not as_json:
         raise click.UsageError("--progress streams JSON lines: use it with --json")
     progress = _NdjsonProgress() if ndjson else _progress(not (as_json or quiet))
     signals = _signals()
-    result = api.scan(
-        db, path=path, roots=list(roots), exclude=list(exclude), force=force,
-        hidden=hidden, follow_symlinks=follow_symlinks, no_gitignore=no_gitignore,
+    result = Index(db, roots=roots).scan(
+        path, exclude=exclude, force=force, hidden=hidden,
+        follow_symlinks=follow_symlinks, gitignore=not no_gitignore,
         provider=provider, progress=progress, stop=signals.graceful().is_set,
     )  # fmt: skip
     _print_scan(result, as_json, quiet, "scan", event=ndjson)
@@ -296,7 +303,7 @@ def query(text: str | None, top: int, mode: str, snippet_chars: int,
 
     Exit status 0 even with zero hits; 1 on a runtime failure; 2 on misuse.
     """
-    from docindex.api import commands as api
+    from docindex.api.index import Index
     from docindex.cli.render import hits_text, vimgrep_lines
 
     if (as_json or queries is not None) and (vimgrep or context_lines):
@@ -311,28 +318,31 @@ def query(text: str | None, top: int, mode: str, snippet_chars: int,
             raise click.BadParameter("expected KEY=VALUE", param_hint="--where")
         key, _, value = item.partition("=")
         pairs.append((key.strip(), value.strip()))
-    options = dict(
-        top=top, mode=mode, snippet_chars=snippet_chars, highlight=not no_highlight,
-        min_score=min_score, files=files, explain=explain, types=types,
-        path_glob=path_glob, where=tuple(pairs), per_doc=per_doc, cursor=cursor,
-    )  # fmt: skip
-    db = _find_db(db)
+    index = Index(_find_db(db))
     if queries is not None:
         if text:
             raise click.UsageError("give TEXT or --queries, not both")
-        _batch(db, queries, options)
+        _batch(index, queries, lambda texts: index.queries(
+            texts, top=top, mode=mode, files=files, path=path_glob, types=types,
+            where=pairs, snippet_chars=snippet_chars, highlight=not no_highlight,
+        ))  # fmt: skip
         return
     if text is None:
         if sys.stdin is None or sys.stdin.isatty():
             raise click.UsageError("missing query TEXT (or pipe it on stdin)")
         text = sys.stdin.read().strip()
-    result = api.query(db, text, options)
+    result = index.query(
+        text, top=top, mode=mode, snippet_chars=snippet_chars,
+        highlight=not no_highlight, min_score=min_score, files=files,
+        explain=explain, types=types, path=path_glob, where=pairs, per_doc=per_doc,
+        cursor=cursor,
+    )  # fmt: skip
     if as_json:
         _echo_json(result)
         return
     lines = None
     if (vimgrep or context_lines) and result.hits:
-        lines = api.hit_lines(db, result.hits, 0 if vimgrep else context_lines)
+        lines = index.lines_around(result.hits, context=0 if vimgrep else context_lines)
     if vimgrep:
         for line in vimgrep_lines(result.hits, lines or []):
             click.echo(line)
@@ -343,14 +353,16 @@ def query(text: str | None, top: int, mode: str, snippet_chars: int,
     )
 
 
-def _batch(db: str | None, queries: Any, options: dict[str, Any]) -> None:
+def _batch(
+    index: Index, queries: TextIO,
+    run: Callable[[Iterator[str]], Iterator[QueryResult]],
+) -> None:  # fmt: skip
     """``--queries``: one JSON line out per line in; a JSON line's ``id`` is echoed."""
-    from docindex.api import commands as api
     from docindex.cli.render import to_dict
 
-    ids: list[Any] = []
+    ids: list[object] = []
 
-    def texts() -> Any:
+    def texts() -> Iterator[str]:
         for number, raw in enumerate(queries, start=1):
             line = raw.rstrip("\n")
             if line.lstrip().startswith("{"):
@@ -372,7 +384,7 @@ def _batch(db: str | None, queries: Any, options: dict[str, Any]) -> None:
                 ids.append(None)
                 yield line
 
-    for result in api.batch_query(db, texts(), options):
+    for result in run(texts()):
         data = to_dict(result)
         qid = ids.pop(0)
         _echo_json(data if qid is None else {"id": qid, **data})
@@ -402,15 +414,15 @@ def reindex(path: Path | None, full: bool, provider: str | None,
             roots: tuple[str, ...], quiet: bool, db: str | None,
             as_json: bool) -> None:  # fmt: skip
     """Re-read every file (or PATH) even if unchanged; --full rebuilds the index file."""
-    from docindex.api import commands as api
+    from docindex.api.index import Index
 
     if provider and not full:
         raise click.UsageError("--provider needs --full")
     signals = _signals()
-    result = api.reindex(db, path=path, full=full, provider=provider,
-                         roots=list(roots) or None,
-                         progress=_progress(not (as_json or quiet)),
-                         stop=signals.graceful().is_set)  # fmt: skip
+    result = Index(db, roots=roots).reindex(
+        path, full=full, provider=provider, progress=_progress(not (as_json or quiet)),
+        stop=signals.graceful().is_set,
+    )  # fmt: skip
     _print_scan(result, as_json, quiet, "reindex --full" if full else "reindex")
     _exit_if_signalled(signals)
 
@@ -423,10 +435,10 @@ def stats(db: str | None, as_json: bool) -> None:
 
     --json prints everything, every facet value included.
     """
-    from docindex.api import commands as api
+    from docindex.api.index import Index
     from docindex.cli.render import print_stats
 
-    data = api.stats(_find_db(db))
+    data = Index(_find_db(db)).stats()
     if as_json:
         _echo_json(data)
     else:
@@ -445,10 +457,10 @@ def vacuum(db: str | None, as_json: bool) -> None:
     a watcher holds the lock longer it fails with "index is busy" and
     changes nothing.
     """
-    from docindex.api import commands as api
+    from docindex.api.index import Index
     from docindex.cli.render import vacuum_text
 
-    result = api.vacuum(_find_db(db))
+    result = Index(_find_db(db)).vacuum()
     if as_json:
         _echo_json(result)
     else:
@@ -495,7 +507,7 @@ def watch(
     output and exit status (DOCINDEX_WATCHER=off in the caller's environment
     opts out).
     """
-    from docindex.api import commands as api
+    from docindex.api.index import Index
     from docindex.serve.rendezvous import watcher_mode
 
     signals = _signals()
@@ -532,9 +544,7 @@ def watch(
         click.echo(f"warning: {message}", err=True)
 
     try:
-        api.watch(
-            _find_db(db, roots),
-            roots=list(roots),
+        Index(_find_db(db, roots), roots=roots).run_watch(
             debounce_ms=debounce_ms,
             on_batch=on_batch,
             stop_event=stop,

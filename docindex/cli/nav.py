@@ -37,10 +37,10 @@ def outline(file: str, depth: int, db: str | None, as_json: bool) -> None:
     FILE is relative to a root (or to the current directory), or absolute inside
     a root.
     """
-    from docindex.api import commands as api
+    from docindex.api.index import Index
     from docindex.cli.render import print_outline
 
-    result = api.outline(find_db(db), file, depth=depth, cwd=Path.cwd())
+    result = Index(find_db(db)).outline(file, depth=depth, cwd=Path.cwd())
     if as_json:
         echo_json(result)
     else:
@@ -61,10 +61,10 @@ def outline(file: str, depth: int, db: str | None, as_json: bool) -> None:
 @json_option
 def show(target: str, context: int, db: str | None, as_json: bool) -> None:
     """Show a chunk (by chunk id, or the one holding FILE:LINE) with its neighbours."""
-    from docindex.api import commands as api
+    from docindex.api.index import Index
     from docindex.cli.render import print_shown
 
-    result = api.show(find_db(db), target, context=context, cwd=Path.cwd())
+    result = Index(find_db(db)).show(target, context=context, cwd=Path.cwd())
     if as_json:
         echo_json(result)
     else:
@@ -82,11 +82,11 @@ def show(target: str, context: int, db: str | None, as_json: bool) -> None:
 def section(file: str, heading: str, no_subsections: bool, db: str | None,
             as_json: bool) -> None:  # fmt: skip
     """Print the section of FILE under HEADING (case-insensitive) with its lines."""
-    from docindex.api import commands as api
+    from docindex.api.index import Index
     from docindex.cli.render import print_section
 
-    result = api.section(find_db(db), file, heading,
-                         include_subsections=not no_subsections,
+    result = Index(find_db(db)).section(file, heading,
+                         subsections=not no_subsections,
                          cwd=Path.cwd())  # fmt: skip
     if as_json:
         echo_json(result)
@@ -132,10 +132,10 @@ def list_(path_glob: str | None, types: tuple[str, ...], limit: int, offset: int
     per document (absolute path, type, bytes, segments, title), never cut short;
     the paging footer goes to stderr.
     """
-    from docindex.api import commands as api
+    from docindex.api.index import Index
     from docindex.cli.render import document_rows, print_documents
 
-    result = api.list_documents(find_db(db), path_glob=path_glob, types=types,
+    result = Index(find_db(db)).documents(path=path_glob, types=types,
                                 limit=limit, offset=offset)  # fmt: skip
     if as_json:
         echo_json(result)
@@ -161,10 +161,10 @@ def skipped(reason: str | None, db: str | None, as_json: bool) -> None:
     A file stays listed until it changes on disk; the next scan then reads it
     again.
     """
-    from docindex.api import commands as api
+    from docindex.api.index import Index
     from docindex.cli.render import print_skipped
 
-    result = api.skipped(db, reason=reason)
+    result = Index(db).skipped(reason=reason)
     if as_json:
         echo_json(result)
     else:
@@ -191,10 +191,10 @@ def skipped(reason: str | None, db: str | None, as_json: bool) -> None:
 def related(target: str, top: int, same_file: bool, db: str | None,
             as_json: bool) -> None:  # fmt: skip
     """Chunks nearest by vector to a chunk, or to FILE's centroid (other files only)."""
-    from docindex.api import commands as api
+    from docindex.api.index import Index
     from docindex.cli.render import print_related
 
-    result = api.related(find_db(db), target, top=top, same_file=same_file,
+    result = Index(find_db(db)).related(target, top=top, same_file=same_file,
                          cwd=Path.cwd())  # fmt: skip
     if as_json:
         echo_json(result)

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from docindex.models import Hit, ScanResult
+
+if TYPE_CHECKING:
+    from docindex.api.records import SkippedFiles
 from docindex.models.serialize import hit_dict as hit_dict  # re-exported: the old home
 from docindex.models.serialize import to_dict as to_dict
 from docindex.models.serialize import to_json as to_json
@@ -192,8 +195,9 @@ def human_size(n: float) -> str:
     return f"{n:.1f} TB"  # pragma: no cover
 
 
-def vacuum_text(result: dict[str, Any]) -> str:
+def vacuum_text(result_record: object) -> str:
     """The line ``docindex vacuum`` prints."""
+    result: dict[str, Any] = to_dict(result_record)
     return (
         f"{result['db']}: {human_size(result['before_bytes'])} -> "
         f"{human_size(result['after_bytes'])} "
@@ -218,8 +222,9 @@ def interrupted_text(result: ScanResult, again: str) -> str:
     )
 
 
-def print_stats(console: Any, stats: dict[str, Any]) -> None:
+def print_stats(console: Any, stats_record: object) -> None:
     """Index statistics on one screen; ``--json`` has every facet value."""
+    stats: dict[str, Any] = to_dict(stats_record)
     from rich.table import Table
 
     table = Table(show_header=False, box=None)
@@ -262,11 +267,11 @@ def print_stats(console: Any, stats: dict[str, Any]) -> None:
         console.print(Text("every facet and value: docindex stats --json", style="dim"))
 
 
-def print_skipped(console: Any, result: dict[str, Any]) -> None:
+def print_skipped(console: Any, result: SkippedFiles) -> None:
     """Skipped files grouped by reason: path and message, then the counts."""
     from rich.text import Text
 
-    files = result["files"]
+    files = result.files
     by_reason: dict[str, list[Any]] = {}
     for record in files:
         by_reason.setdefault(record.reason, []).append(record)
@@ -278,7 +283,7 @@ def print_skipped(console: Any, result: dict[str, Any]) -> None:
             if record.message and record.message != reason:
                 line.append(f"  {_clean(record.message)}", style="dim")
             console.print(line, soft_wrap=True)
-    counts = result["counts"]
+    counts = result.counts
     if not counts:
         console.print(Text("no file was left out", style="dim"))
     elif not files:
@@ -445,8 +450,9 @@ def print_eval(console: Any, report: Any) -> None:
 # -- roots and settings (issue #20) ---------------------------------------------
 
 
-def print_roots(console: Any, data: dict[str, Any]) -> None:
+def print_roots(console: Any, data_record: object) -> None:
     """Roots with their document counts; a missing folder and a moved index are said."""
+    data: dict[str, Any] = to_dict(data_record)
     from rich.table import Table
     from rich.text import Text
 

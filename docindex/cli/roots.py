@@ -29,10 +29,10 @@ def roots(ctx: click.Context, db: str | None, as_json: bool) -> None:
 
 
 def _roots_list(db: str | None, as_json: bool) -> None:
-    from docindex.api import commands as api
+    from docindex.api.index import Index
     from docindex.cli.render import print_roots
 
-    data = api.roots_list(find_db(db, warn=False))
+    data = Index(find_db(db, warn=False)).list_roots()
     if as_json:
         echo_json(data)
     else:
@@ -55,12 +55,18 @@ def roots_list(ctx: click.Context, db: str | None, as_json: bool) -> None:
 
 
 def _roots_change(
-    ctx: click.Context, db: str | None, as_json: bool, *args: Any
+    ctx: click.Context, db: str | None, as_json: bool, action: str, *paths: str
 ) -> None:
-    from docindex.api import commands as api
+    from docindex.api.index import Index
     from docindex.cli.render import root_change_text
 
-    change = api.roots_change(find_db(_roots_db(ctx, db), warn=False), *args)
+    index = Index(find_db(_roots_db(ctx, db), warn=False))
+    if action == "add":
+        change = index.add_root(paths[0])
+    elif action == "remove":
+        change = index.remove_root(paths[0])
+    else:
+        change = index.move_root(paths[0], paths[1])
     if as_json or (ctx.obj or {}).get("as_json"):
         echo_json(change)
     else:
@@ -103,10 +109,10 @@ def config(db: str | None, as_json: bool) -> None:
     config file (config.toml beside the index, or DOCINDEX_CONFIG), environment
     (DOCINDEX_<NAME>), flag.
     """
-    from docindex.api import commands as api
+    from docindex.api.index import Index
     from docindex.cli.render import print_settings
 
-    data = api.settings(db)
+    data = Index(db).settings()
     if as_json:
         echo_json(data)
     else:

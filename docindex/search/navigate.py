@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import NamedTuple
 
 from docindex.errors import DocindexError, MisuseError, OutsideRootsError
-from docindex.ingest.segment import markdown_headings
 from docindex.models.limits import (
     MAX_CHUNK_ID_CHARS,
     MAX_GLOB_CHARS,
@@ -41,6 +40,7 @@ from docindex.models.navigation import (
     Shown,
 )
 from docindex.store import DocFilter, Index, SegmentRow
+from docindex.text.headings import markdown_headings
 
 MARKDOWN_KINDS = ("md", "docx", "html", "odt")  # one unit whose text has ``#`` headings
 

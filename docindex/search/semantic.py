@@ -58,7 +58,7 @@ def ngram_fallback(
     if not lexical:
         return []
     from docindex.embed.ngram import NgramEmbedder, dequantize, quantize
-    from docindex.ingest.analyze import embed_input, title_text
+    from docindex.text.fields import embed_input, title_text
 
     key = (cfg.embedding_dim, cfg.cjk_ngram, cfg.stem)
     cache: dict[tuple[int, int, bool], Any] | None = getattr(_FALLBACK, "cache", None)

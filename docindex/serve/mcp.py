@@ -23,9 +23,9 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
-from docindex.api import commands as api
+from docindex.api.index import Index
 from docindex.errors import BadInputError, DocindexError
 from docindex.models.limits import (
     MAX_CHUNK_ID_CHARS,
@@ -36,6 +36,9 @@ from docindex.models.limits import (
     MAX_QUERY_CHARS,
 )
 from docindex.search.engine import MODES
+
+if TYPE_CHECKING:
+    from docindex.models import QueryResult
 
 INSTALL_HINT = "the MCP server needs the mcp extra: pip install 'docindex[mcp]'"
 MAX_BATCH = 10
@@ -106,7 +109,7 @@ def tool_schemas(vocab: dict[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]
     (without the vocabulary's enums) before they are queued.
 
     Args:
-        vocab: ``api.index_vocabulary()``: ``types`` and ``facets`` present.
+        vocab: ``Index.vocabulary()``: ``types`` and ``facets`` present.
     """
     types, facets = list(vocab.get("types") or []), dict(vocab.get("facets") or {})
     path_doc = "A file path relative to a root, or absolute inside one."
@@ -269,14 +272,13 @@ def _where(value: Any) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((value or {}).items()))
 
 
-def _query_options(args: dict[str, Any], default_top: int = 10) -> dict[str, Any]:
-    """The option dict ``api.query`` takes (same keys as the CLI's, for cursors)."""
-    return dict(
-        top=int(args.get("top_k", default_top)), mode=args.get("mode", "auto"),
-        snippet_chars=int(args.get("snippet_chars", 200)),
-        highlight=args.get("highlight", True), min_score=0.0, files=False,
-        explain=False, types=_types(args.get("type")),
-        path_glob=_opt_str(args, "path"), where=_where(args.get("where")),
+def _query(index: Index, args: dict[str, Any], default_top: int = 10) -> QueryResult:
+    """``Index.query`` with a tool call's arguments (the CLI's options, for cursors)."""
+    return index.query(
+        args["query"], top=int(args.get("top_k", default_top)),
+        mode=args.get("mode", "auto"), snippet_chars=int(args.get("snippet_chars", 200)),
+        highlight=args.get("highlight", True), types=_types(args.get("type")),
+        path=_opt_str(args, "path"), where=_where(args.get("where")),
         cursor=_opt_str(args, "cursor"),
     )  # fmt: skip
 
@@ -289,7 +291,7 @@ class CallCancelledError(DocindexError):
 
 
 class _Cancellable:
-    """A progress "bar" for ``api.scan``: its callback stops a cancelled scan.
+    """A progress "bar" for ``Index.scan``: its callback stops a cancelled scan.
 
     The scan checks in at every walked and indexed file, so a cancelled
     ``doc_scan`` stops within one file and rolls back its open transaction.
@@ -325,11 +327,13 @@ class Tools:
     def __init__(self, db: str | None, roots: list[str]) -> None:
         self.db = db
         self.roots = [str(Path(r).resolve()) for r in roots]
+        self.index = Index(db, roots=self.roots)  # the tools that read or add roots
+        self.plain = Index(db)  # the tools that take the index's own roots
 
     def vocabulary(self) -> dict[str, Any]:
         """Types and facets in the index now (empty before the first scan)."""
         try:
-            return api.index_vocabulary(self.db, self.roots or None)
+            return self.index.vocabulary()
         except DocindexError:
             return {"roots": self.roots, "types": [], "facets": {}}
 
@@ -362,30 +366,27 @@ class Tools:
 
         path = _opt_str(args, "path")
         scope = resolve_inside(self._roots_now(), path) if path else None
-        return api.scan(self.db, path=scope, roots=self.roots or None,
-                        force=args.get("force", False), progress=stop)  # fmt: skip
+        return self.index.scan(scope, force=args.get("force", False), progress=stop)
 
     def _tool_doc_query(self, args: dict[str, Any], stop: _Cancellable) -> Any:
-        return api.query(self.db, args["query"], _query_options(args))
+        return _query(self.plain, args)
 
     def _tool_doc_reindex(self, args: dict[str, Any], stop: _Cancellable) -> Any:
-        return api.reindex(self.db, full=args.get("full", False), progress=stop)
+        return self.plain.reindex(full=args.get("full", False), progress=stop)
 
     def _tool_doc_stats(self, args: dict[str, Any], stop: _Cancellable) -> Any:
-        return api.stats(self.db)
+        return self.plain.stats()
 
     def _tool_get_doc(self, args: dict[str, Any], stop: _Cancellable) -> Any:
-        return api.show(self.db, args["chunk_id"], context=int(args.get("context", 0)),
-                        roots=self.roots or None)  # fmt: skip
+        return self.index.show(args["chunk_id"], context=int(args.get("context", 0)))
 
     def _tool_get_outline(self, args: dict[str, Any], stop: _Cancellable) -> Any:
-        return api.outline(self.db, args["path"], depth=int(args.get("max_depth", 6)),
-                           roots=self.roots or None)  # fmt: skip
+        return self.index.outline(args["path"], depth=int(args.get("max_depth", 6)))
 
     def _tool_get_section(self, args: dict[str, Any], stop: _Cancellable) -> Any:
-        return api.section(
-            self.db, args["path"], args["section"], roots=self.roots or None,
-            include_subsections=args.get("include_subsections", True),
+        return self.index.section(
+            args["path"], args["section"],
+            subsections=args.get("include_subsections", True),
         )  # fmt: skip
 
     def _tool_find_related(self, args: dict[str, Any], stop: _Cancellable) -> Any:
@@ -397,15 +398,13 @@ class Tools:
             target = (
                 chunk if "#" in chunk or chunk.startswith(path) else f"{path}#{chunk}"
             )
-        return api.related(self.db, target, top=int(args.get("limit", 10)),
-                           same_file=args.get("same_file", False),
-                           roots=self.roots or None)  # fmt: skip
+        return self.index.related(target, top=int(args.get("limit", 10)),
+                                  same_file=args.get("same_file", False))  # fmt: skip
 
     def _tool_list_documents(self, args: dict[str, Any], stop: _Cancellable) -> Any:
-        return api.list_documents(
-            self.db, path_glob=_opt_str(args, "path"), types=_types(args.get("type")),
+        return self.index.documents(
+            path=_opt_str(args, "path"), types=_types(args.get("type")),
             limit=int(args.get("limit", 50)), offset=int(args.get("offset", 0)),
-            roots=self.roots or None,
         )  # fmt: skip
 
     def _tool_search_batch(self, args: dict[str, Any], stop: _Cancellable) -> Any:
@@ -413,7 +412,7 @@ class Tools:
         results = []
         for item in args["queries"]:
             stop.check()
-            result = api.query(self.db, item["query"], _query_options(item, limit))
+            result = _query(self.plain, item, limit)
             results.append(json.loads(_to_text(result)))
         return {"results": results}
 

@@ -3,8 +3,8 @@
 ``Index`` (``interface.py``) is the typed interface the core uses; ``Store``
 (``sqlite.py``) implements it on one SQLite file; ``records.py`` holds the
 dataclasses that cross it; ``encoding.py`` the segment row format;
-``migrations.py`` the schema. ``from docindex.store import Store`` keeps
-working as before.
+``migrations.py`` the schema.
+May import: docindex.text, docindex.models, docindex.config, docindex.errors.
 """
 
 from __future__ import annotations
