@@ -10,7 +10,11 @@ fragments: markup in the snippet (MDX props, JSX, fences) or fewer than 8
 words of prose in the chunk (``docindex.search.quality.prose_words``). No
 question here is code, so every such hit counts.
 
-Usage: python bench/questions.py [--db INDEX] [--misses] [--json]
+Usage: python bench/questions.py [--db INDEX] [--misses] [--json] [--source DIR]
+
+``--source DIR`` runs the docindex of another source tree (a checkout of the
+code before a change) on the same index and questions, for a before/after
+comparison; the fragment count always uses this tree's definition.
 
 Without ``--db`` the corpus is scanned into a temporary index first (about
 half a minute). Skips with a message when ``../shared`` is absent.
@@ -18,6 +22,7 @@ half a minute). Skips with a message when ``../shared`` is absent.
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import subprocess
@@ -29,7 +34,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from known_items import CORPUS, bench_args, read_items, scan_corpus  # noqa: E402
+from known_items import CORPUS, read_items, scan_corpus  # noqa: E402
 
 ITEMS = Path(__file__).with_name("questions.jsonl")
 # Markup a reader should never see in a snippet: MDX props and expressions,
@@ -42,16 +47,16 @@ MARKUP = re.compile(
 
 
 def run(
-    db: Path, items: list[dict[str, Any]], files: bool
+    db: Path, items: list[dict[str, Any]], files: bool, source: Path | None = None
 ) -> list[list[dict[str, Any]]]:
-    """Each question's top 10 hits (JSON) in one view."""
+    """Each question's top 10 hits (JSON) in one view (``source``: another tree's)."""
     cmd = [sys.executable, "-m", "docindex", "query", "--db", str(db), "--queries",
            "-", "--json", "--top", "10"]  # fmt: skip
     if files:
         cmd.append("--files")
     out = subprocess.run(
         cmd, input="".join(i["query"] + "\n" for i in items),
-        capture_output=True, text=True, check=True,
+        capture_output=True, text=True, check=True, cwd=source,
     ).stdout  # fmt: skip
     return [json.loads(line)["hits"] for line in out.splitlines()]
 
@@ -88,15 +93,20 @@ def figures(ranks: list[int | None]) -> dict[str, float]:
 
 
 def main() -> int:
-    args = bench_args(__doc__ or "")
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--db", type=Path, help="an index of the corpus to reuse")
+    parser.add_argument("--misses", action="store_true", help="list misses, fragments")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--source", type=Path, help="run this source tree's docindex")
+    args = parser.parse_args()
     if not CORPUS.is_dir():
         print(f"skipped: {CORPUS} not found")
         return 0
     items = read_items(ITEMS)
     with tempfile.TemporaryDirectory() as tmp:
         db = args.db or scan_corpus(Path(tmp) / "index.db")
-        chunks = run(db, items, files=False)
-        files = run(db, items, files=True)
+        chunks = run(db, items, files=False, source=args.source)
+        files = run(db, items, files=True, source=args.source)
     report: dict[str, Any] = {}
     for view, results in (("chunks", chunks), ("files", files)):
         ranks = [rank(h, i) for h, i in zip(results, items, strict=True)]
