@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,11 +61,11 @@ class Config:
     max_pdf_pages: int = 2_000
     busy_timeout_s: float = 10.0
 
-    def replace(self, **changes: Any) -> Config:
+    def replace(self, **changes: Any) -> Config:  # each field's own type
         """Return a copy with ``changes`` applied and validated."""
         return validate(dataclasses.replace(self, **changes))
 
-    def index_settings(self) -> dict[str, Any]:
+    def index_settings(self) -> dict[str, object]:
         """The settings an index remembers (roots, walk rules, tokenizer, embedder)."""
         return {f: _jsonable(getattr(self, f)) for f in _REMEMBERED}
 
@@ -79,11 +80,11 @@ _GROUPS = {"walk": "", "segment": "segment_", "embedding": "embedding_", "rankin
 FIELDS = {f.name: f for f in dataclasses.fields(Config)}
 
 
-def _jsonable(value: Any) -> Any:
+def _jsonable(value: object) -> object:
     return list(value) if isinstance(value, tuple) else value
 
 
-def _coerce(name: str, value: Any) -> Any:
+def _coerce(name: str, value: Any) -> Any:  # TOML/env/JSON in, the field's type out
     """Coerce a TOML/env/JSON value to the field's type, or raise ConfigError."""
     default = FIELDS[name].default
     try:
@@ -133,7 +134,7 @@ def validate(cfg: Config) -> Config:
     return cfg
 
 
-def from_mapping(data: dict[str, Any], base: Config | None = None) -> Config:
+def from_mapping(data: Mapping[str, object], base: Config | None = None) -> Config:
     """Build a Config from a (possibly grouped) mapping, as read from TOML or JSON."""
     changes: dict[str, Any] = {}
     for key, value in data.items():
@@ -152,7 +153,7 @@ def from_mapping(data: dict[str, Any], base: Config | None = None) -> Config:
     return validate(dataclasses.replace(base or Config(), **changes))
 
 
-def mapping_fields(data: dict[str, Any]) -> set[str]:
+def mapping_fields(data: Mapping[str, object]) -> set[str]:
     """The setting names a (possibly grouped) mapping sets (``docindex config``)."""
     names: set[str] = set()
     for key, value in data.items():

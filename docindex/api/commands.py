@@ -12,7 +12,7 @@ import shlex
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from docindex.api import workspace
 from docindex.config import Config
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         RootsListing,
         SkippedFiles,
         VacuumResult,
+        Vocabulary,
     )
     from docindex.api.roots import RootChange
     from docindex.ingest.watch import BatchReport
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
         Section,
         Shown,
     )
+    from docindex.models.serialize import JSONObject
     from docindex.store import Store
 
 ProgressCallback = Callable[[Progress], None]
@@ -487,7 +489,7 @@ def related(
                                 same_file=same_file, cwd=cwd)  # fmt: skip
 
 
-def index_vocabulary(db: str | None, roots: list[str] | None = None) -> dict[str, Any]:
+def index_vocabulary(db: str | None, roots: list[str] | None = None) -> Vocabulary:
     """Types and front-matter facet values in the index (for MCP schema enums).
 
     Returns ``{"roots": [...], "types": [...], "facets": {key: [values]}}``;
@@ -552,7 +554,7 @@ def roots_change(
         return rootsmod.move(store, ws.config, path, new, db=ws.db)[1]
 
 
-def settings(db: str | None, near: list[str] | None = None) -> dict[str, Any]:  # JSON
+def settings(db: str | None, near: list[str] | None = None) -> JSONObject:
     """Effective settings and where each comes from; see ``docindex config --help``."""
     from dataclasses import asdict
 

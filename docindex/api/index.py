@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from docindex.api import commands
 from docindex.models import QueryOptions
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         RootsListing,
         SkippedFiles,
         VacuumResult,
+        Vocabulary,
     )
     from docindex.api.roots import RootChange
     from docindex.ingest.watch import BatchReport
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
         Section,
         Shown,
     )
+    from docindex.models.serialize import JSONObject
 
 ProgressCallback = Callable[["Progress"], None]
 # What scan() accepts as progress: a callback, or a context manager that
@@ -272,13 +274,13 @@ class Index:
         """The roots with their document counts (and a relocation, if any)."""
         return commands.roots_list(self.db)
 
-    def settings(self, *, near: Sequence[str | Path] = ()) -> dict[str, Any]:
+    def settings(self, *, near: Sequence[str | Path] = ()) -> JSONObject:
         """Effective settings and where each comes from (a JSON value, as
         ``docindex config --json`` prints it); ``near``: folders to look for an
         index from when the handle names none."""
         return commands.settings(self.db, [str(p) for p in near] or None)
 
-    def vocabulary(self) -> dict[str, Any]:
+    def vocabulary(self) -> Vocabulary:
         """Roots, document kinds and front-matter facet values (a JSON value),
         to offer as filters; empty lists before the first scan."""
         return commands.index_vocabulary(self.db, self._roots())

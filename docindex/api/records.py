@@ -6,9 +6,18 @@ Field names are the keys of the commands' documented ``--json`` output.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 from docindex.api.roots import RootInfo
 from docindex.models import SkipRecord
+
+
+class Vocabulary(TypedDict, total=False):
+    """``Index.vocabulary()`` (a JSON object): what to offer as filters."""
+
+    roots: list[str]
+    types: list[str]
+    facets: dict[str, list[str]]
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,10 +7,9 @@ so every command (and the MCP server) behaves the same.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from docindex import config as cfgmod
 from docindex.config import Config
@@ -136,7 +135,7 @@ def relocation(db: Path) -> Relocation | None:
     return None
 
 
-def _remembered(db: Path) -> dict[str, Any]:
+def _remembered(db: Path) -> dict[str, object]:
     if not db.is_file():
         return {}
     try:
@@ -149,7 +148,7 @@ def _remembered(db: Path) -> dict[str, Any]:
 
 def load(
     db: str | Path | None,
-    overrides: dict[str, Any] | None = None,
+    overrides: Mapping[str, object] | None = None,
     *,
     extra_roots: list[str] | None = None,
     scan_path: Path | None = None,
@@ -248,7 +247,7 @@ def add_root(roots: Sequence[str], new: str | Path) -> list[str]:
 
 
 def layered(
-    db: Path, overrides: dict[str, Any] | None = None
+    db: Path, overrides: Mapping[str, object] | None = None
 ) -> tuple[Config, dict[str, str]]:
     """Effective settings for ``db`` and where each comes from.
 

@@ -271,6 +271,7 @@ def _warm() -> None:
         "docindex.cli.render", "docindex.search.engine", "docindex.ingest.indexer",
         "docindex.search.navigate", "docindex.ingest.walker", "docindex.embed.ngram",
         "docindex.cli.signals", "docindex.search.snippet", "docindex.search.cursor",
+        "docindex.text.anchors",
         "rich.console", "numpy", "hashlib", "Stemmer",
     ):  # fmt: skip
         try:

@@ -7,7 +7,7 @@ import os
 import sqlite3
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -27,7 +27,10 @@ if TYPE_CHECKING:
     from typing import TextIO
 
     from docindex.api.index import Index
-    from docindex.models import QueryResult
+    from docindex.cli.signals import Signals
+    from docindex.ingest.watch import BatchReport
+    from docindex.models import Progress, QueryResult, ScanResult
+    from docindex.serve.server import Serving
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -43,7 +46,7 @@ class _Group(click.Group):
     SIGTERM, SIGHUP; issue #17, see ``signals.Signals``).
     """
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: click.Context) -> object:
         from docindex.cli.signals import Interrupted, Signals
 
         with Signals() as signals:
@@ -56,7 +59,7 @@ class _Group(click.Group):
                 )
                 sys.exit(exc.exit_code)
 
-    def _invoke(self, ctx: click.Context) -> Any:
+    def _invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
         except DocindexError as exc:
@@ -100,12 +103,13 @@ def _failure(message: str, exit_code: int) -> click.ClickException:
     return _Misuse(message) if exit_code == 2 else _Failure(message)
 
 
-def _signals() -> Any:
+def _signals() -> Signals:
     """The running command's ``signals.Signals`` (installed by ``_Group``)."""
-    return click.get_current_context().meta[_SIGNALS]
+    signals: Signals = click.get_current_context().meta[_SIGNALS]
+    return signals
 
 
-def _exit_if_signalled(signals: Any) -> None:
+def _exit_if_signalled(signals: Signals) -> None:
     """Exit 128 + N when signal N stopped a graceful command (issue #17)."""
     if signals.signum:
         sys.exit(signals.exit_code)
@@ -191,7 +195,7 @@ def scan(path: Path | None, roots: tuple[str, ...], exclude: tuple[str, ...],
 
 
 def _print_scan(
-    result: Any, as_json: bool, quiet: bool, again: str, event: bool = False
+    result: ScanResult, as_json: bool, quiet: bool, again: str, event: bool = False
 ) -> None:
     from docindex.cli.render import interrupted_text, scan_text, to_dict
 
@@ -290,7 +294,7 @@ def _print_scan(
 @db_option
 @json_option
 def query(text: str | None, top: int, mode: str, snippet_chars: int,
-          no_highlight: bool, min_score: float, queries: Any, files: bool,
+          no_highlight: bool, min_score: float, queries: TextIO | None, files: bool,
           explain: bool, types: tuple[str, ...], path_glob: str | None,
           where: tuple[str, ...], per_doc: int, cursor: str | None,
           context_lines: int, vimgrep: bool, db: str | None,
@@ -513,7 +517,7 @@ def watch(
     signals = _signals()
     stop = signals.graceful()  # a second signal gives up on the pending batch
     serve = serve and watcher_mode() != "off"
-    serving: list[Any] = []
+    serving: list[Serving | None] = []
     index_db: list[Path] = []
 
     def on_start(index: Path, watched: list[str]) -> None:
@@ -525,7 +529,7 @@ def watch(
         if serve and index.is_file():  # else once the catch-up has made it
             serving.append(_start_serving(index))
 
-    def on_batch(report: Any) -> None:
+    def on_batch(report: BatchReport) -> None:
         if serve and not serving and index_db:
             serving.append(_start_serving(index_db[0]))
         if as_json:
@@ -558,7 +562,7 @@ def watch(
     _exit_if_signalled(signals)
 
 
-def _start_serving(db: Path) -> Any:
+def _start_serving(db: Path) -> Serving | None:
     """The watcher's server (after the catch-up, when the index exists), or None."""
     from docindex.serve import server
 
@@ -660,7 +664,9 @@ def eval_(folder: Path, mode: str, n_queries: int | None, seed: int, view: str,
         print_eval(_out_console(), report)
 
 
-def _eval_progress(on_progress: Any) -> Any:
+def _eval_progress(
+    on_progress: Callable[[Progress], None] | None,
+) -> Callable[[str, int, int], None] | None:
     """Adapt the scan progress bar to evaluate()'s (phase, done, total) events."""
     if on_progress is None:
         return None

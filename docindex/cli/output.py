@@ -9,12 +9,20 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 import click
 
+if TYPE_CHECKING:
+    from rich.console import Console
 
-def err_console(quiet: bool = False) -> Any:
+    from docindex.cli.progress import ScanProgress
+    from docindex.models import Progress
+
+F = TypeVar("F", bound=Callable[..., object])
+
+
+def err_console(quiet: bool = False) -> Console:
     from rich.console import Console
 
     return Console(stderr=True, quiet=quiet, highlight=False, **_rich_color())
@@ -35,7 +43,7 @@ def color() -> bool | None:
     return True if os.environ.get("FORCE_COLOR") else None
 
 
-def _rich_color() -> dict[str, Any]:
+def _rich_color() -> dict[str, Any]:  # Console keyword arguments
     wanted = color()
     if wanted is False:
         return {"color_system": None}  # no colour, no bold: plain text
@@ -44,7 +52,7 @@ def _rich_color() -> dict[str, Any]:
     return {}
 
 
-def out_console() -> Any:
+def out_console() -> Console:
     from rich.console import Console
 
     class _Console(Console):
@@ -57,7 +65,7 @@ def out_console() -> Any:
     return _Console(highlight=False, width=width, **_rich_color())
 
 
-def _tty(stream: Any) -> bool:
+def _tty(stream: TextIO | None) -> bool:
     """A terminal; False for a closed stream (``docindex query x >&-``: None)."""
     return stream is not None and stream.isatty()
 
@@ -112,7 +120,7 @@ def find_db(
     return str(path)
 
 
-def db_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+def db_option(fn: F) -> F:
     """``--db FILE`` with ``DOCINDEX_DB`` as its environment variable."""
     return click.option(
         "--db",
@@ -127,26 +135,28 @@ def db_option(fn: Callable[..., Any]) -> Callable[..., Any]:
 DB_META = "docindex.db"  # the running command's --db value (click ctx.meta)
 
 
-def _remember_db(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+def _remember_db(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> str | None:
     """Keep --db where the CLI's error handler can name the index (issue #17)."""
     ctx.meta[DB_META] = value
     return value
 
 
-def json_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+def json_option(fn: F) -> F:
     """``--json``: one JSON document on stdout."""
     return click.option(
         "--json", "as_json", is_flag=True, help="Print JSON (see README: JSON output)."
     )(fn)
 
 
-def echo_json(value: Any) -> None:
+def echo_json(value: object) -> None:
     from docindex.cli.render import cli_json
 
     click.echo(cli_json(value))
 
 
-def progress_bar(enabled: bool) -> Any:
+def progress_bar(enabled: bool) -> ScanProgress:
     """A rich progress bar on stderr (transient), or a no-op."""
     from docindex.cli.progress import ScanProgress
 
@@ -156,14 +166,14 @@ def progress_bar(enabled: bool) -> Any:
 class NdjsonProgress:
     """``scan --json --progress``: progress events as JSON lines on stdout."""
 
-    def __enter__(self) -> Any:
+    def __enter__(self) -> Callable[[Progress], None]:
         import time
 
         from docindex.cli.render import cli_json
 
         last: list[Any] = ["", 0.0]  # phase, time of the last event printed
 
-        def report(event: Any) -> None:
+        def report(event: Progress) -> None:
             now = time.monotonic()
             final = event.total is not None and event.done >= event.total
             if event.phase == last[0] and not final and now - last[1] < 0.1:

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from docindex.models import Progress
+
+if TYPE_CHECKING:
+    from rich.progress import Progress as Bar
+    from rich.progress import TaskID
 
 
 class ScanProgress:
@@ -12,10 +17,10 @@ class ScanProgress:
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
-        self._bar: Any = None
-        self._task: Any = None
+        self._bar: Bar | None = None
+        self._task: TaskID | None = None
 
-    def __enter__(self) -> Any:
+    def __enter__(self) -> Callable[[Progress], None] | None:
         if not self.enabled:
             return None
         from rich.console import Console
@@ -36,6 +41,7 @@ class ScanProgress:
             "walk": "walking", "embed": "embedding",
             "restore": "restoring search rows",
         }.get(event.phase, "indexing")  # fmt: skip
+        assert self._bar is not None and self._task is not None  # set by __enter__
         self._bar.update(self._task, description=desc, completed=event.done,
                          total=event.total, path=path)  # fmt: skip
 

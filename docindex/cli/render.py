@@ -9,7 +9,19 @@ from typing import TYPE_CHECKING, Any
 from docindex.models import Hit, ScanResult
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
+    from docindex.api.evaluate import EvalReport
     from docindex.api.records import SkippedFiles
+    from docindex.api.roots import RootChange
+    from docindex.models import QueryResult, SkipRecord
+    from docindex.models.navigation import (
+        DocumentList,
+        Outline,
+        Related,
+        Section,
+        Shown,
+    )
 from docindex.models.serialize import hit_dict as hit_dict  # re-exported: the old home
 from docindex.models.serialize import to_dict as to_dict
 from docindex.models.serialize import to_json as to_json
@@ -20,7 +32,7 @@ _MARK = re.compile(r"\*\*(.+?)\*\*")
 SCHEMA_VERSION = 1  # of every command's --json output (README: JSON output)
 
 
-def cli_json(value: Any) -> str:
+def cli_json(value: object) -> str:
     """One command's ``--json`` document: ``schema_version`` first, then the result."""
     data = to_dict(value)
     if isinstance(data, dict):
@@ -45,7 +57,7 @@ _CONTROLS = {c: None for c in (*range(0, 9), *range(11, 32), 127)}
 
 
 def hits_text(
-    result: Any, *, explain: bool = False, full_paths: bool = False,
+    result: QueryResult, *, explain: bool = False, full_paths: bool = False,
     context: list[list[tuple[int, str]]] | None = None,
 ) -> str:  # fmt: skip
     """A QueryResult for people: score, path:line, location, heading, snippet.
@@ -222,7 +234,7 @@ def interrupted_text(result: ScanResult, again: str) -> str:
     )
 
 
-def print_stats(console: Any, stats_record: object) -> None:
+def print_stats(console: Console, stats_record: object) -> None:
     """Index statistics on one screen; ``--json`` has every facet value."""
     stats: dict[str, Any] = to_dict(stats_record)
     from rich.table import Table
@@ -267,12 +279,12 @@ def print_stats(console: Any, stats_record: object) -> None:
         console.print(Text("every facet and value: docindex stats --json", style="dim"))
 
 
-def print_skipped(console: Any, result: SkippedFiles) -> None:
+def print_skipped(console: Console, result: SkippedFiles) -> None:
     """Skipped files grouped by reason: path and message, then the counts."""
     from rich.text import Text
 
     files = result.files
-    by_reason: dict[str, list[Any]] = {}
+    by_reason: dict[str, list[SkipRecord]] = {}
     for record in files:
         by_reason.setdefault(record.reason, []).append(record)
     for reason, records in sorted(by_reason.items()):
@@ -298,8 +310,8 @@ def print_skipped(console: Any, result: SkippedFiles) -> None:
 # -- navigation (issue #6) ------------------------------------------------------
 
 
-def _where(start: int, end: int, page: Any = None, slide: Any = None,
-           sheet: Any = None) -> str:  # fmt: skip
+def _where(start: int, end: int, page: int | None = None, slide: int | None = None,
+           sheet: str | None = None) -> str:  # fmt: skip
     lines = f"{start}-{end}" if end != start else f"{start}"
     if page is not None:
         return f"p. {page}, lines {lines}"
@@ -310,7 +322,7 @@ def _where(start: int, end: int, page: Any = None, slide: Any = None,
     return f"lines {lines}"
 
 
-def print_outline(console: Any, outline: Any) -> None:
+def print_outline(console: Console, outline: Outline) -> None:
     """A document's headings, indented by level, with their lines."""
     from rich.text import Text
 
@@ -326,7 +338,7 @@ def print_outline(console: Any, outline: Any) -> None:
         console.print(line, soft_wrap=True)
 
 
-def print_shown(console: Any, shown: Any) -> None:
+def print_shown(console: Console, shown: Shown) -> None:
     """A chunk with its neighbours; the requested chunk is marked."""
     from rich.text import Text
 
@@ -343,7 +355,7 @@ def print_shown(console: Any, shown: Any) -> None:
         console.print(Text(chunk.text), soft_wrap=True)
 
 
-def print_section(console: Any, section: Any) -> None:
+def print_section(console: Console, section: Section) -> None:
     """A section's heading, line range and text."""
     from rich.text import Text
 
@@ -355,7 +367,7 @@ def print_section(console: Any, section: Any) -> None:
     console.print(Text(section.text), soft_wrap=True)
 
 
-def document_rows(listing: Any) -> list[str]:
+def document_rows(listing: DocumentList) -> list[str]:
     """Piped ``list``: absolute path, type, bytes, segments, title; tab-separated."""
     return [
         "\t".join(
@@ -367,7 +379,7 @@ def document_rows(listing: Any) -> list[str]:
 
 
 def print_documents(
-    console: Any, listing: Any, offset: int = 0, footer_only: bool = False
+    console: Console, listing: DocumentList, offset: int = 0, footer_only: bool = False
 ) -> None:
     """Indexed documents as a table, with a paging footer."""
     from rich.table import Table
@@ -395,7 +407,7 @@ def print_documents(
     console.print(Text(_list_footer(listing, offset), style="dim"))
 
 
-def _list_footer(listing: Any, offset: int) -> str:
+def _list_footer(listing: DocumentList, offset: int) -> str:
     shown = (
         f"{offset + 1}-{offset + len(listing.documents)}" if listing.documents else "0"
     )
@@ -407,7 +419,7 @@ def _list_footer(listing: Any, offset: int) -> str:
     return f"{shown} of {listing.total} documents{more}"
 
 
-def print_related(console: Any, related: Any) -> None:
+def print_related(console: Console, related: Related) -> None:
     """Related chunks: score, path:line, chunk id and a snippet."""
     from rich.text import Text
 
@@ -423,7 +435,7 @@ def print_related(console: Any, related: Any) -> None:
         console.print(Text(f"    {hit.snippet}"), soft_wrap=False)
 
 
-def print_eval(console: Any, report: Any) -> None:
+def print_eval(console: Console, report: EvalReport) -> None:
     """``docindex eval``: one row per mode and view: nDCG@10, Recall@100, MRR@10."""
     from rich.table import Table
 
@@ -450,7 +462,7 @@ def print_eval(console: Any, report: Any) -> None:
 # -- roots and settings (issue #20) ---------------------------------------------
 
 
-def print_roots(console: Any, data_record: object) -> None:
+def print_roots(console: Console, data_record: object) -> None:
     """Roots with their document counts; a missing folder and a moved index are said."""
     data: dict[str, Any] = to_dict(data_record)
     from rich.table import Table
@@ -478,7 +490,7 @@ def print_roots(console: Any, data_record: object) -> None:
         )
 
 
-def root_change_text(change: Any) -> str:
+def root_change_text(change: RootChange) -> str:
     """One line saying what ``roots add/remove/move`` did and what comes next."""
     if change.action == "add":
         return f"added root {change.root}; index it with `docindex scan`"
@@ -493,7 +505,7 @@ def root_change_text(change: Any) -> str:
     )
 
 
-def print_settings(console: Any, data: dict[str, Any]) -> None:
+def print_settings(console: Console, data: dict[str, Any]) -> None:
     """``docindex config``: each setting, its value and where it comes from."""
     from rich.table import Table
 

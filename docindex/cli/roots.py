@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -39,7 +38,7 @@ def _roots_list(db: str | None, as_json: bool) -> None:
         print_roots(out_console(), data)
 
 
-def _roots_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+def _roots_options(fn: Callable[..., object]) -> Callable[..., object]:
     return db_option(json_option(click.pass_context(fn)))
 
 

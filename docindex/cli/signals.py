@@ -14,7 +14,13 @@ from __future__ import annotations
 import signal
 import threading
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    # What signal.signal() returns and takes back (typeshed's private _HANDLER).
+    _Handler = Callable[[int, FrameType | None], object] | int | signal.Handlers | None
 
 # SIGHUP does not exist on Windows.
 _NAMES = ("SIGINT", "SIGTERM", "SIGHUP")
@@ -45,7 +51,7 @@ class Signals:
         self.event = threading.Event()
         self.signum = 0
         self._graceful = False
-        self._previous: dict[int, Any] = {}
+        self._previous: dict[int, _Handler] = {}
 
     def graceful(self) -> threading.Event:
         """Make the first signal set ``event`` instead of raising; return the event."""

@@ -69,7 +69,9 @@ class _Buffer:
 
     def __init__(self, dtype: str) -> None:
         self.dtype = dtype
-        self._data: Array | None = None  # allocated on first use: numpy stays unimported
+        self._data: Array | None = (
+            None  # allocated on first use: numpy stays unimported
+        )
         self.n = 0
 
     @property
@@ -103,7 +105,9 @@ def _crc_table() -> Array:
     return table
 
 
-def _subword_crcs(words: list[str], wlen: Array, first: Array) -> tuple[Array, Array, Array]:
+def _subword_crcs(
+    words: list[str], wlen: Array, first: Array
+) -> tuple[Array, Array, Array]:
     """``zlib.crc32(b"#" + gram)`` of every ``SUBWORD_SIZES`` gram of each ``<word>``.
 
     Vectorised CRC-32 over the grams' bytes (bit-identical to zlib; words are
@@ -310,7 +314,7 @@ class NgramEmbedder:
         self.queries_ranked = 0  # search's budget of pure-Python query rankings
         self._reset_vocab()
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> dict[str, object]:
         """What the index records and checks on open."""
         return {
             "provider": self.name,

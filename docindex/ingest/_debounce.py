@@ -7,9 +7,8 @@ asked with the caller's clock, so the rules are tested with a fake clock.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 MODIFY_KINDS = frozenset({"modified", "closed", "attrib"})
 
@@ -225,7 +224,7 @@ class Coalescer:
         return batches
 
 
-def _has_ancestor(path: str, paths: dict[str, Any]) -> bool:
+def _has_ancestor(path: str, paths: Mapping[str, object]) -> bool:
     parent = os.path.dirname(path)
     while parent and parent != path:
         if parent in paths:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from docindex.config import Config
 from docindex.embed.choice import choose
@@ -55,7 +55,9 @@ from docindex.text.fields import embed_input, title_text
 
 if TYPE_CHECKING:  # imported where used: a query needs none of them (issue #7)
     from docindex.ingest.extract import ExtractLimits
-    from docindex.ingest.walker import FileEntry
+    from docindex.ingest.walker import FileEntry, SkipEntry
+    from docindex.models import Extracted
+    from docindex.store import SkipRow
 
 TOKENIZER_VERSION = 2  # 2: words first, then CJK n-grams (same multiset)
 
@@ -186,7 +188,7 @@ def prepare_bulk(job: Job, cfg: Config) -> Prepared:
 
 
 def _index_parts(
-    job: Job, digest: str, extracted: Any, cfg: Config, bulk: bool
+    job: Job, digest: str, extracted: Extracted, cfg: Config, bulk: bool
 ) -> Prepared:
     """Segment, tokenise, embed and compress one extracted file."""
     from docindex.ingest.segment import segment_document
@@ -272,7 +274,7 @@ def _notes(meta: dict[str, str]) -> tuple[tuple[str, str], ...]:
     return tuple((k, meta[k]) for k in _NOTE_KEYS if k in meta)
 
 
-def _extract(kind: str, data: bytes, name: str, cfg: Config) -> Any:
+def _extract(kind: str, data: bytes, name: str, cfg: Config) -> Extracted:
     """Run the extractor for ``kind``; its output passes ``clean_extracted`` (#17)."""
     from docindex.ingest.extract import get_extractor
     from docindex.ingest.extract.hygiene import clean_extracted
@@ -287,7 +289,7 @@ def _extract(kind: str, data: bytes, name: str, cfg: Config) -> Any:
     return clean_extracted(extracted)
 
 
-def embedder_params(cfg: Config) -> dict[str, Any] | None:
+def embedder_params(cfg: Config) -> dict[str, object] | None:
     """The embedder parameters an index built with ``cfg`` records."""
     emb = _embedder(cfg)
     return None if emb is None else dict(emb.params())
@@ -448,7 +450,7 @@ def scan(
     return result
 
 
-def _remember(store: Index, key: str, value: Any) -> None:
+def _remember(store: Index, key: str, value: object) -> None:
     """Record a meta value unless it is already there: a no-op rescan writes nothing."""
     if store.get_meta(key) != value:
         store.set_meta(key, value)
@@ -538,7 +540,7 @@ def _scan(
     # counts are kept in locals (issue #24).
     walked_root: Path | None = None
     known_r: dict[str, Fingerprint] = {}
-    skips_r: dict[str, Any] = {}
+    skips_r: dict[str, SkipRow] = {}
     seen_add: Callable[[str], None] = set[str]().add
     scanned = unchanged = 0
     try:
@@ -652,7 +654,7 @@ def _remover(
 
 
 def _walk_skip(
-    entry: Any, result: ScanResult, root_ids: dict[str, int],
+    entry: SkipEntry, result: ScanResult, root_ids: dict[str, int],
     complete: dict[int, bool], report: bool = True,
 ) -> None:  # fmt: skip
     """Count a file the walk left out; a root it could not see whole is not pruned."""
@@ -676,8 +678,8 @@ _RECORDED_WALK_SKIPS = frozenset({"too-large", "unsupported", "symlink", "bad-na
 
 
 def _remember_walk_skip(
-    store: Index, entry: Any, roots: list[Path], root_ids: dict[str, int],
-    skips: dict[int, dict[str, Any]], seen: dict[int, set[str]],
+    store: Index, entry: SkipEntry, roots: list[Path], root_ids: dict[str, int],
+    skips: dict[int, dict[str, SkipRow]], seen: dict[int, set[str]],
 ) -> bool:  # fmt: skip
     """Record a walk skip under its root, so ``docindex skipped`` lists it.
 
@@ -731,7 +733,7 @@ def _apply(
     store: Index, cfg: Config, jobs: list[Job], root_ids: dict[str, int],
     known: dict[int, dict[str, Fingerprint]], result: ScanResult,
     on_progress: ProgressFn | None, workers: Workers[Config] | None = None,
-    skips: dict[int, dict[str, Any]] | None = None, stop: StopFn | None = None,
+    skips: dict[int, dict[str, SkipRow]] | None = None, stop: StopFn | None = None,
     remove: Callable[[int], None] | None = None,
 ) -> None:  # fmt: skip
     if not jobs:  # a no-op rescan must not count the segments (a table scan)
@@ -806,7 +808,7 @@ Remember = Callable[[Job, str, str, str | None], None]
 def _apply_one(
     store: Index, cfg: Config, prep: Prepared, rid: int,
     known: dict[int, dict[str, Fingerprint]], result: ScanResult, fill: _Fill,
-    remember: Remember, skips: dict[int, dict[str, Any]],
+    remember: Remember, skips: dict[int, dict[str, SkipRow]],
     remove: Callable[[int], None],
 ) -> None:  # fmt: skip
     """Store one prepared file (or its skip), within the index's caps."""

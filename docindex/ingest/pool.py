@@ -27,7 +27,11 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+    from multiprocessing.process import BaseProcess
 
 POOL_THRESHOLD = 48  # items to prepare before a process pool pays for itself
 CHUNK_BYTES = 256 * 1024  # a worker's unit of work: ~this many bytes of files
@@ -96,7 +100,7 @@ class Stopped(Exception):
     """``map_ordered`` was asked to stop; results not yet consumed are dropped."""
 
 
-def _worker_main(conn: Any, lifeline: Any) -> None:
+def _worker_main(conn: Connection, lifeline: Connection) -> None:
     """A worker: run ``(fn, chunk, arg)`` requests from ``conn`` until told to stop.
 
     Each worker has its own pipe (no queue shared between processes, no lock a
@@ -118,7 +122,7 @@ def _worker_main(conn: Any, lifeline: Any) -> None:
             return
         fn, chunk, arg = request
         try:
-            reply: tuple[bool, Any] = (True, [fn(item, arg) for item in chunk])
+            reply: tuple[bool, object] = (True, [fn(item, arg) for item in chunk])
         except Exception as exc:  # fn's own failure: the parent re-raises it
             reply = (False, RuntimeError(f"{type(exc).__name__}: {exc}"))
         try:
@@ -127,7 +131,7 @@ def _worker_main(conn: Any, lifeline: Any) -> None:
             return
 
 
-def _watch_lifeline(lifeline: Any) -> None:
+def _watch_lifeline(lifeline: Connection) -> None:
     """Block until the parent closes the lifeline or dies, then exit at once."""
     try:
         lifeline.recv_bytes()
@@ -139,7 +143,7 @@ def _watch_lifeline(lifeline: Any) -> None:
 class _Proc:
     """One worker process, its pipe, and the chunk numbers it owes, in order."""
 
-    def __init__(self, process: Any, conn: Any) -> None:
+    def __init__(self, process: BaseProcess, conn: Connection) -> None:
         self.process = process
         self.conn = conn
         self.owed: list[int] = []
@@ -157,8 +161,12 @@ class Workers(Generic[A]):
         self.count = count or min(2, os.cpu_count() or 1)
         self.preload = list(preload)
         self.procs: list[_Proc] = []
-        self._ctx: Any = None
-        self._lifeline: Any = None  # (read end, write end) while workers live
+        self._ctx: Any = (
+            None  # a multiprocessing context (typeshed's BaseContext has no Process)
+        )
+        self._lifeline: tuple[Connection, Connection] | None = (
+            None  # (read end, write end) while workers live
+        )
 
     def boot(self) -> None:
         """Start the forkserver (without waiting for its imports); idempotent."""

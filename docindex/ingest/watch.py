@@ -24,13 +24,17 @@ import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from docindex.config import Config
 from docindex.errors import DocindexError, IndexBusyError
 from docindex.ingest._debounce import Batch, Coalescer, RawEvent, is_under
 from docindex.ingest.walker import UNSUPPORTED_SUFFIXES, PathRules
 from docindex.store import Store
+
+if TYPE_CHECKING:
+    from watchdog.events import FileSystemEvent, FileSystemEventHandler
+    from watchdog.observers.api import BaseObserver, ObservedWatch
 
 __all__ = [
     "Batch",
@@ -140,11 +144,13 @@ _KINDS = {"created", "modified", "deleted", "moved", "closed", "attrib"}
 class _Sink:
     """watchdog handler: turn events into RawEvents on our queue (observer thread)."""
 
-    def __init__(self, q: queue.SimpleQueue[Any], clock: Callable[[], float]) -> None:
+    def __init__(
+        self, q: queue.SimpleQueue[object], clock: Callable[[], float]
+    ) -> None:
         self.q = q
         self.clock = clock
 
-    def dispatch(self, event: Any) -> None:
+    def dispatch(self, event: FileSystemEvent) -> None:
         if event.event_type not in _KINDS:
             return
         self.q.put(RawEvent(event.event_type, os.fsdecode(event.src_path),
@@ -155,7 +161,7 @@ class _Sink:
 class _LogTap(logging.Handler):
     """watchdog reports a kernel queue overflow and its own errors only by logging."""
 
-    def __init__(self, q: queue.SimpleQueue[Any]) -> None:
+    def __init__(self, q: queue.SimpleQueue[object]) -> None:
         super().__init__(logging.WARNING)
         self.q = q
 
@@ -182,8 +188,8 @@ class _Observer:
     def __init__(self, roots: Sequence[str], sink: _Sink) -> None:
         self.roots = list(roots)
         self.sink = sink
-        self.observer: Any = None
-        self.watches: dict[str, Any] = {}
+        self.observer: BaseObserver | None = None
+        self.watches: dict[str, ObservedWatch] = {}
         self.lost: set[str] = set()
         self.idents: dict[str, tuple[int, int]] = {}
         self.rearm: set[str] = set()
@@ -217,7 +223,10 @@ class _Observer:
         if ident is None:
             self.lost.add(root)
             return
-        self.watches[root] = self.observer.schedule(self.sink, root, recursive=True)
+        assert self.observer is not None  # set by start()
+        # _Sink is duck-typed: watchdog calls only its dispatch().
+        handler = cast("FileSystemEventHandler", self.sink)
+        self.watches[root] = self.observer.schedule(handler, root, recursive=True)
         self.idents[root] = ident
         self.lost.discard(root)
 
@@ -300,7 +309,7 @@ def watch(
     roots = [str(Path(r)) for r in cfg.roots]
     if not roots:
         raise DocindexError("no roots to watch; pass --root DIR")
-    q: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    q: queue.SimpleQueue[object] = queue.SimpleQueue()
     clock = time.monotonic
     obs = _Observer(roots, _Sink(q, clock))
     tap = _LogTap(q)
@@ -342,7 +351,7 @@ def watch(
 
 
 def _loop(
-    store: Store, cfg: Config, q: queue.SimpleQueue[Any], co: Coalescer,
+    store: Store, cfg: Config, q: queue.SimpleQueue[object], co: Coalescer,
     filt: PathFilter, obs: _Observer, clock: Callable[[], float],
     stop_event: threading.Event, on_batch: Callable[[BatchReport], None],
     notice: Callable[[str], None],
@@ -415,7 +424,7 @@ def _loop(
 
 
 def _feed(
-    item: Any,
+    item: object,
     co: Coalescer,
     filt: PathFilter,
     obs: _Observer,
@@ -425,7 +434,7 @@ def _feed(
     if isinstance(item, tuple):  # ("fallback", root or None, reason)
         co.add_fallback(item[1], item[2], now)
         return
-    ev: RawEvent = item
+    ev = cast("RawEvent", item)  # the queue holds RawEvents and fallback tuples
     if ev.src in filt.roots and ev.kind in ("deleted", "moved"):
         # Like a scan, keep what a vanished root held (an unmounted disk is
         # not an empty one); the health check re-arms it when it comes back.

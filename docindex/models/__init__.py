@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import NotRequired, TypedDict
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,6 +295,25 @@ class QueryOptions:
     per_doc: int = 2  # hits a document shows in a page; 0 = no limit (issue #19)
 
 
+class WouldMatch(TypedDict, total=False):
+    """A hint's values that unfiltered hits have, per filter that was set."""
+
+    type: list[str]
+    path: list[str]
+    where: dict[str, list[str]]
+
+
+class Hint(TypedDict):
+    """Why a query found nothing, or found only a weak match (``weak_match``,
+    issue #37), and what to try (``QueryResult.hint``)."""
+
+    unmatched_words: list[str]
+    filtered_out: bool
+    would_match: WouldMatch
+    suggestion: str
+    weak_match: NotRequired[bool]
+
+
 @dataclass(slots=True)
 class QueryResult:
     """What ``docindex query`` prints (``--json`` keys are these field names)."""
@@ -308,7 +327,7 @@ class QueryResult:
     hits: list[Hit] = field(default_factory=list)
     next_offset: int | None = None
     next_cursor: str | None = None
-    hint: dict[str, Any] | None = None
+    hint: Hint | None = None
     total_exact: bool = True  # False: ``total`` is a lower bound (issue #37)
     did_you_mean: dict[str, str] = field(default_factory=dict)  # term -> index term
     corrected: str | None = None  # the query searched instead (no hits, auto mode)

@@ -9,12 +9,18 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any
+from typing import Any, TypeAlias
 
 from docindex.models import Hit
 
+# A JSON value and a JSON object, as json.loads returns them and to_json takes them.
+JSONValue: TypeAlias = (
+    None | bool | int | float | str | list["JSONValue"] | dict[str, "JSONValue"]
+)
+JSONObject: TypeAlias = dict[str, JSONValue]
 
-def hit_dict(hit: Hit) -> dict[str, Any]:
+
+def hit_dict(hit: Hit) -> JSONObject:
     """A hit as its documented JSON object (``from`` for ``from_``; absent locations dropped)."""
     data = dataclasses.asdict(hit)
     data["from"] = data.pop("from_")
@@ -24,7 +30,7 @@ def hit_dict(hit: Hit) -> dict[str, Any]:
     return data
 
 
-def to_json(value: Any) -> str:
+def to_json(value: object) -> str:
     """Serialise dataclasses/dicts as one compact JSON document (UTF-8 kept)."""
     if isinstance(value, dict | list) or (
         dataclasses.is_dataclass(value) and not isinstance(value, type)
@@ -33,14 +39,14 @@ def to_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=False)
 
 
-def to_dict(value: Any) -> Any:
+def to_dict(value: object) -> Any:  # a JSON value; Any so callers can index it
     """A result as the plain JSON-ready value ``to_json`` would serialise."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return _asdict(value)
     return _asdict(value) if isinstance(value, dict | list) else value
 
 
-def _asdict(value: Any) -> Any:
+def _asdict(value: object) -> Any:
     if isinstance(value, Hit):
         return hit_dict(value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):

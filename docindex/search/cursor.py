@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any
 
 from docindex.errors import MisuseError
 
@@ -35,14 +34,14 @@ _FIELDS = (
 )  # fmt: skip
 
 
-def _fingerprint(options: dict[str, Any]) -> str:
+def _fingerprint(options: dict[str, object]) -> str:
     data = {k: options.get(k) for k in _FIELDS}
     data = {k: list(v) if isinstance(v, tuple) else v for k, v in data.items()}
     blob = json.dumps(data, sort_keys=True, ensure_ascii=False, default=list)
     return _blake2b(blob.encode(), 8)
 
 
-def encode_cursor(offset: int, options: dict[str, Any]) -> str:
+def encode_cursor(offset: int, options: dict[str, object]) -> str:
     """Sign ``offset`` for the query described by ``options``."""
     payload = json.dumps(
         {"o": offset, "f": _fingerprint(options)}, separators=(",", ":")
@@ -51,7 +50,7 @@ def encode_cursor(offset: int, options: dict[str, Any]) -> str:
     return base64.urlsafe_b64encode(f"{payload}|{mac}".encode()).decode().rstrip("=")
 
 
-def decode_cursor(cursor: str, options: dict[str, Any]) -> int:
+def decode_cursor(cursor: str, options: dict[str, object]) -> int:
     """Return the offset in ``cursor``.
 
     Raises:

@@ -40,10 +40,9 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any
 
 from docindex.config import Config
-from docindex.models import FoldedHit, Hit
+from docindex.models import FoldedHit, Hint, Hit
 from docindex.models import QueryOptions as QueryOptions  # re-exported: the old home
 from docindex.models import QueryResult as QueryResult
 from docindex.search.docstage import (
@@ -387,7 +386,7 @@ def _page_hits(
         row = rows.get(sid) or store.segments_by_id([sid]).get(sid)
         if row is None:
             continue
-        explain: dict[str, Any] | None = None
+        explain: dict[str, object] | None = None
         if opts.explain:
             explain = {
                 name: {"rank": r[sid][0], "raw": round(r[sid][1], 6)}
@@ -524,7 +523,7 @@ def _utf8_options(opts: QueryOptions) -> QueryOptions:
 
 def _zero_hint(
     store: Index, parsed: ParsedQuery, cfg: Config, opts: QueryOptions
-) -> dict[str, Any]:
+) -> Hint:
     from docindex.search.hints import zero_result_hint
 
     def run(relaxed: QueryOptions) -> QueryResult:
@@ -536,7 +535,7 @@ def _zero_hint(
 def _hit(
     store: Index, row: SegmentRow, score: float, weights: dict[str, float],
     cfg: Config, opts: QueryOptions, raw: dict[str, dict[int, tuple[int, float]]],
-    explain: dict[str, Any] | None,
+    explain: dict[str, object] | None,
 ) -> Hit:  # fmt: skip
     body = store.body(row.doc_id)
     text = body[row.char_start : row.char_end]

@@ -16,7 +16,7 @@ from docindex.text.tokenize import query_terms, word_spans
 
 if TYPE_CHECKING:
     from docindex.config import Config
-    from docindex.models import Hit, QueryOptions, QueryResult
+    from docindex.models import Hint, Hit, QueryOptions, QueryResult, WouldMatch
     from docindex.search.query import ParsedQuery
     from docindex.store import Index
 
@@ -27,7 +27,7 @@ _SHOWN = 10  # values reported per filter
 def zero_result_hint(
     store: Index, query: ParsedQuery, cfg: Config, opts: QueryOptions,
     run: Callable[[QueryOptions], QueryResult],
-) -> dict[str, Any]:  # fmt: skip
+) -> Hint:  # fmt: skip
     """Explain an empty result and suggest what to try next.
 
     Args:
@@ -45,7 +45,7 @@ def zero_result_hint(
     """
     words = _words(query.positive_text)
     unmatched = _unmatched(store, words, cfg)
-    hint: dict[str, Any] = {
+    hint: Hint = {
         "unmatched_words": unmatched,
         "filtered_out": False,
         "would_match": {},
@@ -91,7 +91,7 @@ def zero_result_hint(
 def weak_hint(
     store: Index, query: ParsedQuery, result: QueryResult,
     weights: dict[str, float], cfg: Config,
-) -> dict[str, Any] | None:  # fmt: skip
+) -> Hint | None:  # fmt: skip
     """Say so when the best hit holds under half of the query (issue #37).
 
     Returns None when the first hit's ``coverage`` reaches WEAK_COVERAGE;
@@ -129,16 +129,18 @@ def _unmatched(store: Index, words: list[str], cfg: Config) -> list[str]:
 
 
 def _rerun(
-    run: Callable[[QueryOptions], QueryResult], opts: QueryOptions, **changes: Any
+    run: Callable[[QueryOptions], QueryResult],
+    opts: QueryOptions,
+    **changes: Any,  # QueryOptions fields, each of its own type
 ) -> QueryResult:
     changes.setdefault("top", _SAMPLE)
     return run(dataclasses.replace(opts, offset=0, explain=False, **changes))
 
 
-def _would_match(store: Index, hits: list[Hit], opts: QueryOptions) -> dict[str, Any]:
+def _would_match(store: Index, hits: list[Hit], opts: QueryOptions) -> WouldMatch:
     pairs = list(dict.fromkeys((h.root, h.rel_path) for h in hits))
     docs = store.documents_at(pairs)
-    out: dict[str, Any] = {}
+    out: WouldMatch = {}
     if opts.types:
         out["type"] = sorted({d.kind for d in docs})[:_SHOWN]
     if opts.path_glob:
@@ -151,7 +153,7 @@ def _would_match(store: Index, hits: list[Hit], opts: QueryOptions) -> dict[str,
     return out
 
 
-def _filter_suggestion(would: dict[str, Any]) -> str:
+def _filter_suggestion(would: WouldMatch) -> str:
     parts: list[str] = []
     if would.get("type"):
         parts.append("--type " + "/".join(would["type"]))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from docindex.config import Config
 from docindex.embed.choice import Embedder, choose
@@ -61,7 +61,9 @@ def ngram_fallback(
     from docindex.text.fields import embed_input, title_text
 
     key = (cfg.embedding_dim, cfg.cjk_ngram, cfg.stem)
-    cache: dict[tuple[int, int, bool], Any] | None = getattr(_FALLBACK, "cache", None)
+    cache: dict[tuple[int, int, bool], NgramEmbedder] | None = getattr(
+        _FALLBACK, "cache", None
+    )
     if cache is None:
         cache = _FALLBACK.cache = {}
     emb = cache.get(key)

@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import bisect
 import re
-from typing import Any
+from typing import TYPE_CHECKING
 
 from docindex.text.stem import stem
 from docindex.text.tokenize import is_cjk, normalize, token_matches
+
+if TYPE_CHECKING:
+    from docindex.config import Config
 
 MARK_OPEN = "**"
 MARK_CLOSE = "**"
 
 
-def match_spans(text: str, qset: set[str], cfg: Any) -> list[tuple[int, int, str]]:
+def match_spans(text: str, qset: set[str], cfg: Config) -> list[tuple[int, int, str]]:
     """(start, end, term) of every query-term occurrence in ``text``, in order."""
     spans: list[tuple[int, int, str]] = []
     max_n = cfg.cjk_ngram
@@ -48,7 +51,10 @@ def match_spans(text: str, qset: set[str], cfg: Any) -> list[tuple[int, int, str
 
 
 def best_line(
-    text: str, qset: set[str], cfg: Any, spans: list[tuple[int, int, str]] | None = None
+    text: str,
+    qset: set[str],
+    cfg: Config,
+    spans: list[tuple[int, int, str]] | None = None,
 ) -> int:
     """0-based line inside ``text`` with the most distinct query terms (earliest wins).
 
@@ -208,7 +214,7 @@ def _after_code(ranges: list[tuple[int, int]], offset: int) -> int:
 
 
 def make_snippet(
-    text: str, qset: set[str], chars: int, highlight: bool, cfg: Any,
+    text: str, qset: set[str], chars: int, highlight: bool, cfg: Config,
     spans: list[tuple[int, int, str]] | None = None, fence: str = "",
 ) -> str:  # fmt: skip
     """A one-line window of about ``chars`` characters around the densest matches.

@@ -20,10 +20,10 @@ import json
 import sqlite3
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 from docindex.api.index import Index
 from docindex.errors import BadInputError, DocindexError
@@ -38,7 +38,14 @@ from docindex.models.limits import (
 from docindex.search.engine import MODES
 
 if TYPE_CHECKING:
-    from docindex.models import QueryResult
+    from jsonschema import Draft202012Validator, ValidationError
+
+    from docindex.api.records import Vocabulary
+    from docindex.models import Progress, QueryResult
+    from docindex.models.serialize import JSONObject, JSONValue
+
+# A JSON schema as the tools list it (built here, only handed to the SDK).
+Schema = dict[str, object]
 
 INSTALL_HINT = "the MCP server needs the mcp extra: pip install 'docindex[mcp]'"
 MAX_BATCH = 10
@@ -50,33 +57,33 @@ MAX_PENDING = 2048  # running + waiting; past it a call is refused as busy
 # -- schemas --------------------------------------------------------------------
 
 
-def _int(description: str, default: int, lo: int, hi: int) -> dict[str, Any]:
+def _int(description: str, default: int, lo: int, hi: int) -> Schema:
     return {"type": "integer", "minimum": lo, "maximum": hi, "default": default,
             "description": description}  # fmt: skip
 
 
-def _bool(description: str, default: bool) -> dict[str, Any]:
+def _bool(description: str, default: bool) -> Schema:
     return {"type": "boolean", "default": default, "description": description}
 
 
-def _str(description: str, max_length: int, min_length: int = 0) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "string", "maxLength": max_length,
+def _str(description: str, max_length: int, min_length: int = 0) -> Schema:
+    schema: Schema = {"type": "string", "maxLength": max_length,
                               "description": description}  # fmt: skip
     if min_length:
         schema["minLength"] = min_length
     return schema
 
 
-def _object(props: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "object", "properties": props}
+def _object(props: dict[str, object], required: tuple[str, ...] = ()) -> Schema:
+    schema: Schema = {"type": "object", "properties": props}
     if required:
         schema["required"] = list(required)
     schema["additionalProperties"] = False
     return schema
 
 
-def _type_schema(types: list[str]) -> dict[str, Any]:
-    one: dict[str, Any] = {"type": "string", "maxLength": 100}
+def _type_schema(types: list[str]) -> Schema:
+    one: Schema = {"type": "string", "maxLength": 100}
     if types:
         one["enum"] = types
     return {
@@ -85,7 +92,7 @@ def _type_schema(types: list[str]) -> dict[str, Any]:
     }
 
 
-def _where_schema(facets: dict[str, list[str]]) -> dict[str, Any]:
+def _where_schema(facets: dict[str, list[str]]) -> Schema:
     value = {"type": "string", "maxLength": MAX_QUERY_CHARS}
     props = {
         key: {**value, **({"enum": values} if len(values) <= MAX_ENUM else {})}
@@ -101,7 +108,7 @@ def _where_schema(facets: dict[str, list[str]]) -> dict[str, Any]:
     }
 
 
-def tool_schemas(vocab: dict[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]:
+def tool_schemas(vocab: Vocabulary) -> dict[str, tuple[str, Schema]]:
     """Tool name -> (description, input JSON schema) for the index's vocabulary.
 
     Argument names are snake_case. String lengths and integer ranges are the
@@ -188,7 +195,7 @@ def tool_schemas(vocab: dict[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]
 
 
 @functools.lru_cache(maxsize=1)
-def _validators() -> dict[str, Any]:
+def _validators() -> dict[str, Draft202012Validator]:
     """One compiled validator per tool, for the schemas without index enums."""
     from jsonschema import Draft202012Validator
 
@@ -198,7 +205,7 @@ def _validators() -> dict[str, Any]:
     }
 
 
-def validate_arguments(name: str, args: Any) -> dict[str, Any]:
+def validate_arguments(name: str, args: object) -> JSONObject:
     """``args`` checked against tool ``name``'s schema; nulls mean "not given".
 
     Runs before a call is queued, so a queued call holds at most the limits'
@@ -218,12 +225,12 @@ def validate_arguments(name: str, args: Any) -> dict[str, Any]:
     return given
 
 
-def _clip(value: Any, limit: int = 40) -> str:
+def _clip(value: object, limit: int = 40) -> str:
     text = str(value)
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def _message(error: Any, schema: dict[str, Any]) -> str:
+def _message(error: ValidationError, schema: Mapping[str, object]) -> str:
     """A one-line message that names the argument, never echoing a huge value."""
     where = "/".join(str(p) for p in error.absolute_path) or "arguments"
     kind, limit, value = error.validator, error.validator_value, error.instance
@@ -257,27 +264,41 @@ def _message(error: Any, schema: dict[str, Any]) -> str:
     return f"{where}: invalid value ({kind})"
 
 
-def _opt_str(args: dict[str, Any], key: str) -> str | None:
+def _opt_str(args: JSONObject, key: str) -> str | None:
     value = args.get(key)
     return value if isinstance(value, str) and value else None
 
 
-def _types(value: Any) -> tuple[str, ...]:
+# Typed reads of validated arguments (the schema already checked each type).
+def _get_int(args: JSONObject, key: str, default: int) -> int:
+    return int(cast("int | float", args.get(key, default)))
+
+
+def _get_bool(args: JSONObject, key: str, default: bool) -> bool:
+    return cast("bool", args.get(key, default))
+
+
+def _get_str(args: JSONObject, key: str, default: str | None = None) -> str:
+    return cast("str", args[key] if default is None else args.get(key, default))
+
+
+def _types(value: JSONValue) -> tuple[str, ...]:
     if not value:
         return ()
-    return (value,) if isinstance(value, str) else tuple(value)
+    return (value,) if isinstance(value, str) else tuple(cast("list[str]", value))
 
 
-def _where(value: Any) -> tuple[tuple[str, str], ...]:
-    return tuple(sorted((value or {}).items()))
+def _where(value: JSONValue) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted(cast("dict[str, str]", value or {}).items()))
 
 
-def _query(index: Index, args: dict[str, Any], default_top: int = 10) -> QueryResult:
+def _query(index: Index, args: JSONObject, default_top: int = 10) -> QueryResult:
     """``Index.query`` with a tool call's arguments (the CLI's options, for cursors)."""
     return index.query(
-        args["query"], top=int(args.get("top_k", default_top)),
-        mode=args.get("mode", "auto"), snippet_chars=int(args.get("snippet_chars", 200)),
-        highlight=args.get("highlight", True), types=_types(args.get("type")),
+        _get_str(args, "query"), top=_get_int(args, "top_k", default_top),
+        mode=_get_str(args, "mode", "auto"),
+        snippet_chars=_get_int(args, "snippet_chars", 200),
+        highlight=_get_bool(args, "highlight", True), types=_types(args.get("type")),
         path=_opt_str(args, "path"), where=_where(args.get("where")),
         cursor=_opt_str(args, "cursor"),
     )  # fmt: skip
@@ -300,13 +321,13 @@ class _Cancellable:
     def __init__(self, cancelled: threading.Event) -> None:
         self.cancelled = cancelled
 
-    def __enter__(self) -> Callable[[Any], None]:
+    def __enter__(self) -> Callable[[Progress], None]:
         return self.check
 
     def __exit__(self, *exc: object) -> None:
         return None
 
-    def check(self, event: Any = None) -> None:
+    def check(self, event: Progress | None = None) -> None:
         if self.cancelled.is_set():
             raise CallCancelledError("cancelled")
 
@@ -330,7 +351,7 @@ class Tools:
         self.index = Index(db, roots=self.roots)  # the tools that read or add roots
         self.plain = Index(db)  # the tools that take the index's own roots
 
-    def vocabulary(self) -> dict[str, Any]:
+    def vocabulary(self) -> Vocabulary:
         """Types and facets in the index now (empty before the first scan)."""
         try:
             return self.index.vocabulary()
@@ -338,8 +359,8 @@ class Tools:
             return {"roots": self.roots, "types": [], "facets": {}}
 
     def call(
-        self, name: str, args: dict[str, Any], cancelled: threading.Event | None = None
-    ) -> Any:
+        self, name: str, args: JSONObject, cancelled: threading.Event | None = None
+    ) -> object:
         """Run tool ``name`` on validated ``args``; return a JSON-ready value.
 
         Args:
@@ -351,7 +372,7 @@ class Tools:
             DocindexError: bad arguments, a path outside the roots, a
                 cancelled call, or a core failure (a tool error for the agent).
         """
-        handler: Callable[[dict[str, Any], _Cancellable], Any] | None = getattr(
+        handler: Callable[[JSONObject, _Cancellable], object] | None = getattr(
             self, f"_tool_{name}", None
         )
         if handler is None:
@@ -361,36 +382,42 @@ class Tools:
     def _roots_now(self) -> list[str]:
         return list(self.vocabulary().get("roots") or self.roots)
 
-    def _tool_doc_scan(self, args: dict[str, Any], stop: _Cancellable) -> Any:
+    def _tool_doc_scan(self, args: JSONObject, stop: _Cancellable) -> object:
         from docindex.search.navigate import resolve_inside
 
         path = _opt_str(args, "path")
         scope = resolve_inside(self._roots_now(), path) if path else None
-        return self.index.scan(scope, force=args.get("force", False), progress=stop)
+        return self.index.scan(
+            scope, force=_get_bool(args, "force", False), progress=stop
+        )
 
-    def _tool_doc_query(self, args: dict[str, Any], stop: _Cancellable) -> Any:
+    def _tool_doc_query(self, args: JSONObject, stop: _Cancellable) -> object:
         return _query(self.plain, args)
 
-    def _tool_doc_reindex(self, args: dict[str, Any], stop: _Cancellable) -> Any:
-        return self.plain.reindex(full=args.get("full", False), progress=stop)
+    def _tool_doc_reindex(self, args: JSONObject, stop: _Cancellable) -> object:
+        return self.plain.reindex(full=_get_bool(args, "full", False), progress=stop)
 
-    def _tool_doc_stats(self, args: dict[str, Any], stop: _Cancellable) -> Any:
+    def _tool_doc_stats(self, args: JSONObject, stop: _Cancellable) -> object:
         return self.plain.stats()
 
-    def _tool_get_doc(self, args: dict[str, Any], stop: _Cancellable) -> Any:
-        return self.index.show(args["chunk_id"], context=int(args.get("context", 0)))
+    def _tool_get_doc(self, args: JSONObject, stop: _Cancellable) -> object:
+        return self.index.show(
+            _get_str(args, "chunk_id"), context=_get_int(args, "context", 0)
+        )
 
-    def _tool_get_outline(self, args: dict[str, Any], stop: _Cancellable) -> Any:
-        return self.index.outline(args["path"], depth=int(args.get("max_depth", 6)))
+    def _tool_get_outline(self, args: JSONObject, stop: _Cancellable) -> object:
+        return self.index.outline(
+            _get_str(args, "path"), depth=_get_int(args, "max_depth", 6)
+        )
 
-    def _tool_get_section(self, args: dict[str, Any], stop: _Cancellable) -> Any:
+    def _tool_get_section(self, args: JSONObject, stop: _Cancellable) -> object:
         return self.index.section(
-            args["path"], args["section"],
-            subsections=args.get("include_subsections", True),
+            _get_str(args, "path"), _get_str(args, "section"),
+            subsections=_get_bool(args, "include_subsections", True),
         )  # fmt: skip
 
-    def _tool_find_related(self, args: dict[str, Any], stop: _Cancellable) -> Any:
-        path: str = args["path"]
+    def _tool_find_related(self, args: JSONObject, stop: _Cancellable) -> object:
+        path = _get_str(args, "path")
         chunk = _opt_str(args, "chunk_id")
         target = path
         if chunk:
@@ -398,19 +425,19 @@ class Tools:
             target = (
                 chunk if "#" in chunk or chunk.startswith(path) else f"{path}#{chunk}"
             )
-        return self.index.related(target, top=int(args.get("limit", 10)),
-                                  same_file=args.get("same_file", False))  # fmt: skip
+        return self.index.related(target, top=_get_int(args, "limit", 10),
+                                  same_file=_get_bool(args, "same_file", False))  # fmt: skip
 
-    def _tool_list_documents(self, args: dict[str, Any], stop: _Cancellable) -> Any:
+    def _tool_list_documents(self, args: JSONObject, stop: _Cancellable) -> object:
         return self.index.documents(
             path=_opt_str(args, "path"), types=_types(args.get("type")),
-            limit=int(args.get("limit", 50)), offset=int(args.get("offset", 0)),
+            limit=_get_int(args, "limit", 50), offset=_get_int(args, "offset", 0),
         )  # fmt: skip
 
-    def _tool_search_batch(self, args: dict[str, Any], stop: _Cancellable) -> Any:
-        limit = int(args.get("limit", 5))
+    def _tool_search_batch(self, args: JSONObject, stop: _Cancellable) -> object:
+        limit = _get_int(args, "limit", 5)
         results = []
-        for item in args["queries"]:
+        for item in cast("list[JSONObject]", args["queries"]):
             stop.check()
             result = _query(self.plain, item, limit)
             results.append(json.loads(_to_text(result)))
@@ -420,7 +447,7 @@ class Tools:
 # -- the server -----------------------------------------------------------------
 
 
-def _to_text(value: Any) -> str:
+def _to_text(value: object) -> str:
     from docindex.models.serialize import to_json
 
     return to_json(value)
@@ -450,7 +477,7 @@ class _Runner:
         self.pool = ThreadPoolExecutor(MAX_IN_FLIGHT, thread_name_prefix="docindex-mcp")
         self.pending = 0
 
-    async def run(self, name: str, raw: Any) -> tuple[str, bool]:
+    async def run(self, name: str, raw: object) -> tuple[str, bool]:
         """(JSON text, is_error) for one call."""
         import anyio
 
@@ -476,7 +503,7 @@ class _Runner:
             self.pending -= 1
 
     def _call(
-        self, name: str, args: dict[str, Any], cancelled: threading.Event
+        self, name: str, args: JSONObject, cancelled: threading.Event
     ) -> tuple[str, bool]:
         """One call on a worker thread; every failure becomes a tool error."""
         try:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TypeVar
 
 from docindex.store.records import DocFilter
+
+T = TypeVar("T")
 
 ALL_DOCS = DocFilter()
 MAX_VARS = 900  # bound parameters per statement in chunked IN lists
@@ -37,7 +39,7 @@ def compress_body(text: str) -> bytes:
     return compressed
 
 
-_COMPRESS: list[Any] = []
+_COMPRESS: list[Callable[[bytes, int], bytes]] = []
 
 
 def varints(blob: bytes) -> list[int]:
@@ -80,7 +82,7 @@ def decode_section(
 _GLOB_CHARS = frozenset("*?[")
 
 
-def path_clause(path: str) -> tuple[str, tuple[Any, ...]]:
+def path_clause(path: str) -> tuple[str, tuple[str | int, ...]]:
     """SQL over ``d.rel_path`` for ``--path`` (issue #19).
 
     A pattern with ``*``, ``?`` or ``[`` is a glob (SQLite GLOB: ``*`` also
@@ -139,6 +141,6 @@ def document_body(fts: Iterable[tuple[str, str]]) -> str:
     return " ".join(body for _, body in fts if body)
 
 
-def chunks(ids: Sequence[Any]) -> Iterator[Sequence[Any]]:
+def chunks(ids: Sequence[T]) -> Iterator[Sequence[T]]:
     for i in range(0, len(ids), MAX_VARS):
         yield ids[i : i + MAX_VARS]

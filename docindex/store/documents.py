@@ -12,12 +12,13 @@ import sqlite3
 import zlib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from docindex.models import SkipRecord, printable
 from docindex.store import maintenance
 from docindex.store._sql import (
     ALL_DOCS,
+    Section,
     chunks,
     decode_section,
     decode_sections,
@@ -439,7 +440,7 @@ class DocumentRows:
             if row.chunk_id == chunk_id
         ]
 
-    def _segment_rows(self, where: str, params: tuple[Any, ...]) -> list[SegmentRow]:
+    def _segment_rows(self, where: str, params: tuple[object, ...]) -> list[SegmentRow]:
         from docindex.text.anchors import chunk_id
 
         sql = (
@@ -451,7 +452,7 @@ class DocumentRows:
             f"JOIN roots r ON r.id = d.root_id WHERE {where}"
         )
         rows = []
-        parsed: dict[int, list[Any]] = {}  # doc id -> its sections, per call
+        parsed: dict[int, list[Section]] = {}  # doc id -> its sections, per call
         for (
             sid, doc_id, ordinal, section, part, frag, start_line, end_line,
             char_start, char_end, page, slide, sheet, cells, root, rel_path,

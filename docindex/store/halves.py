@@ -82,8 +82,8 @@ class Halves:
             pass
 
     def run(
-        self, main: sqlite3.Connection, sql: str, lower: Sequence[Any],
-        upper: Sequence[Any],
+        self, main: sqlite3.Connection, sql: str, lower: Sequence[object],
+        upper: Sequence[object],
     ) -> tuple[Rows, Rows]:  # fmt: skip
         """(rows of ``sql`` with ``lower``, rows with ``upper``), the second
         computed meanwhile on the helper connection when it reads ``main``'s
@@ -107,7 +107,7 @@ class Halves:
             return rows_lower, out["rows"]
         return rows_lower, main.execute(sql, upper).fetchall()
 
-    def _upper(self, sql: str, params: Sequence[Any], out: dict[str, Any]) -> None:
+    def _upper(self, sql: str, params: Sequence[object], out: dict[str, Any]) -> None:
         try:
             conn = self._conn or self._open()
             conn.execute("BEGIN")

@@ -52,7 +52,7 @@ class Index(Protocol):
     def get_meta(self, key: str) -> Any:
         """The JSON value stored under ``key``, or None."""
 
-    def set_meta(self, key: str, value: Any) -> None:
+    def set_meta(self, key: str, value: object) -> None:
         """Store a JSON-encodable value under ``key``."""
 
     # -- roots and documents

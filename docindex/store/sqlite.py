@@ -389,7 +389,7 @@ class Store(DocumentRows, PostingRows):
         ).fetchone()
         return json.loads(row[0]) if row else None
 
-    def set_meta(self, key: str, value: Any) -> None:
+    def set_meta(self, key: str, value: object) -> None:
         """Store a JSON-encodable meta value."""
         self.conn.execute(
             "INSERT INTO meta (key, value) VALUES (?, ?) "

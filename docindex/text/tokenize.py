@@ -19,9 +19,15 @@ import re
 import unicodedata
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
-from typing import Any, AnyStr
+from typing import TYPE_CHECKING, Any, AnyStr, cast
 
 from docindex.text.stem import stem, stem_new
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    # The CJK layout's arrays (code points and int64 offsets).
+    Array = npt.NDArray[Any]
 
 # Han (CJK Unified + Extension A + compatibility + astral B..H), kana, Hangul.
 _CJK = (
@@ -40,16 +46,21 @@ class _LazyRe:
     def __init__(self, pattern: str) -> None:
         self.pattern = pattern
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> object:
         compiled = re.compile(self.pattern)
         for method in ("match", "search", "findall", "finditer", "sub", "split"):
             setattr(self, method, getattr(compiled, method))  # later calls skip this
         return getattr(compiled, name)
 
 
-_TOKEN_RE: Any = _LazyRe(rf"([{_CJK}]+)|([^\W_{_CJK}]+)")
+def _lazy(pattern: str) -> re.Pattern[str]:
+    """A ``_LazyRe``, typed as the compiled pattern it stands in for."""
+    return cast("re.Pattern[str]", _LazyRe(pattern))
+
+
+_TOKEN_RE = _lazy(rf"([{_CJK}]+)|([^\W_{_CJK}]+)")
 # _TOKEN_RE on ASCII text: group 1 (CJK) can never match; compiles in ~0.1 ms.
-_ASCII_TOKEN_RE: Any = _LazyRe(r"((?!))|([A-Za-z0-9]+)")
+_ASCII_TOKEN_RE = _lazy(r"((?!))|([A-Za-z0-9]+)")
 
 
 def _ranges(spec: str) -> tuple[list[int], list[int]]:
@@ -76,23 +87,23 @@ def is_cjk(ch: str) -> bool:
     return i >= 0 and code <= _CJK_ENDS[i]
 
 
-def token_matches(text: str) -> Iterator[Any]:
+def token_matches(text: str) -> Iterator[re.Match[str]]:
     """``_TOKEN_RE.finditer(text)``, by a cheaper regex when ``text`` is ASCII."""
-    found: Iterator[Any] = (_ASCII_TOKEN_RE if text.isascii() else _TOKEN_RE).finditer(
-        text
-    )
+    found: Iterator[re.Match[str]] = (
+        _ASCII_TOKEN_RE if text.isascii() else _TOKEN_RE
+    ).finditer(text)
     return found
 
 
-_CJK_RE: Any = _LazyRe(rf"[{_CJK}]")
-_CJK_SPLIT_RE: Any = _LazyRe(rf"([{_CJK}]+)")
-_LATIN_RE: Any = _LazyRe(rf"[^\W_{_CJK}]+")
+_CJK_RE = _lazy(rf"[{_CJK}]")
+_CJK_SPLIT_RE = _lazy(rf"([{_CJK}]+)")
+_LATIN_RE = _lazy(rf"[^\W_{_CJK}]+")
 _concat = operator.add
 _SHORT = 256  # term_parts of texts this short use _TOKEN_RE alone
 # Characters whose NFKC form is ASCII punctuation or a space: separators before
 # and after NFKC, so term_parts may blank them (issue #7: full-width Chinese
 # punctuation made nearly every Chinese text fail the NFKC quick check).
-_SEPARATOR_COMPAT_RE: Any = _LazyRe(
+_SEPARATOR_COMPAT_RE = _lazy(
     "[\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff5e\xa0\u2009\u200a\u3000\u2026]"
 )
 # word -> term memo for the index-time loop; cleared when full (cheap refill).
@@ -245,7 +256,7 @@ def cjk_ngrams(runs: list[str], cjk_ngram: int = 2) -> list[str]:
     return out
 
 
-def cjk_layout(run_lists: Sequence[Sequence[str]]) -> tuple[Any, Any, Any] | None:
+def cjk_layout(run_lists: Sequence[Sequence[str]]) -> tuple[Array, Array, Array] | None:
     """The CJK runs of each text as numpy arrays, or None when there are none.
 
     Returns ``(cps, left, text_of)``: every run's code points end to end

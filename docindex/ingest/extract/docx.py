@@ -14,7 +14,11 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from docx.opc.part import Part
+    from lxml.etree import _Element as Element  # lxml ships no type stubs
 
 from docindex.ingest.extract import ExtractLimits
 from docindex.ingest.extract._zipguard import core_title, run_guarded
@@ -103,7 +107,7 @@ def _extract(data: bytes, limits: ExtractLimits) -> Extracted:
     )
 
 
-def _heading_levels(styles_root: Any) -> dict[str, int]:
+def _heading_levels(styles_root: Element) -> dict[str, int]:
     """Map paragraph style ids to a Markdown heading level (Title -> 1)."""
     levels: dict[str, int] = {}
     for style in styles_root.iter(f"{_W}style"):
@@ -122,7 +126,7 @@ def _heading_levels(styles_root: Any) -> dict[str, int]:
 
 
 def _render_blocks(
-    container: Any, styles: dict[str, int], lines: list[str], *, escape: bool
+    container: Element, styles: dict[str, int], lines: list[str], *, escape: bool
 ) -> None:
     """Append one line per paragraph and per table row found under ``container``.
 
@@ -132,7 +136,7 @@ def _render_blocks(
     for child in container:
         tag = child.tag
         if tag == _P:
-            boxes: list[Any] = []
+            boxes: list[Element] = []
             text = _para_text(child, boxes)
             level = styles.get(_style_id(child), 0) if styles else 0
             if level and text.strip():
@@ -154,7 +158,7 @@ def _render_blocks(
             )  # sdt, customXml, ins, ...
 
 
-def _iter_tagged(parent: Any, tag: str, stop: str) -> Iterator[Any]:
+def _iter_tagged(parent: Element, tag: str, stop: str) -> Iterator[Element]:
     """Yield ``tag`` children of ``parent``, looking through wrappers like w:sdt."""
     for child in parent:
         if child.tag == tag:
@@ -165,20 +169,20 @@ def _iter_tagged(parent: Any, tag: str, stop: str) -> Iterator[Any]:
             yield from _iter_tagged(child, tag, stop)
 
 
-def _style_id(p: Any) -> str:
+def _style_id(p: Element) -> str:
     ppr = p.find(f"{_W}pPr")
     style = ppr.find(f"{_W}pStyle") if ppr is not None else None
     return (style.get(f"{_W}val") or "") if style is not None else ""
 
 
-def _para_text(p: Any, boxes: list[Any]) -> str:
+def _para_text(p: Element, boxes: list[Element]) -> str:
     """The text of one paragraph; text boxes met inside are collected in ``boxes``."""
     out: list[str] = []
     _collect(p, out, boxes)
     return "".join(out)
 
 
-def _collect(el: Any, out: list[str], boxes: list[Any]) -> None:
+def _collect(el: Element, out: list[str], boxes: list[Element]) -> None:
     for child in el:
         tag = child.tag
         if tag == _T:
@@ -195,7 +199,7 @@ def _collect(el: Any, out: list[str], boxes: list[Any]) -> None:
             _collect(child, out, boxes)
 
 
-def _flat_text(el: Any) -> str:
+def _flat_text(el: Element) -> str:
     """All text under ``el`` (a cell, note or comment) on one line."""
     lines: list[str] = []
     _render_blocks(el, {}, lines, escape=False)
@@ -215,7 +219,7 @@ def _escape(line: str) -> str:
     return indent + "\\" + line[len(indent) :]
 
 
-def _hdrftr_ids(body: Any) -> list[str]:
+def _hdrftr_ids(body: Element) -> list[str]:
     """Header then footer relationship ids, in section order, without repeats."""
     ids: dict[str, None] = {}
     for kind in ("headerReference", "footerReference"):
@@ -226,11 +230,11 @@ def _hdrftr_ids(body: Any) -> list[str]:
     return list(ids)
 
 
-def _ids_of(part: Any, reltype: str) -> list[str]:
+def _ids_of(part: Part, reltype: str) -> list[str]:
     return [rid for rid, rel in part.rels.items() if rel.reltype == reltype]
 
 
-def _related_roots(part: Any, rids: list[str]) -> Iterator[Any]:
+def _related_roots(part: Part, rids: list[str]) -> Iterator[Element]:
     """Yield the XML root of each related part (header, footnotes, comments)."""
     for rid in rids:
         rel = part.rels.get(rid)
@@ -243,7 +247,7 @@ def _related_roots(part: Any, rids: list[str]) -> Iterator[Any]:
         yield root
 
 
-def _parse(blob: bytes) -> Any:
+def _parse(blob: bytes) -> Element:
     """Parse a part python-docx keeps as bytes, without entities or network."""
     from lxml import etree
 

@@ -21,7 +21,10 @@ from __future__ import annotations
 import io
 import posixpath
 import zipfile
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lxml.etree import _Element as Element  # lxml ships no type stubs
 from urllib.parse import unquote
 
 from docindex.errors import ExtractionError
@@ -110,7 +113,7 @@ def _package_path(zf: zipfile.ZipFile, names: set[str]) -> str:
     raise ExtractionError("corrupt", "the EPUB container names no package document")
 
 
-def _manifest(opf: Any, base: str) -> dict[str, tuple[str, str, str]]:
+def _manifest(opf: Element, base: str) -> dict[str, tuple[str, str, str]]:
     """id -> (archive path, media type, properties) of every manifest item."""
     out: dict[str, tuple[str, str, str]] = {}
     for item in opf.iterfind(f"{_OPF}manifest/{_OPF}item"):
@@ -136,7 +139,7 @@ def _refuse_drm(
 
 
 def _toc_labels(
-    zf: zipfile.ZipFile, names: set[str], opf: Any,
+    zf: zipfile.ZipFile, names: set[str], opf: Element,
     items: dict[str, tuple[str, str, str]],
 ) -> dict[str, str]:  # fmt: skip
     """Chapter file -> its first table-of-contents label (EPUB 3 nav, else NCX)."""

@@ -23,7 +23,10 @@ import codecs
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lxml.html import HtmlElement  # lxml ships no type stubs
 
 from docindex.errors import ExtractionError
 from docindex.ingest.extract import ExtractLimits
@@ -133,7 +136,7 @@ def decode_html(data: bytes) -> str:
         return data.decode("cp1252", "replace")
 
 
-def parse(text: str) -> Any:
+def parse(text: str) -> HtmlElement:
     """An lxml HTML tree of ``text`` (comments and processing instructions dropped).
 
     Raises:
@@ -199,7 +202,7 @@ def page_text(text: str, max_chars: int, heading_shift: int = 0) -> PageText:
     return PageText("\n".join(out_lines), title, first_heading, truncated)
 
 
-def _title(root: Any) -> str | None:
+def _title(root: HtmlElement) -> str | None:
     for el in root.iter("title"):
         title = " ".join(el.text_content().split())
         if title:
@@ -207,7 +210,7 @@ def _title(root: Any) -> str | None:
     return None
 
 
-def _main(root: Any) -> Any:
+def _main(root: HtmlElement) -> HtmlElement:
     """The page's marked main content when it has exactly one, else the root."""
     found = root.xpath("//main | //*[@role='main']")
     if len(found) == 1:
@@ -215,7 +218,7 @@ def _main(root: Any) -> Any:
     return root
 
 
-def _blocks(root: Any) -> Iterator[tuple[int, int, str]]:
+def _blocks(root: HtmlElement) -> Iterator[tuple[int, int, str]]:
     """Yield ``(source line, heading level or 0, text)`` for each block in order.
 
     Whitespace inside a block collapses to single spaces except in ``pre``;
@@ -303,7 +306,7 @@ def _blocks(root: Any) -> Iterator[tuple[int, int, str]]:
         yield line, 0, text
 
 
-def _dropped(el: Any, tag: str) -> bool:
+def _dropped(el: HtmlElement, tag: str) -> bool:
     """True for boilerplate: chrome tags, hidden elements, navigation landmarks."""
     if tag in DROP_TAGS:
         return True

@@ -25,7 +25,10 @@ from __future__ import annotations
 import io
 import zipfile
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lxml.etree import _Element as Element  # lxml ships no type stubs
 
 from docindex.errors import ExtractionError
 from docindex.ingest.extract import ExtractLimits
@@ -126,7 +129,7 @@ def _extract(data: bytes, suffix: str, limits: ExtractLimits) -> Extracted:
     return Extracted(units=tuple(units), title=title, kind=kind, meta=notes)
 
 
-def parse_xml(data: bytes) -> Any:
+def parse_xml(data: bytes) -> Element:
     """Parse an XML part safely: no entity expansion, no DTD, no network.
 
     Raises:
@@ -144,7 +147,7 @@ def parse_xml(data: bytes) -> Any:
         raise ExtractionError("corrupt", f"damaged XML: {message}") from None
 
 
-def _text(el: Any, depth: int = 0, breaks: str = "\n") -> str:
+def _text(el: Element, depth: int = 0, breaks: str = "\n") -> str:
     """The text of a paragraph-like element: spaces, tabs and breaks expanded."""
     out: list[str] = [el.text or ""]
     for child in el:
@@ -164,7 +167,7 @@ def _text(el: Any, depth: int = 0, breaks: str = "\n") -> str:
 # -- ODT ----------------------------------------------------------------------
 
 
-def _document(root: Any, limits: ExtractLimits, notes: dict[str, str]) -> Unit:
+def _document(root: Element, limits: ExtractLimits, notes: dict[str, str]) -> Unit:
     body = root.find(f"{_O}body/{_O}text")
     lines: list[str] = []
     if body is not None:
@@ -176,7 +179,7 @@ def _document(root: Any, limits: ExtractLimits, notes: dict[str, str]) -> Unit:
     return Unit(text=normalize_text("\n".join(lines)), markdown=True)
 
 
-def _blocks(el: Any, depth: int, budget: list[int]) -> Iterator[str]:
+def _blocks(el: Element, depth: int, budget: list[int]) -> Iterator[str]:
     """Lines of a text container (body, section, list item, cell, frame)."""
     for child in el:
         if budget[0] <= 0:
@@ -210,7 +213,7 @@ def _blocks(el: Any, depth: int, budget: list[int]) -> Iterator[str]:
 # -- tables (ODT tables and ODS sheets) ----------------------------------------
 
 
-def _rows(table: Any) -> Iterator[tuple[int, list[tuple[str, int]]]]:
+def _rows(table: Element) -> Iterator[tuple[int, list[tuple[str, int]]]]:
     """Each non-empty row as ``(1-based row number, [(cell text, 0-based column)])``.
 
     Rows and cells with ``number-*-repeated`` are expanded only when they hold
@@ -239,12 +242,12 @@ def _rows(table: Any) -> Iterator[tuple[int, list[tuple[str, int]]]]:
         number += rep
 
 
-def _repeat(el: Any, what: str) -> int:
+def _repeat(el: Element, what: str) -> int:
     value = el.get(f"{_TB}number-{what}-repeated") or "1"
     return max(1, int(value)) if value.isdigit() else 1
 
 
-def _sheets(root: Any, limits: ExtractLimits, notes: dict[str, str]) -> list[Unit]:
+def _sheets(root: Element, limits: ExtractLimits, notes: dict[str, str]) -> list[Unit]:
     units: list[Unit] = []
     cut: list[str] = []
     chars = 0
@@ -286,7 +289,7 @@ def _column(index: int) -> str:
 
 
 def _slides(
-    root: Any, limits: ExtractLimits, notes: dict[str, str]
+    root: Element, limits: ExtractLimits, notes: dict[str, str]
 ) -> tuple[list[Unit], str | None]:
     units: list[Unit] = []
     first_title: str | None = None
@@ -323,7 +326,7 @@ def _slides(
     return units, first_title
 
 
-def _frame_text(frame: Any) -> str:
+def _frame_text(frame: Element) -> str:
     """The text of a drawing frame (text boxes, tables, groups), one line per paragraph."""
     lines: list[str] = []
     for el in frame.iter(f"{_T}p", f"{_T}h", f"{_TB}table-row"):

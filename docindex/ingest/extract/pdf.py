@@ -26,7 +26,10 @@ import time
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from types import FrameType
 
 from docindex.errors import ExtractionError
 from docindex.ingest.extract import ExtractLimits
@@ -137,7 +140,7 @@ class _Alarm:
             return self
         if threading.current_thread() is not threading.main_thread():
             return self
-        self.outer_handler: Any = signal.getsignal(signal.SIGALRM)
+        self.outer_handler = signal.getsignal(signal.SIGALRM)
         left, _ = signal.getitimer(signal.ITIMER_REAL)
         self.outer_end = time.monotonic() + left if left else math.inf
         signal.signal(signal.SIGALRM, self._fire)
@@ -167,7 +170,7 @@ class _Alarm:
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
 
-    def _fire(self, signum: int, frame: Any) -> None:
+    def _fire(self, signum: int, frame: FrameType | None) -> None:
         if self.outer_due and callable(self.outer_handler):
             self.outer_handler(signum, frame)  # the caller's deadline came first
         raise _Overtime

@@ -9,7 +9,14 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from lxml.etree import _Element as Element
+    from pptx.shapes.autoshape import Shape
+    from pptx.shapes.base import BaseShape
+    from pptx.shapes.graphframe import GraphicFrame
+    from pptx.text.text import TextFrame
 
 from docindex.ingest.extract import ExtractLimits
 from docindex.ingest.extract._zipguard import core_title, run_guarded
@@ -78,7 +85,7 @@ def _extract(data: bytes, limits: ExtractLimits) -> Extracted:
 
 
 def _shape_lines(
-    shapes: Iterable[Any], lines: list[str], skip: Any, depth: int
+    shapes: Iterable[BaseShape], lines: list[str], skip: Element | None, depth: int
 ) -> None:
     """Append the text of ``shapes`` (in shape-tree order) to ``lines``."""
     from pptx.shapes.group import GroupShape
@@ -91,7 +98,7 @@ def _shape_lines(
                 _shape_lines(shape.shapes, lines, skip, depth + 1)
             continue
         if getattr(shape, "has_table", False):
-            for row in shape.table.rows:
+            for row in cast("GraphicFrame", shape).table.rows:
                 cells = [
                     " ".join(_frame_text(cell.text_frame).split()) for cell in row.cells
                 ]
@@ -100,7 +107,7 @@ def _shape_lines(
                 if cells:
                     lines.append(" | ".join(cells))
         elif getattr(shape, "has_chart", False):
-            chart = shape.chart
+            chart = cast("GraphicFrame", shape).chart
             if chart.has_title and chart.chart_title.has_text_frame:
                 lines.append(_frame_text(chart.chart_title.text_frame))
         else:
@@ -109,14 +116,14 @@ def _shape_lines(
                 lines.append(text)
 
 
-def _shape_text(shape: Any) -> str:
+def _shape_text(shape: BaseShape) -> str:
     """The text of a shape with a text frame, or ``""``."""
     if not getattr(shape, "has_text_frame", False):
         return ""
-    return _frame_text(shape.text_frame)
+    return _frame_text(cast("Shape", shape).text_frame)
 
 
-def _frame_text(frame: Any) -> str:
+def _frame_text(frame: TextFrame) -> str:
     # python-pptx renders a line break (a:br) as a vertical tab.
     text: str = frame.text
     return text.replace("\v", "\n")

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import datetime as dt
 import io
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from openpyxl.worksheet._read_only import ReadOnlyWorksheet
 
 from docindex.ingest.extract import ExtractLimits
 from docindex.ingest.extract._zipguard import run_guarded
@@ -83,7 +86,7 @@ def _extract(data: bytes, limits: ExtractLimits) -> Extracted:
 
 
 def _read_sheet(
-    sheet: Any, limits: ExtractLimits, char_budget: int
+    sheet: ReadOnlyWorksheet, limits: ExtractLimits, char_budget: int
 ) -> tuple[list[str], list[str], int]:
     """Read one sheet as lines and first-cell references.
 
