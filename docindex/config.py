@@ -139,6 +139,8 @@ def from_mapping(data: Mapping[str, object], base: Config | None = None) -> Conf
     changes: dict[str, Any] = {}
     for key, value in data.items():
         key = key.replace("-", "_")
+        if key == "db" and isinstance(value, dict):
+            continue  # where the index is (file_db_url), not a setting
         if isinstance(value, dict) and key in _GROUPS:
             for sub, subvalue in value.items():
                 sub = sub.replace("-", "_")
@@ -217,6 +219,41 @@ def env_value(name: str) -> str | None:
     return value or None
 
 
+def file_db_url(environ: dict[str, str] | None = None) -> str | None:
+    """The ``[db] url`` of the ``DOCINDEX_CONFIG`` file, if it names one (#34).
+
+    ``[db] url = "postgresql://..."`` points every command at a server index;
+    prefer a password file (``~/.pgpass``) or ``PGPASSWORD`` to a password in
+    the URL.
+    """
+    env = os.environ if environ is None else environ
+    name = env.get("DOCINDEX_CONFIG")
+    if not name:
+        return None
+    import tomllib
+
+    try:
+        with Path(name).open("rb") as fh:
+            data = tomllib.load(fh)
+    except (OSError, tomllib.TOMLDecodeError):
+        return None  # load_file reports it
+    table = data.get("db")
+    url = table.get("url") if isinstance(table, dict) else None
+    return str(url) if url else None
+
+
+def host_name(environ: dict[str, str] | None = None) -> str:
+    """This machine's name for a shared index's per-host root paths (issue #34).
+
+    ``DOCINDEX_HOST`` overrides the host name (a container, or one machine
+    that should act as another).
+    """
+    import socket
+
+    env = os.environ if environ is None else environ
+    return env.get("DOCINDEX_HOST") or socket.gethostname()
+
+
 def find_index(start: Path) -> Path | None:
     """Walk up from ``start`` looking for ``.docindex/index.db``, as git finds ``.git``."""
     here = start.resolve()
@@ -232,11 +269,18 @@ def default_db_for_root(root: Path) -> Path:
     return root.resolve() / DEFAULT_DB_DIR / DEFAULT_DB_NAME
 
 
-def config_file_for(db: Path, environ: dict[str, str] | None = None) -> Path | None:
-    """The TOML file that applies: ``DOCINDEX_CONFIG``, else ``config.toml`` beside the index."""
+def config_file_for(
+    db: Path | object, environ: dict[str, str] | None = None
+) -> Path | None:
+    """The TOML file that applies: ``DOCINDEX_CONFIG``, else ``config.toml`` beside the index.
+
+    A server index (issue #34) has no folder: only ``DOCINDEX_CONFIG`` applies.
+    """
     env = os.environ if environ is None else environ
     if env.get("DOCINDEX_CONFIG"):
         return Path(env["DOCINDEX_CONFIG"])
+    if not isinstance(db, Path):
+        return None
     candidate = db.parent / CONFIG_NAME
     return candidate if candidate.is_file() else None
 

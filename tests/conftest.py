@@ -89,3 +89,42 @@ def cli_run() -> Callable[..., Result]:
 @pytest.fixture
 def cli_json() -> Callable[..., Any]:
     return run_json
+
+
+# -- PostgreSQL (issue #34) ------------------------------------------------------
+
+
+def _pg_unavailable(reason: str) -> None:
+    """Skip outside CI; under CI=true the PostgreSQL tests must run, so fail."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"PostgreSQL tests cannot run under CI=true: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Any:
+    """A PostgreSQL server URL: DOCINDEX_TEST_PG, else a throwaway cluster."""
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        _pg_unavailable("psycopg not installed: pip install 'docindex[postgres]'")
+    given = os.environ.get("DOCINDEX_TEST_PG")
+    if given:
+        yield given
+        return
+    import pgcluster
+
+    bin_dir = pgcluster.binaries()
+    if bin_dir is None:
+        _pg_unavailable(pgcluster.MISSING)
+    assert bin_dir is not None
+    with pgcluster.cluster(bin_dir) as url:
+        yield url
+
+
+@pytest.fixture
+def pg_url(pg_server: str) -> str:
+    """A URL of an empty schema of its own on the test server."""
+    import pgcluster
+
+    return pgcluster.new_schema(pg_server)

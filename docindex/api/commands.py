@@ -18,6 +18,7 @@ from docindex.api import workspace
 from docindex.config import Config
 from docindex.errors import MisuseError, OutsideRootsError, RelocatedIndexError
 from docindex.models import Hit, Progress, QueryOptions, QueryResult, ScanResult
+from docindex.store.location import ServerUrl
 
 if TYPE_CHECKING:
     import threading
@@ -55,7 +56,7 @@ def scan(
     stop: Callable[[], bool] | None = None,
 ) -> ScanResult:  # fmt: skip
     """Incremental scan; see ``docindex scan --help``. ``stop``: see indexer.scan."""
-    from docindex.ingest.indexer import resolve_scope
+    from docindex.ingest.indexer import pin_roots, resolve_scope
     from docindex.ingest.indexer import scan as core_scan
 
     overrides: Overrides = {}
@@ -95,13 +96,17 @@ def scan(
     with ws.open(create=True) as store, _progress_ctx(progress) as on_progress:
         result = core_scan(store, ws.config, scopes=scopes, force=force,
                            on_progress=on_progress, bulk=True, stop=stop)  # fmt: skip
+        if not result.interrupted:
+            pin_roots(store, list(ws.config.roots))
         if store.get_meta("location") != str(ws.db):
             # Where the index was written: a copy or move of its folder shows
             # as a different place later (workspace.relocation, issue #20).
             with store.atomic():
                 store.set_meta("location", str(ws.db))
     for err in result.errors:
-        if err["reason"] == "missing-root":
+        if err["reason"] == "missing-root" and err["message"].startswith("root /"):
+            result.warnings.append(err["message"])  # changed identity (#33)
+        elif err["reason"] == "missing-root":
             root = shlex.quote(err["path"])
             result.warnings.append(
                 f"root {err['path']} no longer exists; its documents are kept. If "
@@ -166,12 +171,15 @@ def reindex(
         try:
             ws = workspace.load(db, overrides, extra_roots=roots, must_exist=True)
         except sqlite3.DatabaseError as exc:  # damaged past the header (#17)
-            raise translate(exc, workspace.resolve_db(db) or "") from exc
+            where = workspace.resolve_db(db)
+            raise translate(exc, where if isinstance(where, Path) else "") from exc
     except IndexCorruptError:
         # Its roots and settings live in the damaged file (issue #8); a rebuild
         # needs them from elsewhere: --root, or the folder that holds the
         # index's default place (issue #20: the suggested command must work).
         ws = _rebuild_workspace(db, overrides, roots)
+    if isinstance(ws.db, ServerUrl):
+        return _rebuild_on_server(ws, progress, stop)
     if not ws.config.roots:  # e.g. a 0-byte file: nothing says what to rebuild
         raise IndexNotFoundError(
             f"index {ws.db} records no roots to rebuild; run "
@@ -206,6 +214,19 @@ def reindex(
     return result
 
 
+def _rebuild_on_server(
+    ws: workspace.Workspace, progress: ProgressArg, stop: Callable[[], bool] | None
+) -> ScanResult:
+    """``reindex --full`` on PostgreSQL: this host's roots re-read in one
+    transaction; readers keep the old index until it commits (issue #34)."""
+    from docindex.ingest.indexer import scan as core_scan
+
+    with ws.open(create=True) as store, _progress_ctx(progress) as on_progress:
+        with store.atomic():
+            store.clear_roots(list(ws.config.roots))  # type: ignore[attr-defined]
+            return core_scan(store, ws.config, on_progress=on_progress, stop=stop)
+
+
 def _rebuild_workspace(
     db: str | None, overrides: Overrides, roots: list[str] | None
 ) -> workspace.Workspace:
@@ -214,7 +235,7 @@ def _rebuild_workspace(
     from docindex.errors import IndexCorruptError
 
     path = workspace.resolve_db(db, near=[Path(r) for r in roots or []])
-    assert path is not None  # load() found a file to be damaged
+    assert isinstance(path, Path)  # load() found a file to be damaged
     if not roots and path.parent.name == cfgmod.DEFAULT_DB_DIR:
         roots = [str(path.parent.parent)]
     if not roots:
@@ -333,8 +354,10 @@ def _open_for_reading(ws: workspace.Workspace) -> Store:
     return ws.open(readonly=_readonly_ok(ws.db), mapped=True)
 
 
-def _readonly_ok(db: Path) -> bool:
+def _readonly_ok(db: Path | ServerUrl) -> bool:
     """Open read-only when we may not write the folder (a WAL index still needs -shm)."""
+    if isinstance(db, ServerUrl):
+        return False  # the server's GRANTs decide
     return not os.access(db.parent, os.W_OK) and Path(f"{db}-shm").exists()
 
 
@@ -345,14 +368,17 @@ def stats(db: str | None) -> IndexStats:
     ws = workspace.load(db)
     with ws.open() as store:
         counts = store.counts()
-        size = ws.db.stat().st_size
-        wal = Path(f"{ws.db}-wal")
+        space = store.space()
+        if isinstance(ws.db, ServerUrl):
+            size, wal = space.file_bytes, Path(os.devnull, "none")
+        else:
+            size, wal = ws.db.stat().st_size, Path(f"{ws.db}-wal")
         return IndexStats(
             db=str(ws.db), documents=counts.documents, segments=counts.segments,
             embedded=counts.embedded, roots=list(store.roots().values()),
             types=store.kinds(),
             db_bytes=size + (wal.stat().st_size if wal.exists() else 0),
-            reclaimable_bytes=store.space().reclaimable_bytes,
+            reclaimable_bytes=space.reclaimable_bytes,
             embedder=store.get_meta("embedder"),
             tokenizer=store.get_meta("tokenizer"),
             facets=store.facet_values(),
@@ -396,7 +422,7 @@ def watch(
     db: str | None, *, roots: list[str] | None = None, debounce_ms: int = 300,
     on_batch: Callable[[BatchReport], None], stop_event: threading.Event,
     on_notice: Callable[[str], None] | None = None,
-    on_start: Callable[[Path, list[str]], None] | None = None,
+    on_start: Callable[[Path | ServerUrl, list[str]], None] | None = None,
 ) -> None:  # fmt: skip
     """Keep the index current until ``stop_event`` is set; see ``docindex watch --help``.
 
@@ -413,6 +439,8 @@ def watch(
     busy = min(ws.config.busy_timeout_s, 2.0)
 
     def open_store() -> Store:
+        if isinstance(ws.db, ServerUrl):
+            return workspace.Workspace(ws.db, ws.config).open(create=True)
         return Store.open(ws.db, create=True, busy_timeout=busy)
 
     core_watch(open_store, ws.config, debounce_ms=debounce_ms, on_batch=on_batch,
@@ -562,7 +590,7 @@ def settings(db: str | None, near: list[str] | None = None) -> JSONObject:
 
     places = [Path(p) for p in near or []]
     path = workspace.resolve_db(db, near=places)
-    found = path is not None and path.is_file()
+    found = isinstance(path, ServerUrl) or (path is not None and path.is_file())
     if path is None:
         cfg, sources = (
             cfgmod.from_env(Config()),
@@ -635,3 +663,21 @@ def _newlines(lines: list[str], offset: int) -> Iterator[None]:
         if seen > offset:
             return
         yield None
+
+
+def export(db: str | None) -> Iterator[dict[str, object]]:
+    """The index as NDJSON records (``docindex export``, issue #34)."""
+    from docindex.api.transfer import export_records
+
+    ws = workspace.load(db)
+    with _open_for_reading(ws) as store, store.atomic(immediate=False):
+        yield from export_records(store)
+
+
+def import_(db: str | None, lines: Iterable[str]) -> dict[str, int]:
+    """Load an export into a new index (``docindex import``, issue #34)."""
+    from docindex.api.transfer import import_records
+
+    ws = workspace.load(db, must_exist=False, scan_path=None)
+    with ws.open(create=True) as store:
+        return import_records(store, ws.config, lines)

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
         Shown,
     )
     from docindex.models.serialize import JSONObject
+    from docindex.store.location import ServerUrl
 
 ProgressCallback = Callable[["Progress"], None]
 # What scan() accepts as progress: a callback, or a context manager that
@@ -166,7 +167,7 @@ class Index:
     def run_watch(
         self, *, debounce_ms: int = 300, on_batch: Callable[[BatchReport], None],
         stop_event: threading.Event, on_notice: Callable[[str], None] | None = None,
-        on_start: Callable[[Path, list[str]], None] | None = None,
+        on_start: Callable[[Path | ServerUrl, list[str]], None] | None = None,
     ) -> None:  # fmt: skip
         """Watch in this thread until ``stop_event`` is set (what ``docindex watch`` runs)."""
         commands.watch(

@@ -7,7 +7,7 @@ import os
 import sqlite3
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 import click
 
@@ -21,6 +21,7 @@ from docindex.cli.output import out_console as _out_console
 from docindex.cli.output import piped as _piped
 from docindex.cli.output import progress_bar as _progress
 from docindex.errors import DocindexError
+from docindex.store.location import ServerUrl
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -71,7 +72,8 @@ class _Group(click.Group):
 
             # The index the command used, so the message names it and its fix.
             try:
-                path: Path | str = resolve_db(ctx.meta.get(DB_META)) or ""
+                where = resolve_db(ctx.meta.get(DB_META))
+                path: Path | str = where if isinstance(where, Path) else ""
             except Exception:  # a message without the path is still a message
                 path = ""
             err = translate(exc, path)
@@ -87,6 +89,13 @@ class _Group(click.Group):
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
             sys.exit(0)
+        except Exception as exc:
+            if not type(exc).__module__.startswith("psycopg"):
+                raise
+            from docindex.store.postgres import translate as pg_translate
+
+            err = pg_translate(exc, "")
+            raise _failure(str(err), err.exit_code) from None
 
 
 class _Failure(click.ClickException):
@@ -518,19 +527,20 @@ def watch(
     stop = signals.graceful()  # a second signal gives up on the pending batch
     serve = serve and watcher_mode() != "off"
     serving: list[Serving | None] = []
-    index_db: list[Path] = []
+    index_db: list[Path | ServerUrl] = []
 
-    def on_start(index: Path, watched: list[str]) -> None:
+    def on_start(index: Path | ServerUrl, watched: list[str]) -> None:
         index_db.append(index)
         click.echo(
             f"watching {', '.join(watched)} (index {index}); Ctrl-C to stop",
             err=True,
         )
-        if serve and index.is_file():  # else once the catch-up has made it
+        # A server index (issue #34) has no folder for the warm server's socket.
+        if serve and isinstance(index, Path) and index.is_file():
             serving.append(_start_serving(index))
 
     def on_batch(report: BatchReport) -> None:
-        if serve and not serving and index_db:
+        if serve and not serving and index_db and isinstance(index_db[0], Path):
             serving.append(_start_serving(index_db[0]))
         if as_json:
             _echo_json(report)
@@ -633,9 +643,18 @@ def mcp(roots: tuple[str, ...], db: str | None) -> None:
     "chunk), --files, or both.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
+@click.option(
+    "--engine",
+    "engine",
+    metavar="sqlite|URL",
+    default="sqlite",
+    show_default=True,
+    help="Where the throwaway index is built: a SQLite file, or a "
+    "postgresql:// URL (a new schema there, dropped afterwards).",
+)
 @json_option
 def eval_(folder: Path, mode: str, n_queries: int | None, seed: int, view: str,
-          quiet: bool, as_json: bool) -> None:  # fmt: skip
+          quiet: bool, engine: str, as_json: bool) -> None:  # fmt: skip
     """Measure ranking quality on a BEIR-layout judged set in FOLDER.
 
     FOLDER holds corpus.jsonl, queries-test.jsonl or queries.jsonl, and
@@ -649,7 +668,11 @@ def eval_(folder: Path, mode: str, n_queries: int | None, seed: int, view: str,
     from docindex.api.evaluate import MODES, VIEWS, evaluate
     from docindex.cli.render import print_eval
     from docindex.config import Config, from_env
+    from docindex.store.location import is_server_url
 
+    if engine != "sqlite" and not is_server_url(engine):
+        raise click.UsageError("--engine takes sqlite or a postgresql:// URL")
+    server = engine if engine != "sqlite" else None
     modes = MODES if mode == "all" else (mode,)
     views = VIEWS if view == "both" else (view,)
     progress = _progress(not (as_json or quiet))
@@ -657,11 +680,40 @@ def eval_(folder: Path, mode: str, n_queries: int | None, seed: int, view: str,
         report = evaluate(
             folder, modes=modes, views=views, n_queries=n_queries, seed=seed,
             cfg=from_env(Config()), on_progress=_eval_progress(on_progress),
+            server=server,
         )  # fmt: skip
     if as_json:
         _echo_json(report)
     else:
         print_eval(_out_console(), report)
+
+
+@cli.command("export")
+@db_option
+def export_(db: str | None) -> None:
+    """Write the index as NDJSON to stdout: settings, roots, documents with their
+    text and chunks (ids, lines, vectors). `docindex import` loads it into a new
+    index on either engine without reading a file again; chunk ids stay the same.
+    """
+    from docindex.api import commands as api
+
+    for record in api.export(db):
+        click.echo(json.dumps(record, ensure_ascii=False))
+
+
+@cli.command("import")
+@click.argument("file", type=click.File("r", encoding="utf-8"))
+@db_option
+@json_option
+def import_(file: TextIO, db: str | None, as_json: bool) -> None:
+    """Load FILE (from `docindex export`, or - for stdin) into a new, empty index."""
+    from docindex.api import commands as api
+
+    counts = api.import_(db, file)
+    if as_json:
+        _echo_json(counts)
+    else:
+        click.echo(", ".join(f"{v} {k}" for k, v in counts.items()), err=True)
 
 
 def _eval_progress(

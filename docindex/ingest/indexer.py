@@ -519,6 +519,7 @@ def _scan(
         exclude=cfg.exclude, use_gitignore=cfg.use_gitignore, hidden=cfg.hidden,
         follow_symlinks=cfg.follow_symlinks, max_depth=cfg.max_depth,
         max_walked_files=cfg.max_walked_files, max_file_bytes=cfg.max_file_bytes,
+        pins=root_pins(store),
     )  # fmt: skip
     root_ids = {str(r): store.root_id(str(r)) for r in roots}
     # A scoped scan (``scan PATH``, a git hook's or an editor's) reads the
@@ -651,6 +652,35 @@ def _remover(
             remove_document(store, cfg, doc_id)
 
     return remove, cleared
+
+
+def root_pins(store: Index) -> tuple[tuple[str, int, int, int], ...]:
+    """The roots' pinned identities (issue #33), as ``WalkOptions.pins`` takes them."""
+    pins = store.get_meta("root_pins") or {}
+    return tuple((root, *map(int, pin)) for root, pin in sorted(pins.items()))
+
+
+def pin_roots(store: Index, roots: Sequence[str]) -> None:
+    """Pin each root that is a real directory and has no pin yet (issue #33)."""
+    from docindex.ingest.walker import root_problem
+
+    pins = dict(store.get_meta("root_pins") or {})
+    changed = False
+    for root in roots:
+        if root in pins or root_problem(Path(root)) is not None:
+            continue
+        try:
+            st = os.stat(root)
+        except OSError:
+            continue
+        pins[root] = [st.st_dev, st.st_ino, st.st_uid]
+        changed = True
+    for gone in set(pins) - set(roots):
+        del pins[gone]
+        changed = True
+    if changed:
+        with store.atomic():
+            store.set_meta("root_pins", pins)
 
 
 def _walk_skip(

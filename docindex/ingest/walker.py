@@ -78,6 +78,38 @@ class WalkOptions:
     max_depth: int = 64
     max_walked_files: int = 200_000
     max_file_bytes: int = 5 * 1024 * 1024
+    # (root, device, inode, owner uid) each root had when it was first scanned
+    # (issue #33): a root replaced by another owner's folder is not walked.
+    pins: tuple[tuple[str, int, int, int], ...] = ()
+
+
+def root_problem(root: Path, pin: tuple[int, int, int] | None = None) -> str | None:
+    """Why root ``root`` must not be walked or watched now, or None when it may.
+
+    A root is pinned to the real path it had when it was added (issue #33): if
+    the path, or a folder above it, has become a symbolic link, another user
+    could point it at files the index's owner may read and they may not. With
+    ``pin`` (device, inode, owner uid), a root replaced by a folder of another
+    owner is refused too; one recreated by its own owner is the same root.
+    """
+    try:
+        real = os.path.realpath(root)
+        st = os.stat(root)
+    except OSError:
+        return None  # missing: the caller's "not a directory" says so
+    fix = f"if that is right, run `docindex roots move {root} NEW_PLACE`"
+    if real != str(root):
+        return (
+            f"root {root} now leads to {real} through a symbolic link; "
+            f"not scanned or watched ({fix})"
+        )
+    if pin is not None and (st.st_dev, st.st_ino) != pin[:2] and st.st_uid != pin[2]:
+        return (
+            f"root {root} was replaced by a folder of another owner (uid "
+            f"{st.st_uid}, was {pin[2]}); not scanned or watched "
+            f"(to accept it, run `docindex roots move {root} {root}`)"
+        )
+    return None
 
 
 def escape_reason(path: Path, root: Path, *, follow_symlinks: bool) -> str | None:
@@ -135,7 +167,12 @@ def walk(
         missing-root, walk-limit, error).
     """
     budget = [options.max_walked_files]
+    pins = {p[0]: (p[1], p[2], p[3]) for p in options.pins}
     for root in sorted(roots):
+        problem = root_problem(root, pins.get(str(root)))
+        if problem is not None:
+            yield SkipEntry(root, "missing-root", problem)
+            continue
         if not root.is_dir():
             yield SkipEntry(root, "missing-root", "root is not a directory")
             continue
