@@ -153,8 +153,10 @@ def tool_schemas(vocab: Vocabulary) -> dict[str, tuple[str, Schema]]:
                      _object({"path": _str(path_doc + " Default: all roots.",
                                            MAX_PATH_CHARS),
                               "force": _bool("Re-index unchanged files.", False)})),
-        "doc_query": ("Search the index; hits carry path, line, chunk_id and score. "
-                      "An empty result carries a hint.", _object(query_props, ("query",))),
+        "doc_query": ("Search the index; hits carry path, line, chunk_id, score (vs the "
+                      "best hit) and coverage (0-1: share of the query the hit holds). "
+                      "An empty or weak result carries a hint; did_you_mean suggests "
+                      "spellings.", _object(query_props, ("query",))),
         "doc_reindex": ("Re-read every file; full rebuilds the index file.",
                         _object({"full": _bool("Rebuild from scratch.", False)})),
         "doc_stats": ("What the index holds: roots, counts, types, facets.", _object({})),

@@ -778,6 +778,32 @@ class PgStore(DocumentRows):
         )
         return [(int(r[0]), float(r[1])) for r in rows]
 
+    def count_matches(
+        self, match: str, only: DocFilter = ALL_DOCS, *, documents: bool = False
+    ) -> int:
+        """Segments (or distinct documents) matching an FTS5-syntax query among
+        the documents ``only`` selects, without ranking (issue #37)."""
+        tree, _ = ranking.parse_match(match)
+        cond, cparams = ranking.match_sql(tree, "s.tf")
+        where, fparams = filter_sql(only)
+        what = "count(DISTINCT s.doc_id)" if documents else "count(*)"
+        join = "JOIN documents d ON d.id = s.doc_id " if where else ""
+        sql = (
+            f"SELECT {what} FROM segments s {join}WHERE {cond}"
+            f"{' AND ' + where if where else ''}"
+        )
+        row = self.pg.execute(sql, [*cparams, *fparams]).fetchone()
+        return int(row[0]) if row else 0
+
+    def vocabulary(self, first: str, last: str) -> list[tuple[str, int]]:
+        """(term, segments holding it) for terms ``first <= term < last``."""
+        rows = self.pg.execute(
+            "SELECT term, sum(segs) FROM vocab WHERE term >= %s AND term < %s "
+            "GROUP BY term HAVING sum(segs) > 0",
+            (first, last),
+        )
+        return [(str(t), int(n)) for t, n in rows]
+
     def document_lexical(
         self, match: str, limit: int, weights: tuple[float, float, float],
         only: DocFilter = ALL_DOCS,
