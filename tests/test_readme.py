@@ -36,7 +36,9 @@ def quick_start() -> list[tuple[str, list[str]]]:
 def normalise(text: str, root: Path) -> list[str]:
     text = text.replace(str(root), SHOWN_HOME)
     # piped, hits print absolute paths; the README shows a terminal's
-    text = re.sub(rf"^(\d\.\d{{3}} ){re.escape(SHOWN_HOME)}/", r"\1", text, flags=re.M)
+    text = re.sub(
+        rf"^(\d\.\d{{3}} (?:\d+% )?){re.escape(SHOWN_HOME)}/", r"\1", text, flags=re.M
+    )
     text = re.sub(r"in \d+(\.\d+)? (s|ms)\b", r"in N \2", text)
     text = re.sub(r"(size\s+)[\d.]+ [KMG]?B", r"\1N", text)
     return [" ".join(line.split()) for line in text.splitlines() if line.strip()]
