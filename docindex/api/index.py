@@ -22,7 +22,6 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -40,7 +39,7 @@ if TYPE_CHECKING:
     )
     from docindex.api.roots import RootChange
     from docindex.ingest.watch import BatchReport
-    from docindex.models import Hit, Progress, QueryResult, ScanResult
+    from docindex.models import Hit, QueryResult, ScanResult
     from docindex.models.navigation import (
         DocumentList,
         Outline,
@@ -50,11 +49,6 @@ if TYPE_CHECKING:
     )
     from docindex.models.serialize import JSONObject
     from docindex.store.location import ServerUrl
-
-ProgressCallback = Callable[["Progress"], None]
-# What scan() accepts as progress: a callback, or a context manager that
-# yields one (the CLI's progress bar, which must close even on errors).
-ProgressArg = ProgressCallback | AbstractContextManager[ProgressCallback | None] | None
 
 
 def open(  # noqa: A001 - the library's entry point, like sqlite3.connect / io.open
@@ -98,7 +92,7 @@ class Index:
         self, path: str | Path | None = None, *, force: bool = False,
         exclude: Sequence[str] = (), hidden: bool | None = None,
         follow_symlinks: bool | None = None, gitignore: bool = True,
-        provider: str | None = None, progress: ProgressArg = None,
+        provider: str | None = None, progress: commands.ProgressArg = None,
         stop: Callable[[], bool] | None = None, ocr: bool | None = None,
     ) -> ScanResult:  # fmt: skip
         """Index new and changed files; ``path`` limits the scan to part of a root.
@@ -127,7 +121,7 @@ class Index:
 
     def reindex(
         self, path: str | Path | None = None, *, full: bool = False,
-        provider: str | None = None, progress: ProgressArg = None,
+        provider: str | None = None, progress: commands.ProgressArg = None,
         stop: Callable[[], bool] | None = None,
     ) -> ScanResult:  # fmt: skip
         """Re-read every file (or ``path``); ``full`` rebuilds the index file."""

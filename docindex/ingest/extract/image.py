@@ -25,10 +25,9 @@ from docindex.ingest.extract import ExtractLimits
 from docindex.ingest.extract.ocr import (
     PageCache,
     fit,
-    read_image,
     unavailable_message,
 )
-from docindex.ingest.extract.pdf import normalize_text
+from docindex.ingest.extract.pdf import ocr_page
 from docindex.models import Extracted, Unit
 
 if TYPE_CHECKING:
@@ -101,14 +100,10 @@ def extract(data: bytes, name: str, limits: ExtractLimits) -> Extracted:
                 raise
             except Exception as exc:
                 raise ExtractionError("corrupt", f"cannot decode: {exc}") from None
-            try:
-                text = read_image(frame, settings, min(settings.page_timeout_s, left))
-            except ExtractionError as exc:
-                if exc.reason != "timeout":
-                    raise
+            text = ocr_page(frame, settings, left)
+            if text is None:
                 slow += 1
                 continue
-            text = normalize_text(text)
             cache.put(index, text)
             if text.strip():
                 units.append(Unit(text=text, page=index + 1 if frames > 1 else None))

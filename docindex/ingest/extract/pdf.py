@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from types import FrameType
 
+    from PIL.Image import Image
+
 from docindex.errors import ExtractionError
 from docindex.ingest.extract import ExtractLimits
 from docindex.ingest.extract.ocr import (
@@ -50,6 +52,17 @@ from docindex.models import Extracted, Unit
 
 _BLANK_RUN = re.compile(r"\n{4,}")
 _TRAILING_WS = re.compile(r"[ \t\f\v]+$", re.MULTILINE)
+
+
+def ocr_page(image: Image, settings: OcrSettings, left: float) -> str | None:
+    """One page's OCR text, normalised; None when it ran past its time budget."""
+    try:
+        text = read_image(image, settings, min(settings.page_timeout_s, left))
+    except ExtractionError as exc:
+        if exc.reason != "timeout":
+            raise
+        return None
+    return normalize_text(text)
 
 
 def normalize_text(text: str) -> str:
@@ -410,14 +423,10 @@ def _with_ocr(
                 continue
             finally:
                 page.close()
-            try:
-                text = read_image(image, settings, min(settings.page_timeout_s, left))
-            except ExtractionError as exc:
-                if exc.reason != "timeout":
-                    raise
+            text = ocr_page(image, settings, left)
+            if text is None:
                 slow += 1
                 continue
-            text = normalize_text(text)
             cache.put(index, text)
             _keep_longer(by_page, index, layer, text)
     finally:
