@@ -431,6 +431,10 @@ def scan(
     if choice.warning:
         result.degraded = True
         result.warnings.append(choice.warning)
+    tightened = getattr(store, "tightened", None)  # the SQLite store's (#33)
+    if isinstance(tightened, str):
+        result.warnings.append(tightened)
+        store.tightened = None  # type: ignore[attr-defined]
     journal = store.bulk_journal() if bulk else contextlib.nullcontext()
     with journal, store.atomic():
         check_settings(store, cfg)

@@ -149,6 +149,28 @@ class _Proc:
         self.owed: list[int] = []
 
 
+@contextlib.contextmanager
+def _safe_path() -> Iterator[None]:
+    """Start Python children without the current folder on their ``sys.path`` (#33).
+
+    multiprocessing starts the forkserver as ``python -c ...``, which puts the
+    current folder first on its ``sys.path``: a ``docindex/`` package (or a
+    ``multiprocessing/``, ``numpy/``, ...) in the folder being scanned would run
+    in the server and in every worker forked from it. ``PYTHONSAFEPATH`` (the
+    ``-P`` flag) stops that; workers then take the parent's own ``sys.path``.
+    A parent run with ``-I`` passes ``-I`` on, which implies ``-P``.
+    """
+    before = os.environ.get("PYTHONSAFEPATH")
+    os.environ["PYTHONSAFEPATH"] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("PYTHONSAFEPATH", None)
+        else:
+            os.environ["PYTHONSAFEPATH"] = before
+
+
 class Workers(Generic[A]):
     """A process pool, booted as soon as the caller knows it will pay.
 
@@ -189,7 +211,8 @@ class Workers(Generic[A]):
             self._ctx.set_forkserver_preload(
                 ["docindex.ingest._forkserver", *self.preload]
             )
-            forkserver.ensure_running()  # spawns the server; does not wait
+            with _safe_path():
+                forkserver.ensure_running()  # spawns the server; does not wait
 
     def _start(self) -> _Proc:
         """Start one worker (the pool's context, booted on first use)."""

@@ -516,13 +516,14 @@ def _apply(
     started = time.perf_counter()
     added = updated = removed = 0
     raced = False
+    errors: list[dict[str, str]] = []
     for _attempt in range(3):
         result = scan(store, cfg, scopes=[Path(p) for p in batch.paths], stop=stop)
         added, updated = added + result.indexed, updated + result.updated
+        errors = [e for e in result.errors if not _raced(e)]
         if result.interrupted:
             break
         removed += result.removed
-        errors = [e for e in result.errors if not _raced(e)]
         # A folder that vanished during the walk makes the scan skip pruning
         # (it cannot tell it from an unreadable folder), so go over the batch
         # again while the tree still moves under us.

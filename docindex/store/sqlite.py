@@ -19,6 +19,7 @@ import json
 import os
 import shlex
 import sqlite3
+import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -126,6 +127,8 @@ class Store(DocumentRows, PostingRows):
         self._bodies: dict[int, str] = {}
         self._bodies_version: tuple[int, int] | None = None
         self.outdated = False  # set by _setup: read-only and before the last migration
+        # Set by open(): the line saying a looser index was made private (#33).
+        self.tightened: str | None = None
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -158,8 +161,9 @@ class Store(DocumentRows, PostingRows):
                         f"{path} is not an SQLite database; delete it or use "
                         "another --db"
                     )
-        if create:
-            path.parent.mkdir(parents=True, exist_ok=True)
+        tightened = None
+        if create and not readonly:
+            tightened = _make_private(path)
         if readonly and exists:
             _roll_back_hot_journal(path, busy_timeout)
         try:
@@ -171,6 +175,7 @@ class Store(DocumentRows, PostingRows):
         except sqlite3.Error as exc:
             raise translate(exc, path) from exc
         store = cls(conn, path)
+        store.tightened = tightened
         try:
             store._setup(create and not readonly, readonly)
             if mapped:
@@ -501,3 +506,49 @@ def _roll_back_hot_journal(path: Path, busy_timeout: float) -> None:
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         finally:
             conn.close()
+
+
+INDEX_DIR_MODE = 0o700
+INDEX_FILE_MODE = 0o600
+_SIDE_FILES = ("", "-wal", "-shm", "-journal")
+
+
+def _make_private(path: Path) -> str | None:
+    """Create the index (and its ``.docindex`` folder) readable by its owner only.
+
+    The index holds the text of every file it read, so it is kept as private
+    as the most private source could be (issue #33): a ``.docindex`` folder is
+    0700, the database 0600; SQLite gives ``-wal``/``-shm``/``-journal`` the
+    database's mode. A folder named by ``--db`` other than ``.docindex`` is
+    the user's and is left as it is. An existing index with looser modes is
+    tightened; the returned line says so (None when nothing changed).
+    """
+    folder = path.parent
+    ours = folder.name == DEFAULT_DB_DIR
+    if not folder.exists():
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            folder.mkdir(mode=INDEX_DIR_MODE if ours else 0o777)
+    if not path.exists():
+        with contextlib.suppress(FileExistsError):
+            os.close(
+                os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, INDEX_FILE_MODE)
+            )
+    changed: list[str] = []
+    targets = [(Path(f"{path}{suffix}"), INDEX_FILE_MODE) for suffix in _SIDE_FILES]
+    if ours:
+        targets.append((folder, INDEX_DIR_MODE))
+    for target, mode in targets:
+        try:
+            st = target.stat()
+            if st.st_mode & 0o077 and os.geteuid() in (0, st.st_uid):
+                os.chmod(target, stat.S_IMODE(st.st_mode) & mode)
+                changed.append(target.name)
+        except OSError:
+            continue
+    if not changed:
+        return None
+    return (
+        f"index {path} was readable by other users; made it private "
+        f"({', '.join(changed)}: owner only)"
+    )
