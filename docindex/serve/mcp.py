@@ -562,12 +562,12 @@ async def _answer_unparsable(source: Any, sink: Any, write_stream: Any) -> None:
             if not isinstance(item, Exception):
                 await sink.send(item)
                 continue
-            kinds = {e.get("type") for e in getattr(item, "errors", list)()}
+            errors: list[Any] = getattr(item, "errors", list)()
+            kinds = {e.get("type") for e in errors}
             parse = "json_invalid" in kinds or not kinds
             code, text = (
                 (-32700, "Parse error") if parse else (-32600, "Invalid Request")
             )
-            errors = getattr(item, "errors", list)()
             reply = types.JSONRPCError(jsonrpc="2.0", id=_request_id(errors),
                                        error=types.ErrorData(code=code, message=text))  # fmt: skip
             await write_stream.send(SessionMessage(reply))
