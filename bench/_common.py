@@ -19,6 +19,11 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+#: The shared data (corpus, samples, judged sets): DOCINDEX_SHARED, else ../shared.
+SHARED_DIR = Path(
+    os.environ.get("DOCINDEX_SHARED") or Path(__file__).resolve().parents[2] / "shared"
+)
+
 
 def _children(pid: int) -> list[int]:
     out: list[int] = []

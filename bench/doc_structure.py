@@ -27,7 +27,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "docs"
+from _common import SHARED_DIR
+
+CORPUS = SHARED_DIR / "corpus" / "docs"
 QUERIES = [
     "rate limiting", "custom hooks", "配置", "authentication plugin", "state",
     "upload a file", "插件", "组件", "reactivity", "traits", "error handling",

@@ -29,8 +29,10 @@ import sys
 import time
 from pathlib import Path
 
+from _common import SHARED_DIR
+
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "eval"
+SHARED = SHARED_DIR / "eval"
 # name -> sampled queries (None: all)
 SETS: dict[str, int | None] = {"scifact": None, "zh-cmrc2018": 300, "ko-korquad1": 300}
 SEED = 13

@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from _common import SHARED_DIR
+
 _SITE = """<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>{title}</title>
 <script>window.x = 1;</script><style>body {{ margin: 0 }}</style></head>
@@ -35,7 +37,7 @@ def corpus_pages(limit: int) -> list[bytes]:
     from markdown_it import MarkdownIt
 
     md = MarkdownIt("commonmark").enable("table")
-    root = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "docs"
+    root = SHARED_DIR / "corpus" / "docs"
     out = []
     for path in sorted(root.rglob("*.md"))[:limit]:
         text = path.read_text("utf-8", "replace")

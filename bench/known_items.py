@@ -26,8 +26,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from _common import SHARED_DIR
+
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT.parent / "shared" / "corpus" / "docs"
+CORPUS = SHARED_DIR / "corpus" / "docs"
 ITEMS = Path(__file__).with_name("known_items.jsonl")
 _ANCHOR = re.compile(r"\{/\*.*?\*/\}|\{#[^}]*\}|<[^>]*/>")
 _NOT_WORD = re.compile(r"[\W_]+")

@@ -22,7 +22,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "docs"
+from _common import SHARED_DIR
+
+CORPUS = SHARED_DIR / "corpus" / "docs"
 WORDS = ["install", "configuration", "配置", "error handling", "deploy the service",
          "authentication token", "升级", "database migration", "logging", "cache"]  # fmt: skip
 

@@ -21,7 +21,9 @@ import statistics
 import time
 from pathlib import Path
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "eval"
+from _common import SHARED_DIR
+
+SHARED = SHARED_DIR / "eval"
 
 
 def _segments(n: int, size: int = 400) -> list[str]:

@@ -29,10 +29,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import docindex_cmd  # noqa: E402
+from _common import SHARED_DIR, docindex_cmd  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT.parent / "shared" / "corpus" / "docs"
+CORPUS = SHARED_DIR / "corpus" / "docs"
 CACHE = Path(tempfile.gettempdir()) / "docindex-bench" / "speed"
 MIN_SEGMENTS = 100_000
 QUERIES = [

@@ -15,6 +15,8 @@ import warnings
 from collections import Counter
 from pathlib import Path
 
+from _common import SHARED_DIR
+
 try:
     import docindex.ingest.extract  # noqa: F401
 except ImportError:  # run from a checkout without installing
@@ -24,7 +26,7 @@ from docindex.errors import ExtractionError
 from docindex.ingest.extract import ExtractLimits, get_extractor
 
 KINDS = {".pdf": "pdf", ".docx": "docx", ".pptx": "pptx", ".xlsx": "xlsx"}
-DEFAULT_SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "samples"
+DEFAULT_SAMPLES = SHARED_DIR / "samples"
 
 
 def main(argv: list[str]) -> int:

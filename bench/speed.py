@@ -47,10 +47,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import docindex_cmd, measure, mmm, start_watcher, wall  # noqa: E402
+from _common import SHARED_DIR, docindex_cmd, measure, mmm, start_watcher, wall  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT.parent / "shared" / "corpus" / "docs"
+CORPUS = SHARED_DIR / "corpus" / "docs"
 WORK = Path(tempfile.gettempdir()) / "docindex-bench" / "scale"
 BIG_CAPS = ("MAX_DOCS", "MAX_SEGMENTS", "MAX_EMBEDDED")
 QUERIES = [

@@ -60,6 +60,13 @@ class Config:
     max_sheet_rows: int = 100_000
     max_pdf_pages: int = 2_000
     busy_timeout_s: float = 10.0
+    # Optional OCR of scanned PDF pages and images (issue #36): ``ocr = true``
+    # or ``[ocr] enabled = true``; languages empty = eng + installed CJK packs.
+    ocr: bool = False
+    ocr_languages: tuple[str, ...] = ()
+    ocr_page_timeout_s: float = 60.0
+    ocr_timeout_s: float = 600.0
+    ocr_max_pixels: int = 12_000_000
 
     def replace(self, **changes: Any) -> Config:  # each field's own type
         """Return a copy with ``changes`` applied and validated."""
@@ -76,8 +83,19 @@ _REMEMBERED = (
     "max_file_bytes", "max_depth", "max_walked_files", "segment_chars",
     "cjk_ngram", "stem", "embedding_provider", "embedding_dim", "embedding_model",
 )  # fmt: skip
-_GROUPS = {"walk": "", "segment": "segment_", "embedding": "embedding_", "ranking": ""}
+_GROUPS = {
+    "walk": "", "segment": "segment_", "embedding": "embedding_", "ranking": "",
+    "ocr": "ocr_",
+}  # fmt: skip
+_ALIASES = {"ocr_enabled": "ocr"}  # [ocr] enabled = true
 FIELDS = {f.name: f for f in dataclasses.fields(Config)}
+
+
+def _grouped(group: str, sub: str) -> str:
+    """The field a key ``sub`` of table ``[group]`` names ("" when none)."""
+    name = sub if sub in FIELDS else _GROUPS[group] + sub
+    name = _ALIASES.get(name, name)
+    return name if name in FIELDS else ""
 
 
 def _jsonable(value: object) -> object:
@@ -127,6 +145,11 @@ def validate(cfg: Config) -> Config:
         (0.0 <= cfg.neural_weight <= 10.0, "neural_weight must be in 0..10"),
         (cfg.max_docs > 0 and cfg.max_segments > 0, "caps must be positive"),
         (cfg.max_depth >= 0, "max_depth must be >= 0"),
+        (cfg.ocr_page_timeout_s > 0 and cfg.ocr_timeout_s > 0,
+         "ocr timeouts must be > 0"),
+        (cfg.ocr_max_pixels >= 100_000, "ocr_max_pixels must be >= 100000"),
+        (all(x.replace("_", "").isalnum() for x in cfg.ocr_languages),
+         "ocr_languages are Tesseract codes such as eng, chi_sim"),
     ]  # fmt: skip
     for ok, message in checks:
         if not ok:
@@ -139,11 +162,13 @@ def from_mapping(data: Mapping[str, object], base: Config | None = None) -> Conf
     changes: dict[str, Any] = {}
     for key, value in data.items():
         key = key.replace("-", "_")
+        if key == "db" and isinstance(value, dict):
+            continue  # where the index is (file_db_url), not a setting
         if isinstance(value, dict) and key in _GROUPS:
             for sub, subvalue in value.items():
                 sub = sub.replace("-", "_")
-                name = sub if sub in FIELDS else _GROUPS[key] + sub
-                if name not in FIELDS:
+                name = _grouped(key, sub)
+                if not name:
                     raise ConfigError(f"unknown setting [{key}] {sub}")
                 changes[name] = _coerce(name, subvalue)
         elif key in FIELDS:
@@ -160,9 +185,8 @@ def mapping_fields(data: Mapping[str, object]) -> set[str]:
         key = key.replace("-", "_")
         if isinstance(value, dict) and key in _GROUPS:
             for sub in value:
-                sub = sub.replace("-", "_")
-                name = sub if sub in FIELDS else _GROUPS[key] + sub
-                if name in FIELDS:
+                name = _grouped(key, sub.replace("-", "_"))
+                if name:
                     names.add(name)
         elif key in FIELDS:
             names.add(key)
@@ -217,6 +241,41 @@ def env_value(name: str) -> str | None:
     return value or None
 
 
+def file_db_url(environ: dict[str, str] | None = None) -> str | None:
+    """The ``[db] url`` of the ``DOCINDEX_CONFIG`` file, if it names one (#34).
+
+    ``[db] url = "postgresql://..."`` points every command at a server index;
+    prefer a password file (``~/.pgpass``) or ``PGPASSWORD`` to a password in
+    the URL.
+    """
+    env = os.environ if environ is None else environ
+    name = env.get("DOCINDEX_CONFIG")
+    if not name:
+        return None
+    import tomllib
+
+    try:
+        with Path(name).open("rb") as fh:
+            data = tomllib.load(fh)
+    except (OSError, tomllib.TOMLDecodeError):
+        return None  # load_file reports it
+    table = data.get("db")
+    url = table.get("url") if isinstance(table, dict) else None
+    return str(url) if url else None
+
+
+def host_name(environ: dict[str, str] | None = None) -> str:
+    """This machine's name for a shared index's per-host root paths (issue #34).
+
+    ``DOCINDEX_HOST`` overrides the host name (a container, or one machine
+    that should act as another).
+    """
+    import socket
+
+    env = os.environ if environ is None else environ
+    return env.get("DOCINDEX_HOST") or socket.gethostname()
+
+
 def find_index(start: Path) -> Path | None:
     """Walk up from ``start`` looking for ``.docindex/index.db``, as git finds ``.git``."""
     here = start.resolve()
@@ -232,11 +291,38 @@ def default_db_for_root(root: Path) -> Path:
     return root.resolve() / DEFAULT_DB_DIR / DEFAULT_DB_NAME
 
 
-def config_file_for(db: Path, environ: dict[str, str] | None = None) -> Path | None:
-    """The TOML file that applies: ``DOCINDEX_CONFIG``, else ``config.toml`` beside the index."""
+def writable_db_for(index: Path) -> Path:
+    """A place this user may write for an index that cannot live at ``index`` (#38).
+
+    ``$XDG_DATA_HOME/docindex/NAME.db`` (``~/.local/share`` by default), else
+    the temporary folder; NAME is the folder the index was meant for.
+    """
+    import tempfile
+
+    home = index.parent.parent if index.parent.name == DEFAULT_DB_DIR else index.parent
+    name = f"{home.name or 'index'}.db"
+    data = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
+    for folder in (Path(data) / "docindex", Path(tempfile.gettempdir()) / "docindex"):
+        existing = folder
+        while not existing.exists() and existing != existing.parent:
+            existing = existing.parent
+        if existing.is_dir() and os.access(existing, os.W_OK | os.X_OK):
+            return folder / name
+    return Path(tempfile.gettempdir()) / name
+
+
+def config_file_for(
+    db: Path | object, environ: dict[str, str] | None = None
+) -> Path | None:
+    """The TOML file that applies: ``DOCINDEX_CONFIG``, else ``config.toml`` beside the index.
+
+    A server index (issue #34) has no folder: only ``DOCINDEX_CONFIG`` applies.
+    """
     env = os.environ if environ is None else environ
     if env.get("DOCINDEX_CONFIG"):
         return Path(env["DOCINDEX_CONFIG"])
+    if not isinstance(db, Path):
+        return None
     candidate = db.parent / CONFIG_NAME
     return candidate if candidate.is_file() else None
 

@@ -6,6 +6,8 @@ failure, 2 for misuse (something the user named does not exist or is malformed).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 
 class DocindexError(Exception):
     """Base class: an expected failure with a one-line, user-facing message."""
@@ -62,7 +64,7 @@ class ExtractionError(DocindexError):
     """One file could not be extracted; ``reason`` is its skip reason.
 
     Reasons used by extractors: ``corrupt``, ``encrypted``, ``no-text-layer``,
-    ``zip-bomb``, ``too-large``, ``timeout``, ``unsupported``, ``error``.
+    ``no-text-found``, ``zip-bomb``, ``too-large``, ``timeout``, ``unsupported``, ``error``.
     """
 
     def __init__(self, reason: str, message: str) -> None:
@@ -72,3 +74,18 @@ class ExtractionError(DocindexError):
 
 class BadInputError(MisuseError):
     """A caller's argument breaks a documented input limit (issue #17; exit 2)."""
+
+
+class ReadOnlyIndexError(DocindexError):
+    """A writing command on an index this user may only read (issue #38)."""
+
+
+class IndexNotWritableError(DocindexError):
+    """The index cannot be created or written where it was asked for (issue #38).
+
+    ``path`` is the index; the CLI adds the command that writes it elsewhere.
+    """
+
+    def __init__(self, message: str, path: Path) -> None:
+        super().__init__(message)
+        self.path = path

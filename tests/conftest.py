@@ -13,7 +13,34 @@ from click.testing import CliRunner, Result
 
 from docindex.cli.main import cli
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+#: The shared data (corpus, samples, judged sets): DOCINDEX_SHARED, else ../shared
+#: beside the checkout. Read once, before the autouse fixture clears DOCINDEX_*.
+SHARED = Path(
+    os.environ.get("DOCINDEX_SHARED") or Path(__file__).resolve().parents[2] / "shared"
+)
+
+
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config
+) -> None:
+    """Say how many tests were skipped and why, grouped by reason (issue #38)."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    if not skipped:
+        return
+    reasons: dict[str, int] = {}
+    for report in skipped:
+        longrepr = getattr(report, "longrepr", None)
+        reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        reasons[reason] = reasons.get(reason, 0) + 1
+    terminalreporter.section(f"{len(skipped)} skipped", sep="-")
+    for reason, count in sorted(reasons.items(), key=lambda item: -item[1]):
+        terminalreporter.write_line(f"{count:4d}  {reason}")
+    if not SHARED.is_dir():
+        terminalreporter.write_line(
+            f"shared data not found at {SHARED}: set DOCINDEX_SHARED to the folder "
+            "that holds corpus/, samples/ and eval/"
+        )
 
 
 @pytest.fixture(scope="session")
@@ -39,9 +66,9 @@ def _env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, _cache_home: Path) -> 
 
 @pytest.fixture
 def shared() -> Path:
-    """The ../shared folder, or skip with a clear message."""
+    """The shared data folder (DOCINDEX_SHARED, else ../shared), or skip saying so."""
     if not SHARED.is_dir():
-        pytest.skip(f"shared data not found at {SHARED}")
+        pytest.skip(f"shared data not found at {SHARED} (set DOCINDEX_SHARED)")
     return SHARED
 
 
@@ -89,3 +116,42 @@ def cli_run() -> Callable[..., Result]:
 @pytest.fixture
 def cli_json() -> Callable[..., Any]:
     return run_json
+
+
+# -- PostgreSQL (issue #34) ------------------------------------------------------
+
+
+def _pg_unavailable(reason: str) -> None:
+    """Skip outside CI; under CI=true the PostgreSQL tests must run, so fail."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"PostgreSQL tests cannot run under CI=true: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Any:
+    """A PostgreSQL server URL: DOCINDEX_TEST_PG, else a throwaway cluster."""
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        _pg_unavailable("psycopg not installed: pip install 'docindex[postgres]'")
+    given = os.environ.get("DOCINDEX_TEST_PG")
+    if given:
+        yield given
+        return
+    import pgcluster
+
+    bin_dir = pgcluster.binaries()
+    if bin_dir is None:
+        _pg_unavailable(pgcluster.MISSING)
+    assert bin_dir is not None
+    with pgcluster.cluster(bin_dir) as url:
+        yield url
+
+
+@pytest.fixture
+def pg_url(pg_server: str) -> str:
+    """A URL of an empty schema of its own on the test server."""
+    import pgcluster
+
+    return pgcluster.new_schema(pg_server)

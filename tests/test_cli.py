@@ -173,7 +173,7 @@ def test_form_feed_utf16_bom_crlf(tree) -> None:
 
 
 def test_binary_empty_unsupported_reasons(tree) -> None:
-    root = tree({"a.bin2": b"\x00\x01\x02" * 100, "e.md": "", "p.png": b"\x89PNG",
+    root = tree({"a.bin2": b"\x00\x01\x02" * 100, "e.md": "", "p.mp3": b"ID3\x03",
                  "ok.weird": "plain text in an unknown suffix"})  # fmt: skip
     out = run_json("scan", str(root))
     assert out["skipped"] == {"binary": 1, "empty": 1, "unsupported": 1}

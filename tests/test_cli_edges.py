@@ -161,7 +161,7 @@ def test_config_reports_each_source(
     monkeypatch.setenv("DOCINDEX_SEMANTIC_WEIGHT", "0.5")
     data = run_json("config")
     settings = data["settings"]
-    assert data["schema_version"] == 1
+    assert data["schema_version"] == 2
     assert settings["rrf_k"] == {"value": 30.0, "source": "config file "
                                  f"{home.resolve() / '.docindex' / 'config.toml'}"}  # fmt: skip
     assert (
@@ -376,7 +376,7 @@ def test_every_json_output_has_a_documented_schema(home: Path) -> None:
     }
     outputs["roots"].update(run_json("roots", "add", "."))  # add/remove/move keys
     for name, data in outputs.items():
-        assert data["schema_version"] == 1, name
+        assert data["schema_version"] == 2, name
         row = next(
             (ln for ln in schema.splitlines() if ln.startswith(f"| `{name}` ")), ""
         )
@@ -389,7 +389,7 @@ def test_scan_json_progress_streams_ndjson(tmp_path: Path) -> None:
     docs = write_tree(tmp_path / "docs", DOCS)
     out = run("scan", str(docs), "--json", "--progress").stdout.splitlines()
     events = [json.loads(line) for line in out]
-    assert all(e["schema_version"] == 1 for e in events)
+    assert all(e["schema_version"] == 2 for e in events)
     assert {e["event"] for e in events[:-1]} == {"progress"}
     assert events[-1]["event"] == "result" and events[-1]["indexed"] == 3
     assert run("scan", "--progress", ok=False).exit_code == 2

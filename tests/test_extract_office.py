@@ -14,6 +14,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from conftest import SHARED
 
 from docindex.errors import ExtractionError
 from docindex.ingest.extract import ExtractLimits, get_extractor
@@ -25,7 +26,7 @@ from docindex.ingest.extract.pptx import extract as extract_pptx
 from docindex.ingest.extract.xlsx import extract as extract_xlsx
 
 LIMITS = ExtractLimits()
-PDF_SAMPLES = Path(__file__).resolve().parents[2] / "shared/samples/py-pdf-sample-files"
+PDF_SAMPLES = SHARED / "samples/py-pdf-sample-files"
 W_NS = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 
 
@@ -200,6 +201,53 @@ def test_pptx_units_per_slide_in_shape_order(tmp_path: Path) -> None:
 
 
 # --- XLSX -------------------------------------------------------------------------
+
+
+def test_pptx_chart_text_is_cited_to_its_slide(tmp_path: Path) -> None:
+    """Issue #38: a slide whose only text is a chart was "no text found"."""
+    from pptx import Presentation
+    from pptx.chart.data import CategoryChartData
+    from pptx.enum.chart import XL_CHART_TYPE
+    from pptx.util import Inches
+
+    prs = Presentation()
+    prs.slides.add_slide(prs.slide_layouts[6])  # slide 1: blank, no text at all
+    slide = prs.slides.add_slide(prs.slide_layouts[6])
+    data = CategoryChartData()
+    data.categories = ["Albany", "Glasgow", "Edinburgh"]
+    data.add_series("Rainfall", (1.0, 2.0, 3.0))
+    data.add_series("Sunshine", (3.0, 2.0, 1.0))
+    frame = slide.shapes.add_chart(
+        XL_CHART_TYPE.COLUMN_CLUSTERED, Inches(1), Inches(1), Inches(6), Inches(4),
+        data,
+    )  # fmt: skip
+    frame.chart.has_title = True
+    frame.chart.chart_title.text_frame.text = "Weather by city"
+    out = io.BytesIO()
+    prs.save(out)
+    result = extract_pptx(out.getvalue(), "c.pptx", LIMITS)
+    (unit,) = result.units
+    assert unit.slide == 2
+    lines = unit.text.splitlines()
+    assert lines[0] == "Weather by city"
+    assert "Rainfall | Sunshine" in lines
+    assert "Albany | Glasgow | Edinburgh" in lines
+    assert "1.0" not in unit.text
+
+
+def test_pptx_chart_samples_have_text(shared: Path) -> None:
+    folder = shared / "samples/python-pptx/features/steps/test_files"
+    charts = sorted(folder.glob("cht-*.pptx"))
+    if not charts:
+        pytest.skip(f"no cht-*.pptx under {folder}")
+    empty = [
+        p.name
+        for p in charts
+        if not any(
+            u.text.strip() for u in extract_pptx(p.read_bytes(), p.name, LIMITS).units
+        )
+    ]
+    assert not empty
 
 
 def test_xlsx_rows_values_and_cell_refs(tmp_path: Path) -> None:

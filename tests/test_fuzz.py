@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import SHARED
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -29,7 +30,7 @@ from docindex.search.engine import quote_fts
 from docindex.store import migrations
 from docindex.text.tokenize import iter_terms, query_terms, terms
 
-SHARED_SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "samples"
+SHARED_SAMPLES = SHARED / "samples"
 
 # Characters that stress parsers and encoders beyond what st.text() draws.
 _NASTY = st.sampled_from(

@@ -68,8 +68,9 @@ def test_every_extractor_feeds_clean_text_and_the_tree_indexes(
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_bytes(data)
     kinds = {kind_for(rel) for rel in files}
-    # legacy .doc/.xls/.ppt are skipped as unsupported: no text to clean
-    assert kinds >= {"md", "txt", *OFFICE_SUFFIXES.values()} - {"legacy"}, kinds
+    # legacy .doc/.xls/.ppt are skipped as unsupported: no text to clean;
+    # images need OCR (tests/test_ocr.py)
+    assert kinds >= {"md", "txt", *OFFICE_SUFFIXES.values()} - {"legacy", "image"}
     assert any(rel.endswith(tuple(MARKDOWN_SUFFIXES)) for rel in files)
     db = tmp_path / "index.db"
     result = run_json("scan", str(root), "--db", str(db))

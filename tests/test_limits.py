@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run
+from conftest import SHARED, run
 
 from docindex.config import Config
 from docindex.embed.choice import embedder_for
@@ -28,6 +28,8 @@ GUIDE = "# Install\n\nRun pip install docindex.\n\n## On Linux\n\nUse pip3.\n"
 
 def _bench(name: str) -> Any:
     """A ``bench/`` script as a module, so tests share its helpers."""
+    if str(BENCH) not in sys.path:  # the scripts import their ``_common``
+        sys.path.insert(0, str(BENCH))
     spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -102,10 +104,10 @@ def test_four_million_character_query_is_refused_in_bounded_memory(
 
 def test_embedders_are_per_thread() -> None:
     """Threads embedding at once (MCP calls) must not share work buffers."""
-    corpus = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "docs" / "en"
+    corpus = SHARED / "corpus" / "docs" / "en"
     texts = [p.read_text("utf-8")[:8000] for p in sorted(corpus.rglob("*.md"))[:48]]
     if len(texts) < 48:
-        pytest.skip("needs ../shared/corpus")
+        pytest.skip(f"needs the shared corpus at {corpus} (set DOCINDEX_SHARED)")
     cfg = Config()
     want = embedder_for(cfg).embed(texts).tolist()
     failures: list[str] = []
@@ -263,7 +265,7 @@ def test_mcp_line_over_the_cap_is_a_parse_error_not_a_memory_hog(
 def test_mcp_server_answers_1024_pipelined_calls_without_error(tmp_path: Path) -> None:
     load = _bench("mcp_load")
     if not load.CORPUS.is_dir():
-        pytest.skip("needs ../shared/corpus")
+        pytest.skip(f"needs the shared corpus at {load.CORPUS} (set DOCINDEX_SHARED)")
     root, db = tmp_path / "docs", tmp_path / "i.db"
     root.mkdir()
     load.build(root, db, 120)
@@ -279,9 +281,9 @@ def test_mcp_cancelled_or_abandoned_scan_stops(tmp_path: Path) -> None:
     import shutil
     import time
 
-    corpus = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "docs"
+    corpus = SHARED / "corpus" / "docs"
     if not corpus.is_dir():
-        pytest.skip("needs ../shared/corpus")
+        pytest.skip(f"needs the shared corpus at {corpus} (set DOCINDEX_SHARED)")
     root, db = tmp_path / "docs", tmp_path / "i.db"
     shutil.copytree(corpus, root)
     server = _Server(db, root)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import SHARED
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
@@ -32,7 +33,7 @@ from docindex.models import Extracted, Unit
 from docindex.text.headings import markdown_headings
 
 _MD = MarkdownIt("commonmark")
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "docs"
+CORPUS = SHARED / "corpus" / "docs"
 
 
 def reference_headings(text: str) -> list[tuple[int, int]]:
@@ -75,7 +76,9 @@ def test_setext_after_list_item_is_a_rule_not_a_heading() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus/docs not found")
+@pytest.mark.skipif(
+    not CORPUS.is_dir(), reason=f"{CORPUS} not found (set DOCINDEX_SHARED)"
+)
 def test_corpus_headings_match_markdown_it() -> None:
     """Every corpus file but MkDocs math/admonition oddities agrees with markdown-it-py."""
     differ = []
@@ -344,3 +347,64 @@ def test_heading_split_from_a_big_table_joins_its_own_section() -> None:
     assert first.chunk_id == "a.md#doc/attributes"  # type: ignore[attr-defined]
     assert first.text.startswith("## Attributes")  # type: ignore[attr-defined]
     assert "Attributes" not in segs[0].text  # type: ignore[attr-defined]
+
+
+def _reference_heading_text(line: str) -> str:
+    """markdown-it-py's plain text of one heading (text and code spans only)."""
+    inline = next(t for t in _MD.parse(line) if t.type == "inline")
+    return "".join(
+        c.content for c in inline.children or [] if c.type in {"text", "code_inline"}
+    )
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "# \\<script setup>",
+        "## PropType\\<T>",
+        "## `<Suspense>` and \\<KeepAlive>",
+        "### a \\<b> c \\*d\\*",
+    ],
+)
+def test_escaped_angle_brackets_in_headings_are_text(line: str) -> None:
+    """Issue #37: Vue's ``# \\<script setup>`` page was titled ``\\``."""
+    expected = _reference_heading_text(line)
+    assert "\\" not in expected and "<" in expected
+    extracted = extract(f"{line}\n\nSome prose.\n".encode(), "a.md", ExtractLimits())
+    assert extracted.title == (expected if line.startswith("# ") else None)
+    heads = [h for _, _, h in markdown_headings(extracted.units[0].text.split("\n"))]
+    assert heads == [expected]
+
+
+DOCUSAURUS_TABS = """# limit-req
+
+Create a Route that allows 1 QPS per remote address:
+
+<Tabs
+groupId="api"
+defaultValue="admin-api"
+values={[
+{label: 'Admin API', value: 'admin-api'},
+{label: 'Ingress Controller', value: 'aic'}
+]}>
+
+<TabItem value="admin-api">
+
+Send a request to the Admin API.
+
+</TabItem>
+</Tabs>
+
+A line that says a < b and c > d stays.
+"""
+
+
+def test_multi_line_jsx_props_are_blanked() -> None:
+    """Issue #37: ``{label: 'Ingress Controller', value: 'aic'} ]}>`` in snippets."""
+    body = extract(DOCUSAURUS_TABS.encode(), "a.md", ExtractLimits()).units[0].text
+    assert body.count("\n") == DOCUSAURUS_TABS.count("\n")  # lines keep their numbers
+    assert "label" not in body and "]}>" not in body and "groupId" not in body
+    assert "Send a request to the Admin API." in body
+    assert "allows 1 QPS" in body and "a < b and c > d stays" in body
+    chunks = " ".join(s.text for s in _segments(DOCUSAURUS_TABS))  # type: ignore[attr-defined]
+    assert "Ingress Controller" not in chunks and "Admin API." in chunks

@@ -194,3 +194,40 @@ def test_mcp_server_end_to_end(
                     assert "outside" in payload["error"], (name, payload)
 
     anyio.run(main)
+
+
+def test_calls_queued_when_stdin_closes_are_answered(
+    tree: Callable[[dict[str, str | bytes]], Path], tmp_path: Path
+) -> None:
+    """Issue #38: `printf CALLS | docindex mcp` answered "-32000 Connection closed"."""
+    pytest.importorskip("mcp")
+    import subprocess
+
+    import mcp.types as types
+
+    root = tree({"guide.md": GUIDE})
+    db = tmp_path / "db" / "index.db"
+    run("scan", str(root), "--db", str(db), "-q")
+    init = {"protocolVersion": types.LATEST_PROTOCOL_VERSION, "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}  # fmt: skip
+    lines = [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    ]
+    calls = range(1, 9)
+    lines += [
+        {"jsonrpc": "2.0", "id": i, "method": "tools/call",
+         "params": {"name": "doc_query", "arguments": {"query": "pip install"}}}
+        for i in calls
+    ]  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "docindex", "mcp", "--db", str(db), "--root", str(root)],
+        input="".join(json.dumps(line) + "\n" for line in lines),
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    answers = {m["id"]: m for m in map(json.loads, proc.stdout.splitlines())}
+    assert set(answers) == {0, *calls}
+    for i in calls:
+        assert "error" not in answers[i], answers[i]
+        assert not answers[i]["result"].get("isError"), answers[i]

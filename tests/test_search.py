@@ -249,6 +249,23 @@ def test_a_chunk_that_starts_inside_a_fence_knows_it() -> None:
 def test_no_highlight_leaves_text_plain(indexed: Path) -> None:
     out = run_json("query", "fetched", "--no-highlight")
     assert all("**" not in h["snippet"] for h in out["hits"])
+    assert all(h["highlights"] == [] for h in out["hits"])
+
+
+def test_json_highlights_are_offsets_beside_a_plain_snippet(
+    tree: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue #38: a `**` in the text clashed with the `**` highlight markers."""
+    root = tree({"power.md": "# The ** operator\n\nThe ** operator raises: 2 ** 10.\n"})
+    run("scan", str(root), "-q")
+    hit = run_json("query", "operator")["hits"][0]
+    assert "The ** operator" in hit["snippet"] and "2 ** 10" in hit["snippet"]
+    marked = [hit["snippet"][s:e] for s, e in hit["highlights"]]
+    assert marked and all(word == "operator" for word in marked)
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    text = run("query", "operator", "--color", "always").stdout
+    assert "\x1b[33m\x1b[1moperator\x1b[0m" in text  # the match in colour
+    assert "The ** " in text  # the document's own stars, as text
 
 
 def test_index_without_vectors_degrades(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import random
+import shlex
 import signal
 import subprocess
 import sys
@@ -174,7 +175,12 @@ def _catchable(tree: Tree, tmp_path: Path, sig: int, twice: bool = False) -> Non
         assert lines and lines[-1].startswith("interrupted"), err
     else:
         assert len(lines) == 1 and lines[0].startswith("interrupted: "), err
-        assert "files indexed; run `docindex scan` again to finish" in err
+        # The remedy is the command as given (issue #38: `docindex scan` alone
+        # found no index when the scan had --db); check_after runs it.
+        again = shlex.join(
+            ["docindex", *scan_cmd(tree.root, tmp_path / "idx" / "index.db")[3:]]
+        )
+        assert f"files indexed; run `{again}` again to finish" in err, err
     assert took < 10, took  # 2 s on an idle machine; this one may be shared
     check_after(tree, tmp_path)
 
@@ -231,7 +237,8 @@ def test_ctrl_c_during_reindex_full_keeps_the_old_index(
     cmd = [sys.executable, "-m", "docindex", "reindex", "--full", "--db", str(db), "-q"]
     code, err, _took = signal_scan(big_tree, tmp_path, signal.SIGINT, cmd=cmd)
     assert code == 130, err
-    assert "run `docindex reindex --full` again to finish" in err
+    again = shlex.join(["docindex", *cmd[3:]])  # the command as given (#38)
+    assert f"run `{again}` again to finish" in err, err
     assert check_index(db) == big_tree.reference
     subprocess.run(cmd, env=child_env(), check=True, timeout=300)
     assert check_index(db) == big_tree.reference

@@ -26,7 +26,7 @@ def build(root: Path) -> None:
     (root / "good.md").write_text("# Good\n\nfine words\n")
     (root / "report.doc").write_bytes(OLE)
     (root / "blank.md").write_text("   \n")
-    (root / "photo.png").write_bytes(b"\x89PNG\r\n")
+    (root / "clip.mp4").write_bytes(b"\x00\x00\x00\x18ftypmp42")
     (root / "big.pdf").write_bytes(_formats.pdf(30))
 
 
@@ -39,11 +39,11 @@ def test_skipped_lists_each_file_with_reason_and_message(tmp_path: Path) -> None
     out = run("skipped", "--db", db, "--json")
     assert out["counts"] == {"empty": 1, "unsupported": 2}
     files = {f["rel_path"]: f for f in out["files"]}
-    assert set(files) == {"blank.md", "photo.png", "report.doc"}
+    assert set(files) == {"blank.md", "clip.mp4", "report.doc"}
     doc = files["report.doc"]
     assert doc["reason"] == "unsupported" and ".docx" in doc["message"]
     assert doc["path"] == str(root / "report.doc") and doc["root"] == str(root)
-    assert files["photo.png"]["message"] == ".png files are not indexed"
+    assert files["clip.mp4"]["message"] == ".mp4 files are not indexed"
     only = run("skipped", "--db", db, "--json", "--reason", "empty")
     assert [f["rel_path"] for f in only["files"]] == ["blank.md"]
     human = run("skipped", "--db", db).output
@@ -67,10 +67,10 @@ def test_a_skip_is_reported_once_and_kept_until_the_file_changes(
     third = run("scan", str(root), "--db", db, "--json")
     assert third["indexed"] == 1
     names = {f["rel_path"] for f in run("skipped", "--db", db, "--json")["files"]}
-    assert names == {"blank.md", "photo.png"}
+    assert names == {"blank.md", "clip.mp4"}
     # a deleted file leaves the list
     (root / "blank.md").unlink()
-    (root / "photo.png").unlink()
+    (root / "clip.mp4").unlink()
     run("scan", str(root), "--db", db, "--json")
     assert run("skipped", "--db", db, "--json")["files"] == []
     assert "no file was left out" in run("skipped", "--db", db).output

@@ -441,3 +441,39 @@ def test_catch_up_stopped_by_a_signal_reports_instead_of_crashing(
             store, cfg, Batch((str(root),)), "catch-up", stop=lambda: True
         )
     assert report.kind == "catch-up" and report.errors == [] and not raced
+
+
+def test_a_second_watch_on_one_index_names_the_first_and_exits_2(
+    tmp_path: Path,
+) -> None:
+    """Issue #38: it ran with only a warning, both applying every change."""
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "a.md").write_text("# A\n\nalpha\n")
+    db = tmp_path / "w.db"
+    cmd = [sys.executable, "-m", "docindex", "watch", "--root", str(root), "--db",
+           str(db), "--json", "--no-serve"]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCINDEX_")}
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                          text=True, env=env) as first:  # fmt: skip
+        try:
+            assert first.stdout is not None
+            assert json.loads(first.stdout.readline())["kind"] == "catch-up"
+            second = subprocess.run(cmd, capture_output=True, text=True, env=env,
+                                    timeout=30)  # fmt: skip
+            assert second.returncode == 2, second.stderr
+            assert f"pid {first.pid}" in second.stderr
+            assert len(second.stderr.strip().splitlines()) == 1, second.stderr
+            assert "Traceback" not in second.stderr
+        finally:
+            first.send_signal(signal.SIGTERM)
+            first.wait(10)
+    # once the first has gone, a new watcher takes the index
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                          text=True, env=env) as again:  # fmt: skip
+        try:
+            assert again.stdout is not None
+            assert json.loads(again.stdout.readline())["kind"] == "catch-up"
+        finally:
+            again.send_signal(signal.SIGTERM)
+            again.wait(10)

@@ -18,6 +18,7 @@ from docindex.api import workspace
 from docindex.config import Config
 from docindex.errors import MisuseError, OutsideRootsError, RelocatedIndexError
 from docindex.models import Hit, Progress, QueryOptions, QueryResult, ScanResult
+from docindex.store.location import ServerUrl
 
 if TYPE_CHECKING:
     import threading
@@ -52,10 +53,10 @@ def scan(
     exclude: list[str] | None = None, force: bool = False, hidden: bool | None = None,
     follow_symlinks: bool | None = None, no_gitignore: bool = False,
     provider: str | None = None, progress: ProgressArg = None,
-    stop: Callable[[], bool] | None = None,
+    stop: Callable[[], bool] | None = None, ocr: bool | None = None,
 ) -> ScanResult:  # fmt: skip
     """Incremental scan; see ``docindex scan --help``. ``stop``: see indexer.scan."""
-    from docindex.ingest.indexer import resolve_scope
+    from docindex.ingest.indexer import pin_roots, resolve_scope
     from docindex.ingest.indexer import scan as core_scan
 
     overrides: Overrides = {}
@@ -67,6 +68,8 @@ def scan(
         overrides["use_gitignore"] = False
     if provider:
         overrides["embedding_provider"] = provider
+    if ocr is not None:
+        overrides["ocr"] = ocr
     ws = workspace.load(
         db, overrides, extra_roots=roots, scan_path=path, must_exist=False
     )
@@ -87,6 +90,16 @@ def scan(
             scopes.append(resolve_scope(roots_p, path))
         except OutsideRootsError:
             folder = path if Path(path).is_dir() else Path(path).parent
+            above = Path(path).resolve()
+            held = [r for r in roots_p if above in r.parents] if above.is_dir() else []
+            if held:  # the folder above a root: `scan --root` would refuse (#38)
+                raise OutsideRootsError(
+                    f"{path} holds the root {held[0]}; to index all of it, run "
+                    + " and then ".join(
+                        f"`docindex roots remove {shlex.quote(str(r))}`" for r in held
+                    )
+                    + f" and then `docindex scan --root {shlex.quote(str(folder))}`"
+                ) from None
             raise OutsideRootsError(
                 f"{path} is outside the index's roots "
                 f"({', '.join(map(str, roots_p))}); to add its folder as a root "
@@ -95,13 +108,17 @@ def scan(
     with ws.open(create=True) as store, _progress_ctx(progress) as on_progress:
         result = core_scan(store, ws.config, scopes=scopes, force=force,
                            on_progress=on_progress, bulk=True, stop=stop)  # fmt: skip
+        if not result.interrupted:
+            pin_roots(store, list(ws.config.roots))
         if store.get_meta("location") != str(ws.db):
             # Where the index was written: a copy or move of its folder shows
             # as a different place later (workspace.relocation, issue #20).
             with store.atomic():
                 store.set_meta("location", str(ws.db))
     for err in result.errors:
-        if err["reason"] == "missing-root":
+        if err["reason"] == "missing-root" and err["message"].startswith("root /"):
+            result.warnings.append(err["message"])  # changed identity (#33)
+        elif err["reason"] == "missing-root":
             root = shlex.quote(err["path"])
             result.warnings.append(
                 f"root {err['path']} no longer exists; its documents are kept. If "
@@ -166,12 +183,15 @@ def reindex(
         try:
             ws = workspace.load(db, overrides, extra_roots=roots, must_exist=True)
         except sqlite3.DatabaseError as exc:  # damaged past the header (#17)
-            raise translate(exc, workspace.resolve_db(db) or "") from exc
+            where = workspace.resolve_db(db)
+            raise translate(exc, where if isinstance(where, Path) else "") from exc
     except IndexCorruptError:
         # Its roots and settings live in the damaged file (issue #8); a rebuild
         # needs them from elsewhere: --root, or the folder that holds the
         # index's default place (issue #20: the suggested command must work).
         ws = _rebuild_workspace(db, overrides, roots)
+    if isinstance(ws.db, ServerUrl):
+        return _rebuild_on_server(ws, progress, stop)
     if not ws.config.roots:  # e.g. a 0-byte file: nothing says what to rebuild
         raise IndexNotFoundError(
             f"index {ws.db} records no roots to rebuild; run "
@@ -206,6 +226,19 @@ def reindex(
     return result
 
 
+def _rebuild_on_server(
+    ws: workspace.Workspace, progress: ProgressArg, stop: Callable[[], bool] | None
+) -> ScanResult:
+    """``reindex --full`` on PostgreSQL: this host's roots re-read in one
+    transaction; readers keep the old index until it commits (issue #34)."""
+    from docindex.ingest.indexer import scan as core_scan
+
+    with ws.open(create=True) as store, _progress_ctx(progress) as on_progress:
+        with store.atomic():
+            store.clear_roots(list(ws.config.roots))  # type: ignore[attr-defined]
+            return core_scan(store, ws.config, on_progress=on_progress, stop=stop)
+
+
 def _rebuild_workspace(
     db: str | None, overrides: Overrides, roots: list[str] | None
 ) -> workspace.Workspace:
@@ -214,7 +247,7 @@ def _rebuild_workspace(
     from docindex.errors import IndexCorruptError
 
     path = workspace.resolve_db(db, near=[Path(r) for r in roots or []])
-    assert path is not None  # load() found a file to be damaged
+    assert isinstance(path, Path)  # load() found a file to be damaged
     if not roots and path.parent.name == cfgmod.DEFAULT_DB_DIR:
         roots = [str(path.parent.parent)]
     if not roots:
@@ -263,7 +296,40 @@ def _signed(text: str | None, opts: QueryOptions) -> dict[str, object]:
     """What a cursor is signed with: the query text and the options that shape it."""
     return {"query": text, "mode": opts.mode, "types": opts.types,
             "path_glob": opts.path_glob, "where": opts.where, "files": opts.files,
-            "min_score": opts.min_score, "per_doc": opts.per_doc}  # fmt: skip
+            "min_score": opts.min_score, "per_doc": opts.per_doc,
+            "roots": opts.roots}  # fmt: skip
+
+
+def _scoped(
+    ws: workspace.Workspace, opts: QueryOptions, cwd: Path | None
+) -> QueryOptions:
+    """``path_glob`` and ``roots`` as the index stores them (issue #38).
+
+    ``--path`` follows ``navigate.path_scope`` (absolute, cwd-relative or
+    root-relative; outside every root is an error); ``--root`` must name
+    roots of the index.
+    """
+    from dataclasses import replace
+
+    roots = list(ws.config.roots)
+    chosen: list[str] = []
+    for given in opts.roots:
+        full = workspace.canonical(given)
+        if full not in roots:
+            raise MisuseError(
+                f"--root {given} is not a root of the index ({', '.join(roots)}); "
+                "limit to a folder inside one with --path"
+            )
+        chosen.append(full)
+    path = opts.path_glob
+    if path:
+        from docindex.search.navigate import path_scope
+
+        scope = path_scope(chosen or roots, path, cwd)
+        path = scope.pattern or None
+        if scope.root is not None:
+            chosen = [scope.root]
+    return replace(opts, path_glob=path, roots=tuple(chosen))
 
 
 def _with_cursor(
@@ -282,33 +348,53 @@ def _with_cursor(
 
 
 def query(
-    db: str | None, text: str, options: QueryOptions, *, cursor: str | None = None
-) -> QueryResult:
-    """Run one query; see ``docindex query --help``."""
+    db: str | None, text: str, options: QueryOptions, *, cursor: str | None = None,
+    cwd: Path | None = None,
+) -> QueryResult:  # fmt: skip
+    """Run one query; see ``docindex query --help``.
+
+    ``cwd``: the folder relative ``--path`` values start from (the CLI's).
+    """
     from docindex.search.engine import (  # not for a scan, which never searches (#24)
         parse,
         search,
     )
 
     ws = workspace.load(db)
-    opts = _with_cursor(options, cursor, text)
+    opts = _with_cursor(_scoped(ws, options, cwd), cursor, text)
     with _open_for_reading(ws) as store:
         # One read transaction: a query that spans a scan's commit would find
         # FTS rowids in the old snapshot and their segments gone in the new (#8).
         with store.atomic(immediate=False):
             result = search(store, parse(text, ws.config), ws.config, opts)
+            _note_pending(store, result)
     _add_cursor(result, opts)
     return result
 
 
+def _note_pending(store: Store, result: QueryResult) -> None:
+    """An interrupted ``scan --force`` left documents to be found by meaning only."""
+    pending = store.get_meta("fts_pending")
+    if pending:
+        result.degraded = True
+        if result.hint is None:
+            result.hint = {
+                "unmatched_words": [], "filtered_out": False, "would_match": {},
+                "suggestion": f"{len(pending)} documents are found by meaning only "
+                "until the interrupted scan is run again",
+            }  # fmt: skip
+
+
 def batch_query(
-    db: str | None, lines: Iterable[str], options: QueryOptions
-) -> Iterator[QueryResult]:
+    db: str | None, lines: Iterable[str], options: QueryOptions,
+    *, cwd: Path | None = None,
+) -> Iterator[QueryResult]:  # fmt: skip
     """Run many queries over one open index (``--queries``), in order."""
     from docindex.errors import BadInputError
     from docindex.search.engine import parse, search
 
     ws = workspace.load(db)
+    options = _scoped(ws, options, cwd)
     with _open_for_reading(ws) as store:
         for number, line in enumerate(lines, 1):
             try:
@@ -333,9 +419,19 @@ def _open_for_reading(ws: workspace.Workspace) -> Store:
     return ws.open(readonly=_readonly_ok(ws.db), mapped=True)
 
 
-def _readonly_ok(db: Path) -> bool:
-    """Open read-only when we may not write the folder (a WAL index still needs -shm)."""
-    return not os.access(db.parent, os.W_OK) and Path(f"{db}-shm").exists()
+def _readonly_ok(db: Path | ServerUrl) -> bool:
+    """Open read-only when we may not write the file or its folder (issue #38).
+
+    An index built by CI, on a read-only mount or owned by another user still
+    answers every reading command (``Store.open(readonly=True)`` picks
+    ``mode=ro`` or ``immutable=1``).
+    """
+    if isinstance(db, ServerUrl):
+        return False  # the server's GRANTs decide (#34)
+    from docindex.store.sqlite import read_only_filesystem
+
+    writable = os.access(db, os.W_OK) and os.access(db.parent, os.W_OK)
+    return not writable or read_only_filesystem(db)
 
 
 def stats(db: str | None) -> IndexStats:
@@ -343,16 +439,19 @@ def stats(db: str | None) -> IndexStats:
     from docindex.api.records import FacetCount, IndexStats
 
     ws = workspace.load(db)
-    with ws.open() as store:
+    with ws.open(readonly=_readonly_ok(ws.db)) as store:
         counts = store.counts()
-        size = ws.db.stat().st_size
-        wal = Path(f"{ws.db}-wal")
+        space = store.space()
+        if isinstance(ws.db, ServerUrl):
+            size, wal = space.file_bytes, Path(os.devnull, "none")
+        else:
+            size, wal = ws.db.stat().st_size, Path(f"{ws.db}-wal")
         return IndexStats(
             db=str(ws.db), documents=counts.documents, segments=counts.segments,
             embedded=counts.embedded, roots=list(store.roots().values()),
             types=store.kinds(),
             db_bytes=size + (wal.stat().st_size if wal.exists() else 0),
-            reclaimable_bytes=store.space().reclaimable_bytes,
+            reclaimable_bytes=space.reclaimable_bytes,
             embedder=store.get_meta("embedder"),
             tokenizer=store.get_meta("tokenizer"),
             facets=store.facet_values(),
@@ -388,7 +487,7 @@ def skipped(db: str | None, *, reason: str | None = None) -> SkippedFiles:
     from docindex.api.records import SkippedFiles
 
     ws = workspace.load(db)
-    with ws.open() as store:
+    with ws.open(readonly=_readonly_ok(ws.db)) as store:
         return SkippedFiles(store.skip_counts(), store.skipped(reason))
 
 
@@ -396,7 +495,7 @@ def watch(
     db: str | None, *, roots: list[str] | None = None, debounce_ms: int = 300,
     on_batch: Callable[[BatchReport], None], stop_event: threading.Event,
     on_notice: Callable[[str], None] | None = None,
-    on_start: Callable[[Path, list[str]], None] | None = None,
+    on_start: Callable[[Path | ServerUrl, list[str]], None] | None = None,
 ) -> None:  # fmt: skip
     """Keep the index current until ``stop_event`` is set; see ``docindex watch --help``.
 
@@ -405,18 +504,31 @@ def watch(
     """
     from docindex.ingest.watch import watch as core_watch
     from docindex.store import Store
+    from docindex.store.lock import watch_lock
 
     ws = workspace.load(db, extra_roots=roots, must_exist=False)
     _refuse_relocated(ws)
-    if on_start is not None:
-        on_start(ws.db, list(ws.config.roots))
     busy = min(ws.config.busy_timeout_s, 2.0)
 
     def open_store() -> Store:
+        if isinstance(ws.db, ServerUrl):
+            return workspace.Workspace(ws.db, ws.config).open(create=True)
         return Store.open(ws.db, create=True, busy_timeout=busy)
 
-    core_watch(open_store, ws.config, debounce_ms=debounce_ms, on_batch=on_batch,
-               stop_event=stop_event, on_notice=on_notice)  # fmt: skip
+    import contextlib
+
+    if isinstance(ws.db, Path) and ws.db.is_file():  # read-only: say so first
+        open_store().close()
+    # One watcher per index file (issue #38); a server index takes many writers.
+    lock = (
+        contextlib.nullcontext() if isinstance(ws.db, ServerUrl) else watch_lock(ws.db)
+    )
+    with lock:
+        if on_start is not None:
+            on_start(ws.db, list(ws.config.roots))
+        core_watch(open_store, ws.config, debounce_ms=debounce_ms,
+                   on_batch=on_batch, stop_event=stop_event,
+                   on_notice=on_notice)  # fmt: skip
 
 
 # -- navigation (issue #6) ------------------------------------------------------
@@ -466,14 +578,19 @@ def section(
 def list_documents(
     db: str | None, *, path_glob: str | None = None, types: tuple[str, ...] = (),
     limit: int = 50, offset: int = 0, roots: list[str] | None = None,
+    cwd: Path | None = None,
 ) -> DocumentList:  # fmt: skip
-    """Indexed documents, a page at a time; see ``docindex list --help``."""
+    """Indexed documents, a page at a time; see ``docindex list --help``.
+
+    ``path_glob`` follows the one path rule (``navigate.path_scope``).
+    """
     from docindex.search import navigate
 
     ws = _nav_workspace(db, roots)
     with _open_for_reading(ws) as store:
         return navigate.list_documents(store, ws.config.roots, path_glob=path_glob,
-                                       types=types, limit=limit, offset=offset)  # fmt: skip
+                                       types=types, limit=limit, offset=offset,
+                                       cwd=cwd)  # fmt: skip
 
 
 def related(
@@ -562,7 +679,7 @@ def settings(db: str | None, near: list[str] | None = None) -> JSONObject:
 
     places = [Path(p) for p in near or []]
     path = workspace.resolve_db(db, near=places)
-    found = path is not None and path.is_file()
+    found = isinstance(path, ServerUrl) or (path is not None and path.is_file())
     if path is None:
         cfg, sources = (
             cfgmod.from_env(Config()),
@@ -575,6 +692,11 @@ def settings(db: str | None, near: list[str] | None = None) -> JSONObject:
         cfg, sources = workspace.layered(path)
         file = cfgmod.config_file_for(path)
     values = asdict(cfg)
+    from docindex.ingest.extract import ocr as ocrmod
+    from docindex.ingest.prepare import ocr_settings
+
+    engine = ocrmod.engine()
+    wanted = ocr_settings(cfg)
     return {
         "db": {"path": None if path is None else str(path), "exists": found,
                "source": workspace.db_source(db, places) if path else "none found"},
@@ -583,6 +705,13 @@ def settings(db: str | None, near: list[str] | None = None) -> JSONObject:
             name: {"value": list(v) if isinstance(v, tuple) else v,
                    "source": sources[name]}
             for name, v in values.items()
+        },
+        "ocr": {
+            "active": ocrmod.active(wanted),
+            "engine": engine.version if engine else None,
+            "installed": list(engine.installed) if engine else [],
+            "languages": list(ocrmod.languages(wanted, engine)) if engine else [],
+            "why_not": ocrmod.unavailable_message(wanted),
         },
     }  # fmt: skip
 
@@ -635,3 +764,21 @@ def _newlines(lines: list[str], offset: int) -> Iterator[None]:
         if seen > offset:
             return
         yield None
+
+
+def export(db: str | None) -> Iterator[dict[str, object]]:
+    """The index as NDJSON records (``docindex export``, issue #34)."""
+    from docindex.api.transfer import export_records
+
+    ws = workspace.load(db)
+    with _open_for_reading(ws) as store, store.atomic(immediate=False):
+        yield from export_records(store)
+
+
+def import_(db: str | None, lines: Iterable[str]) -> dict[str, int]:
+    """Load an export into a new index (``docindex import``, issue #34)."""
+    from docindex.api.transfer import import_records
+
+    ws = workspace.load(db, must_exist=False, scan_path=None)
+    with ws.open(create=True) as store:
+        return import_records(store, ws.config, lines)

@@ -218,6 +218,7 @@ def evaluate(
     cfg: Config | None = None,
     workdir: Path | None = None,
     on_progress: EvalProgress | None = None,
+    server: str | None = None,
 ) -> EvalReport:
     """Index a BEIR set in a throwaway folder and score the judged queries.
 
@@ -232,6 +233,8 @@ def evaluate(
         workdir: where to build the index (default: a temporary folder that is
             deleted afterwards).
         on_progress: called with (phase, done, total).
+        server: a PostgreSQL URL: build the index there, in a new schema
+            dropped afterwards, instead of a SQLite file (issue #34).
 
     Returns:
         An EvalReport with one ModeScore per mode and view, in the order given.
@@ -241,18 +244,21 @@ def evaluate(
     report = EvalReport(data.name, len(data.corpus), len(qids), len(data.queries), seed)
     if workdir is not None:
         return _evaluate_in(data, qids, modes, views, cfg or Config(), Path(workdir),
-                            report, on_progress)  # fmt: skip
+                            report, on_progress, server)  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="docindex-eval-") as tmp:
         return _evaluate_in(data, qids, modes, views, cfg or Config(), Path(tmp),
-                            report, on_progress)  # fmt: skip
+                            report, on_progress, server)  # fmt: skip
 
 
 def _evaluate_in(
     data: BeirSet, qids: list[str], modes: Sequence[str], views: Sequence[str],
     cfg: Config, work: Path, report: EvalReport, on_progress: EvalProgress | None,
+    server: str | None = None,
 ) -> EvalReport:  # fmt: skip
+    import contextlib
+
     from docindex.ingest.indexer import scan
-    from docindex.store import Store
+    from docindex.store import ServerUrl, open_index
 
     docs = work / "docs"
     stems = write_corpus(data, docs)
@@ -260,7 +266,14 @@ def _evaluate_in(
         roots=(str(docs.resolve()),), max_docs=max(cfg.max_docs, len(stems))
     )
     started = time.perf_counter()
-    with Store.open(work / "index.db", create=True) as store:
+    with contextlib.ExitStack() as stack:
+        where: Path | ServerUrl = work / "index.db"
+        if server:
+            from docindex.store.postgres import scratch_schema
+
+            where = stack.enter_context(scratch_schema(ServerUrl(server)))
+        store: _Store = open_index(where, create=True)
+        stack.callback(store.close)
         scan(store, cfg, on_progress=(
             (lambda p: on_progress("index", p.done, p.total or 0)) if on_progress else None
         ))  # fmt: skip

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
         Shown,
     )
     from docindex.models.serialize import JSONObject
+    from docindex.store.location import ServerUrl
 
 ProgressCallback = Callable[["Progress"], None]
 # What scan() accepts as progress: a callback, or a context manager that
@@ -98,7 +99,7 @@ class Index:
         exclude: Sequence[str] = (), hidden: bool | None = None,
         follow_symlinks: bool | None = None, gitignore: bool = True,
         provider: str | None = None, progress: ProgressArg = None,
-        stop: Callable[[], bool] | None = None,
+        stop: Callable[[], bool] | None = None, ocr: bool | None = None,
     ) -> ScanResult:  # fmt: skip
         """Index new and changed files; ``path`` limits the scan to part of a root.
 
@@ -114,12 +115,14 @@ class Index:
                 manager that yields one.
             stop: polled between files; returning True ends the scan early with
                 everything finished so far committed (``result.interrupted``).
+            ocr: read scanned PDF pages and images with tesseract (None: the
+                ``ocr`` setting), issue #36.
         """
         return commands.scan(
             self.db, path=None if path is None else Path(path),
             roots=self._roots(), exclude=list(exclude), force=force, hidden=hidden,
             follow_symlinks=follow_symlinks, no_gitignore=not gitignore,
-            provider=provider, progress=progress, stop=stop,
+            provider=provider, progress=progress, stop=stop, ocr=ocr,
         )  # fmt: skip
 
     def reindex(
@@ -166,7 +169,7 @@ class Index:
     def run_watch(
         self, *, debounce_ms: int = 300, on_batch: Callable[[BatchReport], None],
         stop_event: threading.Event, on_notice: Callable[[str], None] | None = None,
-        on_start: Callable[[Path, list[str]], None] | None = None,
+        on_start: Callable[[Path | ServerUrl, list[str]], None] | None = None,
     ) -> None:  # fmt: skip
         """Watch in this thread until ``stop_event`` is set (what ``docindex watch`` runs)."""
         commands.watch(
@@ -182,6 +185,7 @@ class Index:
         where: Mapping[str, str] | Sequence[tuple[str, str]] = (),
         min_score: float = 0.0, snippet_chars: int = 200, highlight: bool = True,
         explain: bool = False, per_doc: int = 2, cursor: str | None = None,
+        only_roots: Sequence[str | Path] = (), cwd: Path | None = None,
     ) -> QueryResult:  # fmt: skip
         """Search the index; see ``docindex query --help`` for the query language.
 
@@ -190,7 +194,8 @@ class Index:
             top: hits per page.
             mode: ``auto``, ``lexical``, ``semantic`` or ``hybrid``.
             files: one hit per document (the best chunk, the rest folded).
-            path: a glob on the path relative to its root (``docs/**``).
+            path: a folder, file or glob: absolute, relative to ``cwd`` or to a
+                root (``docs/``, ``docs/*.md``); outside every root is an error.
             types: document kinds (``md``, ``pdf``, ...).
             where: front-matter facets that must match (``{"lang": "en"}``).
             min_score: drop hits scoring below this.
@@ -198,6 +203,8 @@ class Index:
             explain: add each hit's score parts (``hit.explain``).
             per_doc: hits one document may show in a page (0: no limit).
             cursor: ``next_cursor`` of the previous page of the same query.
+            only_roots: only documents of these roots of the index.
+            cwd: the folder a relative ``path`` may start from.
 
         Returns:
             A ``QueryResult`` whose ``hits`` carry path, 1-based line (and page,
@@ -207,21 +214,24 @@ class Index:
             top=top, mode=mode, snippet_chars=snippet_chars, highlight=highlight,
             min_score=min_score, files=files, explain=explain, types=tuple(types),
             path_glob=path, where=_pairs(where), per_doc=per_doc,
+            roots=tuple(str(r) for r in only_roots),
         )  # fmt: skip
-        return commands.query(self.db, text, options, cursor=cursor)
+        return commands.query(self.db, text, options, cursor=cursor, cwd=cwd)
 
     def queries(
         self, texts: Iterable[str], *, top: int = 10, mode: str = "auto",
         files: bool = False, path: str | None = None, types: Sequence[str] = (),
         where: Mapping[str, str] | Sequence[tuple[str, str]] = (),
         snippet_chars: int = 200, highlight: bool = True,
+        only_roots: Sequence[str | Path] = (), cwd: Path | None = None,
     ) -> Iterator[QueryResult]:  # fmt: skip
         """Run many queries over one open index, in order (``query --queries``)."""
         options = QueryOptions(
             top=top, mode=mode, snippet_chars=snippet_chars, highlight=highlight,
             files=files, types=tuple(types), path_glob=path, where=_pairs(where),
+            roots=tuple(str(r) for r in only_roots),
         )  # fmt: skip
-        return commands.batch_query(self.db, texts, options)
+        return commands.batch_query(self.db, texts, options, cwd=cwd)
 
     def outline(self, file: str, *, depth: int = 6, cwd: Path | None = None) -> Outline:
         """A document's title and headings with their lines and chunk ids."""
@@ -244,12 +254,15 @@ class Index:
 
     def documents(
         self, *, path: str | None = None, types: Sequence[str] = (), limit: int = 50,
-        offset: int = 0,
+        offset: int = 0, cwd: Path | None = None,
     ) -> DocumentList:  # fmt: skip
-        """Indexed documents, a page at a time (``docindex list``)."""
+        """Indexed documents, a page at a time (``docindex list``).
+
+        ``path`` follows the same rule as ``query(path=...)``.
+        """
         return commands.list_documents(self.db, path_glob=path, types=tuple(types),
                                        limit=limit, offset=offset,
-                                       roots=self._roots())  # fmt: skip
+                                       roots=self._roots(), cwd=cwd)  # fmt: skip
 
     def related(
         self, target: str, *, top: int = 10, same_file: bool = False,

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from docindex.api.workspace import add_root, canonical
 from docindex.errors import MisuseError
+from docindex.store.location import ServerUrl
 
 if TYPE_CHECKING:
     from docindex.config import Config
@@ -79,12 +80,13 @@ def add(store: Index, cfg: Config, path: str | Path) -> tuple[Config, RootChange
 
 def remove(store: Index, cfg: Config, path: str | Path) -> tuple[Config, RootChange]:
     """Forget a root and remove its documents from the index (never its files)."""
-    from docindex.ingest.indexer import remove_document
+    from docindex.ingest.indexer import remove_document, restore_pending_fts
 
     root = find(cfg.roots, path)
     rid = {p: i for i, p in store.roots().items()}.get(root)
     removed = 0
     with store.atomic():
+        restore_pending_fts(store, cfg)  # FTS rows must be there to delete them
         if rid is not None:
             for row in store.fingerprints(rid).values():
                 remove_document(store, cfg, row.id)
@@ -98,7 +100,7 @@ def remove(store: Index, cfg: Config, path: str | Path) -> tuple[Config, RootCha
 
 
 def move(
-    store: Index, cfg: Config, old: str | Path, new: str | Path, *, db: Path
+    store: Index, cfg: Config, old: str | Path, new: str | Path, *, db: Path | ServerUrl
 ) -> tuple[Config, RootChange]:
     """Point root ``old`` at folder ``new``, keeping every document and vector.
 
@@ -119,9 +121,16 @@ def move(
     roots = tuple(target if r == root else r for r in cfg.roots)
     moved = cfg.replace(roots=roots)
     with store.atomic():
-        store.move_root(root, target)
+        if target != root:  # `roots move X X` accepts X's new identity (#33)
+            store.move_root(root, target)
         _remember(store, moved)
         store.set_meta("location", str(db))
+        # The next scan pins the folder now at that place (issue #33).
+        pins = dict(store.get_meta("root_pins") or {})
+        if root in pins or target in pins:
+            pins.pop(root, None)
+            pins.pop(target, None)
+            store.set_meta("root_pins", pins)
     kept = store.root_documents().get(target, 0)
     return moved, RootChange("move", target, kept, old=root)
 

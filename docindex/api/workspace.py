@@ -14,22 +14,25 @@ from pathlib import Path
 from docindex import config as cfgmod
 from docindex.config import Config
 from docindex.errors import DocindexError, IndexNotFoundError, MisuseError
-from docindex.store import Store
+from docindex.store import ServerUrl, Store, is_server_url, open_index
+
+Location = Path | ServerUrl  # a SQLite file, or a PostgreSQL URL (issue #34)
 
 
 @dataclass(frozen=True, slots=True)
 class Workspace:
-    """A resolved index path and its effective settings."""
+    """A resolved index path (or server URL) and its effective settings."""
 
-    db: Path
+    db: Location
     config: Config
 
     def open(
         self, *, create: bool = False, readonly: bool = False, mapped: bool = False
     ) -> Store:
         """Open the index with this workspace's busy timeout (``Store.open``)."""
-        store = Store.open(self.db, create=create, mapped=mapped,
-                           busy_timeout=self.config.busy_timeout_s, readonly=readonly)  # fmt: skip
+        store: Store = open_index(self.db, create=create, mapped=mapped,  # type: ignore[assignment]
+                                  busy_timeout=self.config.busy_timeout_s,
+                                  readonly=readonly)  # fmt: skip
         if store.outdated:
             store.close()
             raise DocindexError(
@@ -41,19 +44,27 @@ class Workspace:
 
 
 def resolve_db(
-    db: str | Path | None, cwd: Path | None = None, near: Sequence[Path] = ()
-) -> Path | None:
+    db: str | Path | ServerUrl | None, cwd: Path | None = None,
+    near: Sequence[Path] = (),
+) -> Location | None:  # fmt: skip
     """The one rule that finds the index, for every command and the MCP server.
 
-    ``--db``, else ``DOCINDEX_DB``, else the nearest ``.docindex/index.db``
-    upward from each folder in ``near`` (the path or roots the command names),
-    else upward from ``cwd``; None when there is none (issue #20).
+    ``--db``, else ``DOCINDEX_DB``, else the config file's ``[db] url``
+    (``DOCINDEX_CONFIG``), else the nearest ``.docindex/index.db`` upward
+    from each folder in ``near`` (the path or roots the command names), else
+    upward from ``cwd``; None when there is none (issue #20). A
+    ``postgresql://`` URL names a server index (issue #34).
     """
+    if isinstance(db, ServerUrl):
+        return db
     if db:
-        return _absolute(db)
+        return ServerUrl(str(db)) if is_server_url(str(db)) else _absolute(db)
     env = cfgmod.env_value("DB")
     if env:
-        return _absolute(env)
+        return ServerUrl(env) if is_server_url(env) else _absolute(env)
+    url = cfgmod.file_db_url()
+    if url:
+        return ServerUrl(url) if is_server_url(url) else _absolute(url)
     for place in near:
         start = _absolute(place)
         found = cfgmod.find_index(start if start.is_dir() else start.parent)
@@ -68,6 +79,8 @@ def db_source(db: str | Path | None, near: Sequence[Path] = ()) -> str:
         return "flag --db"
     if cfgmod.env_value("DB"):
         return "environment DOCINDEX_DB"
+    if cfgmod.file_db_url():
+        return "config file [db] url"
     if any(
         cfgmod.find_index(
             _absolute(p) if _absolute(p).is_dir() else _absolute(p).parent
@@ -100,7 +113,7 @@ def _quote(path: str) -> str:
     return shlex.quote(path)
 
 
-def relocation(db: Path) -> Relocation | None:
+def relocation(db: Location) -> Relocation | None:
     """Whether ``db`` lives in a folder copied or moved from one of its roots.
 
     An index remembers where it was written (meta ``location``). When it now
@@ -110,6 +123,8 @@ def relocation(db: Path) -> Relocation | None:
     An index older than that record counts as moved when its home folder is
     none of its roots and every root is gone.
     """
+    if isinstance(db, ServerUrl):  # roots have per-host paths instead
+        return None
     if db.parent.name != cfgmod.DEFAULT_DB_DIR or not db.is_file():
         return None
     home = str(db.parent.parent.resolve())
@@ -135,7 +150,9 @@ def relocation(db: Path) -> Relocation | None:
     return None
 
 
-def _remembered(db: Path) -> dict[str, object]:
+def _remembered(db: Location) -> dict[str, object]:
+    if isinstance(db, ServerUrl):
+        return _remembered_on_server(db)
     if not db.is_file():
         return {}
     try:
@@ -144,6 +161,19 @@ def _remembered(db: Path) -> dict[str, object]:
     except IndexNotFoundError:
         return {}
     return dict(settings or {})
+
+
+def _remembered_on_server(db: ServerUrl) -> dict[str, object]:
+    """A server index's settings, with the roots this host has paths for."""
+    from docindex.store.postgres import PgStore
+
+    try:
+        with PgStore.open(db, readonly=True) as store:
+            settings = dict(store.get_meta("settings") or {})
+            settings["roots"] = store.local_roots()
+    except IndexNotFoundError:
+        return {}
+    return settings
 
 
 def load(
@@ -171,6 +201,8 @@ def load(
     if scan_path is not None:
         near.append(scan_path)
     path = resolve_db(db, near=near)
+    if isinstance(path, ServerUrl):
+        return _server_workspace(path, overrides, extra_roots, scan_path, must_exist)
     if path is not None and path.exists() and not path.is_file():
         # /dev/null, a folder, a FIFO: SQLite would write "<path>-journal"
         # beside it (/dev/null-journal as root, issue #17).
@@ -196,8 +228,15 @@ def load(
         raise IndexNotFoundError(
             f"no index at {path}; create it with `docindex scan DIR --db {path}`"
         )
-    cfg, _ = layered(path)
-    roots = canonical_roots(cfg.roots)
+    cfg, sources = layered(path)
+    # Roots the index remembers were resolved when they were added and are
+    # pinned there (issue #33): resolving them again would follow a symbolic
+    # link put in a root's place. Roots typed in a config file or the
+    # environment are resolved as given.
+    if sources["roots"] == "index":
+        roots = list(dict.fromkeys(str(_absolute(r)) for r in cfg.roots))
+    else:
+        roots = canonical_roots(cfg.roots)
     for extra in extra_roots or []:
         if not Path(extra).expanduser().is_dir():
             raise MisuseError(f"--root {extra} does not exist or is not a directory")
@@ -207,6 +246,28 @@ def load(
     changes = dict(overrides or {})
     changes["roots"] = tuple(roots)
     return Workspace(path, cfg.replace(**changes))
+
+
+def _server_workspace(
+    url: ServerUrl, overrides: Mapping[str, object] | None, extra_roots: list[str] | None,
+    scan_path: Path | None, must_exist: bool,
+) -> Workspace:  # fmt: skip
+    """``load`` for a PostgreSQL index: its roots are this host's paths."""
+    if must_exist:
+        from docindex.store.postgres import PgStore
+
+        PgStore.open(url, readonly=True).close()  # IndexNotFoundError
+    cfg, _ = layered(url)
+    roots = canonical_roots(cfg.roots)
+    for extra in extra_roots or []:
+        if not Path(extra).expanduser().is_dir():
+            raise MisuseError(f"--root {extra} does not exist or is not a directory")
+        roots = add_root(roots, extra)
+    if not roots and scan_path is not None and scan_path.is_dir():
+        roots = [canonical(scan_path)]  # this host's first root
+    changes = dict(overrides or {})
+    changes["roots"] = tuple(roots)
+    return Workspace(url, cfg.replace(**changes))
 
 
 def canonical(path: str | Path) -> str:
@@ -240,14 +301,14 @@ def add_root(roots: Sequence[str], new: str | Path) -> list[str]:
             raise MisuseError(
                 f"{new} holds the root {root}; to widen that root, run "
                 f"`docindex roots remove {_quote(root)}` and then "
-                f"`docindex roots add {_quote(str(new))}`"
+                f"`docindex scan --root {_quote(str(new))}`"
             )
     out.append(full)
     return out
 
 
 def layered(
-    db: Path, overrides: Mapping[str, object] | None = None
+    db: Location, overrides: Mapping[str, object] | None = None
 ) -> tuple[Config, dict[str, str]]:
     """Effective settings for ``db`` and where each comes from.
 
@@ -257,7 +318,7 @@ def layered(
     ``environment DOCINDEX_X``, ``flag``).
     """
     sources = dict.fromkeys(cfgmod.FIELDS, "default")
-    remembered = _remembered(db) if db.is_file() else {}
+    remembered = _remembered(db) if isinstance(db, ServerUrl) or db.is_file() else {}
     cfg = cfgmod.from_mapping(remembered) if remembered else Config()
     for name in cfgmod.mapping_fields(remembered):
         sources[name] = "index"

@@ -51,6 +51,15 @@ EXAMPLES: dict[str, list[str]] = {
     "eval": [
         "docindex eval /path/to/scifact",
         "docindex eval /path/to/scifact --mode lexical --queries 100 --json",
+        "docindex eval /path/to/scifact --engine postgresql://me@localhost/scratch",
+    ],
+    "export": [
+        "docindex export > notes.ndjson",
+        "docindex export --db ~/notes/.docindex/index.db | gzip > notes.ndjson.gz",
+    ],
+    "import": [
+        "docindex import notes.ndjson --db postgresql://me@db.example/team",
+        "docindex import - --db ~/copy/index.db < notes.ndjson",
     ],
     "roots": [
         "docindex roots",

@@ -7,7 +7,7 @@ import os
 import sqlite3
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 import click
 
@@ -20,7 +20,8 @@ from docindex.cli.output import find_db as _find_db
 from docindex.cli.output import out_console as _out_console
 from docindex.cli.output import piped as _piped
 from docindex.cli.output import progress_bar as _progress
-from docindex.errors import DocindexError
+from docindex.errors import DocindexError, IndexNotWritableError
+from docindex.store.location import ServerUrl
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -36,6 +37,7 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
 _SIGNALS = "docindex.cli.signals"
+_ARGV = "docindex.cli.argv"  # the arguments as the user typed them (remedies, #38)
 
 
 class _Group(click.Group):
@@ -45,6 +47,10 @@ class _Group(click.Group):
     0 when the reader of a pipe stopped early, 128 + N after signal N (Ctrl-C,
     SIGTERM, SIGHUP; issue #17, see ``signals.Signals``).
     """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta[_ARGV] = list(args)
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> object:
         from docindex.cli.signals import Interrupted, Signals
@@ -60,10 +66,17 @@ class _Group(click.Group):
                 sys.exit(exc.exit_code)
 
     def _invoke(self, ctx: click.Context) -> object:
+        argv = ctx.meta.get(_ARGV, [])
         try:
             return super().invoke(ctx)
+        except IndexNotWritableError as exc:
+            from docindex.cli import remedy  # error paths only: `re`, `shlex`
+
+            raise _failure(remedy.elsewhere(argv, exc), exc.exit_code) from None
         except DocindexError as exc:
-            raise _failure(str(exc), exc.exit_code) from None
+            from docindex.cli import remedy
+
+            raise _failure(remedy.with_db(str(exc), argv), exc.exit_code) from None
         except sqlite3.Error as exc:
             from docindex.api.workspace import resolve_db
             from docindex.cli.output import DB_META
@@ -71,11 +84,14 @@ class _Group(click.Group):
 
             # The index the command used, so the message names it and its fix.
             try:
-                path: Path | str = resolve_db(ctx.meta.get(DB_META)) or ""
+                where = resolve_db(ctx.meta.get(DB_META))
+                path: Path | str = where if isinstance(where, Path) else ""
             except Exception:  # a message without the path is still a message
                 path = ""
             err = translate(exc, path)
-            raise _failure(str(err), err.exit_code) from None
+            from docindex.cli import remedy
+
+            raise _failure(remedy.with_db(str(err), argv), err.exit_code) from None
         except KeyboardInterrupt:
             click.echo(
                 "interrupted; the index keeps its last committed state", err=True
@@ -91,6 +107,20 @@ class _Group(click.Group):
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
             sys.exit(0)
+        except OSError as exc:
+            from docindex.cli import remedy
+
+            message = remedy.os_error(exc, argv)
+            if message is None:
+                raise
+            raise _failure(message, 1) from None
+        except Exception as exc:
+            if not type(exc).__module__.startswith("psycopg"):
+                raise
+            from docindex.store.postgres import translate as pg_translate
+
+            err = pg_translate(exc, "")
+            raise _failure(str(err), err.exit_code) from None
 
 
 class _Failure(click.ClickException):
@@ -165,6 +195,11 @@ def _not_nan(value: float) -> float:
     type=click.Choice(["ngram", "none", "minilm"]),
     help="Embedding provider (changing it needs reindex --full).",
 )
+@click.option(
+    "--ocr/--no-ocr",
+    default=None,
+    help="Read scanned PDF pages and images with tesseract (config: ocr = true).",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress or summary on stderr.")
 @click.option(
     "--progress",
@@ -176,8 +211,8 @@ def _not_nan(value: float) -> float:
 @json_option
 def scan(path: Path | None, roots: tuple[str, ...], exclude: tuple[str, ...],
          force: bool, hidden: bool | None, follow_symlinks: bool | None,
-         no_gitignore: bool, provider: str | None, quiet: bool, ndjson: bool,
-         db: str | None, as_json: bool) -> None:  # fmt: skip
+         no_gitignore: bool, provider: str | None, ocr: bool | None, quiet: bool,
+         ndjson: bool, db: str | None, as_json: bool) -> None:  # fmt: skip
     """Scan the roots incrementally; PATH limits the scan to a file or folder inside them.
 
     Without an index, PATH (a directory) becomes the first root and the index is
@@ -193,9 +228,18 @@ def scan(path: Path | None, roots: tuple[str, ...], exclude: tuple[str, ...],
         path, exclude=exclude, force=force, hidden=hidden,
         follow_symlinks=follow_symlinks, gitignore=not no_gitignore,
         provider=provider, progress=progress, stop=signals.graceful().is_set,
+        ocr=ocr,
     )  # fmt: skip
-    _print_scan(result, as_json, quiet, "scan", event=ndjson)
+    _print_scan(result, as_json, quiet, _command_line(), event=ndjson)
     _exit_if_signalled(signals)
+
+
+def _command_line() -> str:
+    """The command as the user typed it, to run again (issue #38)."""
+    import shlex
+
+    root = click.get_current_context().find_root()
+    return shlex.join(["docindex", *root.meta.get(_ARGV, [])])
 
 
 def _print_scan(
@@ -237,7 +281,11 @@ def _print_scan(
     show_default=True,
     help="Snippet length in characters.",
 )
-@click.option("--no-highlight", is_flag=True, help="No **highlight** markers.")
+@click.option(
+    "--no-highlight",
+    is_flag=True,
+    help="No highlighted matches (--json: empty highlights).",
+)
 @click.option(
     "--min-score",
     type=click.FloatRange(0.0, 1.0),
@@ -264,8 +312,15 @@ def _print_scan(
     "--path",
     "path_glob",
     metavar="PATH",
-    help="Only documents under this folder (en/apisix or en/apisix/), this "
-    "file, or matching this glob (root-relative).",
+    help="Only documents under this folder, this file, or matching this glob: "
+    "absolute, relative to the current folder, or to a root (en/apisix).",
+)
+@click.option(
+    "--root",
+    "only_roots",
+    multiple=True,
+    metavar="DIR",
+    help="Only documents of this root of the index (repeatable).",
 )
 @click.option(
     "--where",
@@ -301,8 +356,8 @@ def query(text: str | None, top: int, mode: str, snippet_chars: int,
           no_highlight: bool, min_score: float, queries: TextIO | None, files: bool,
           explain: bool, types: tuple[str, ...], path_glob: str | None,
           where: tuple[str, ...], per_doc: int, cursor: str | None,
-          context_lines: int, vimgrep: bool, db: str | None,
-          as_json: bool) -> None:  # fmt: skip
+          only_roots: tuple[str, ...], context_lines: int, vimgrep: bool,
+          db: str | None, as_json: bool) -> None:  # fmt: skip
     """Search the index. TEXT may also come on stdin.
 
     TEXT is plain words, with "exact phrase", +required, -excluded and
@@ -333,6 +388,7 @@ def query(text: str | None, top: int, mode: str, snippet_chars: int,
         _batch(index, queries, lambda texts: index.queries(
             texts, top=top, mode=mode, files=files, path=path_glob, types=types,
             where=pairs, snippet_chars=snippet_chars, highlight=not no_highlight,
+            only_roots=only_roots, cwd=Path.cwd(),
         ))  # fmt: skip
         return
     if text is None:
@@ -343,7 +399,7 @@ def query(text: str | None, top: int, mode: str, snippet_chars: int,
         text, top=top, mode=mode, snippet_chars=snippet_chars,
         highlight=not no_highlight, min_score=min_score, files=files,
         explain=explain, types=types, path=path_glob, where=pairs, per_doc=per_doc,
-        cursor=cursor,
+        cursor=cursor, only_roots=only_roots, cwd=Path.cwd(),
     )  # fmt: skip
     if as_json:
         _echo_json(result)
@@ -431,7 +487,7 @@ def reindex(path: Path | None, full: bool, provider: str | None,
         path, full=full, provider=provider, progress=_progress(not (as_json or quiet)),
         stop=signals.graceful().is_set,
     )  # fmt: skip
-    _print_scan(result, as_json, quiet, "reindex --full" if full else "reindex")
+    _print_scan(result, as_json, quiet, _command_line())
     _exit_if_signalled(signals)
 
 
@@ -522,19 +578,20 @@ def watch(
     stop = signals.graceful()  # a second signal gives up on the pending batch
     serve = serve and watcher_mode() != "off"
     serving: list[Serving | None] = []
-    index_db: list[Path] = []
+    index_db: list[Path | ServerUrl] = []
 
-    def on_start(index: Path, watched: list[str]) -> None:
+    def on_start(index: Path | ServerUrl, watched: list[str]) -> None:
         index_db.append(index)
         click.echo(
             f"watching {', '.join(watched)} (index {index}); Ctrl-C to stop",
             err=True,
         )
-        if serve and index.is_file():  # else once the catch-up has made it
+        # A server index (issue #34) has no folder for the warm server's socket.
+        if serve and isinstance(index, Path) and index.is_file():
             serving.append(_start_serving(index))
 
     def on_batch(report: BatchReport) -> None:
-        if serve and not serving and index_db:
+        if serve and not serving and index_db and isinstance(index_db[0], Path):
             serving.append(_start_serving(index_db[0]))
         if as_json:
             _echo_json(report)
@@ -592,7 +649,7 @@ def _start_serving(db: Path) -> Serving | None:
 )
 @db_option
 def mcp(roots: tuple[str, ...], db: str | None) -> None:
-    """Serve the index to agents over MCP (stdio); needs `pip install 'docindex[mcp]'`.
+    """Serve the index to agents over MCP (stdio); needs the mcp extra (`pip install '.[mcp]'`).
 
     Tools: doc_scan, doc_query, doc_reindex, doc_stats, get_doc, get_outline,
     get_section, find_related, list_documents, search_batch. No tool reads or
@@ -637,9 +694,18 @@ def mcp(roots: tuple[str, ...], db: str | None) -> None:
     "chunk), --files, or both.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
+@click.option(
+    "--engine",
+    "engine",
+    metavar="sqlite|URL",
+    default="sqlite",
+    show_default=True,
+    help="Where the throwaway index is built: a SQLite file, or a "
+    "postgresql:// URL (a new schema there, dropped afterwards).",
+)
 @json_option
 def eval_(folder: Path, mode: str, n_queries: int | None, seed: int, view: str,
-          quiet: bool, as_json: bool) -> None:  # fmt: skip
+          quiet: bool, engine: str, as_json: bool) -> None:  # fmt: skip
     """Measure ranking quality on a BEIR-layout judged set in FOLDER.
 
     FOLDER holds corpus.jsonl, queries-test.jsonl or queries.jsonl, and
@@ -653,7 +719,11 @@ def eval_(folder: Path, mode: str, n_queries: int | None, seed: int, view: str,
     from docindex.api.evaluate import MODES, VIEWS, evaluate
     from docindex.cli.render import print_eval
     from docindex.config import Config, from_env
+    from docindex.store.location import is_server_url
 
+    if engine != "sqlite" and not is_server_url(engine):
+        raise click.UsageError("--engine takes sqlite or a postgresql:// URL")
+    server = engine if engine != "sqlite" else None
     modes = MODES if mode == "all" else (mode,)
     views = VIEWS if view == "both" else (view,)
     progress = _progress(not (as_json or quiet))
@@ -661,11 +731,40 @@ def eval_(folder: Path, mode: str, n_queries: int | None, seed: int, view: str,
         report = evaluate(
             folder, modes=modes, views=views, n_queries=n_queries, seed=seed,
             cfg=from_env(Config()), on_progress=_eval_progress(on_progress),
+            server=server,
         )  # fmt: skip
     if as_json:
         _echo_json(report)
     else:
         print_eval(_out_console(), report)
+
+
+@cli.command("export")
+@db_option
+def export_(db: str | None) -> None:
+    """Write the index as NDJSON to stdout: settings, roots, documents with their
+    text and chunks (ids, lines, vectors). `docindex import` loads it into a new
+    index on either engine without reading a file again; chunk ids stay the same.
+    """
+    from docindex.api import commands as api
+
+    for record in api.export(db):
+        click.echo(json.dumps(record, ensure_ascii=False))
+
+
+@cli.command("import")
+@click.argument("file", type=click.File("r", encoding="utf-8"))
+@db_option
+@json_option
+def import_(file: TextIO, db: str | None, as_json: bool) -> None:
+    """Load FILE (from `docindex export`, or - for stdin) into a new, empty index."""
+    from docindex.api import commands as api
+
+    counts = api.import_(db, file)
+    if as_json:
+        _echo_json(counts)
+    else:
+        click.echo(", ".join(f"{v} {k}" for k, v in counts.items()), err=True)
 
 
 def _eval_progress(

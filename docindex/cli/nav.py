@@ -27,7 +27,7 @@ from docindex.cli.output import (
     type=click.IntRange(1, 6),
     default=6,
     show_default=True,
-    help="Deepest heading level to show.",
+    help="Heading levels to show, counted from the file's top level.",
 )
 @db_option
 @json_option
@@ -98,8 +98,9 @@ def section(file: str, heading: str, no_subsections: bool, db: str | None,
 @click.option(
     "--path",
     "path_glob",
-    metavar="GLOB",
-    help="Only documents whose root-relative path matches GLOB.",
+    metavar="PATH",
+    help="Only documents under this folder, this file, or matching this glob: "
+    "absolute, relative to the current folder, or to a root.",
 )
 @click.option(
     "--type",
@@ -135,8 +136,8 @@ def list_(path_glob: str | None, types: tuple[str, ...], limit: int, offset: int
     from docindex.api.index import Index
     from docindex.cli.render import document_rows, print_documents
 
-    result = Index(find_db(db)).documents(path=path_glob, types=types,
-                                limit=limit, offset=offset)  # fmt: skip
+    result = Index(find_db(db)).documents(path=path_glob, types=types, limit=limit,
+                                          offset=offset, cwd=Path.cwd())  # fmt: skip
     if as_json:
         echo_json(result)
     elif piped():

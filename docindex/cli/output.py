@@ -126,7 +126,8 @@ def db_option(fn: F) -> F:
         "--db",
         type=click.Path(dir_okay=False),
         envvar="DOCINDEX_DB",
-        help="Index file (default: DOCINDEX_DB, else the nearest .docindex/index.db "
+        help="Index file or postgresql:// URL (default: DOCINDEX_DB, else the "
+        "nearest .docindex/index.db "
         "upward from the named folder or the current directory).",
         callback=_remember_db,
     )(fn)

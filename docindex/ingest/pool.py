@@ -20,16 +20,24 @@ No process of the pool outlives the process that made it (issue #17):
   forkserver sees EOF on multiprocessing's own "alive" pipe, exits, and
   removes multiprocessing's ``pymp-*`` folder; the resource tracker then
   sees EOF too and exits.
+
+No code from the current folder runs in a worker (issue #33): multiprocessing
+starts the forkserver, the resource tracker and spawned workers with
+``python -c``, which puts the current folder first on ``sys.path`` before
+anything is imported. They start with ``PYTHONSAFEPATH`` (``-P``) and without
+``PYTHONPATH``; the forkserver then takes the parent's own ``sys.path``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
+    import subprocess
     from multiprocessing.connection import Connection
     from multiprocessing.process import BaseProcess
 
@@ -41,6 +49,31 @@ IN_FLIGHT = 3  # chunks submitted ahead, per worker (bounds memory, issue #7)
 T = TypeVar("T")
 R = TypeVar("R")
 A = TypeVar("A")
+
+
+_ENV_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _safe_path_env() -> Iterator[None]:
+    """Start Python children with no current folder and no ``PYTHONPATH`` (#33).
+
+    multiprocessing passes no environment of its own to the interpreters it
+    starts, so they take ours: set ``PYTHONSAFEPATH`` (``-P``, Python 3.11+)
+    and drop ``PYTHONPATH`` while they start, then put both back.
+    """
+    with _ENV_LOCK:
+        saved = {k: os.environ.get(k) for k in ("PYTHONSAFEPATH", "PYTHONPATH")}
+        os.environ["PYTHONSAFEPATH"] = "1"
+        os.environ.pop("PYTHONPATH", None)
+        try:
+            yield
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
 
 
 class ExtractTimeout(BaseException):
@@ -131,12 +164,19 @@ def _worker_main(conn: Connection, lifeline: Connection) -> None:
             return
 
 
+#: Commands a worker is running (OCR's tesseract, issue #36): they go with it.
+CHILDREN: set[subprocess.Popen[bytes]] = set()
+
+
 def _watch_lifeline(lifeline: Connection) -> None:
     """Block until the parent closes the lifeline or dies, then exit at once."""
     try:
         lifeline.recv_bytes()
     except (EOFError, OSError):
         pass
+    for child in list(CHILDREN):  # a killed scan leaves no process behind
+        with contextlib.suppress(OSError):
+            child.kill()
     os._exit(1)
 
 
@@ -147,28 +187,6 @@ class _Proc:
         self.process = process
         self.conn = conn
         self.owed: list[int] = []
-
-
-@contextlib.contextmanager
-def _safe_path() -> Iterator[None]:
-    """Start Python children without the current folder on their ``sys.path`` (#33).
-
-    multiprocessing starts the forkserver as ``python -c ...``, which puts the
-    current folder first on its ``sys.path``: a ``docindex/`` package (or a
-    ``multiprocessing/``, ``numpy/``, ...) in the folder being scanned would run
-    in the server and in every worker forked from it. ``PYTHONSAFEPATH`` (the
-    ``-P`` flag) stops that; workers then take the parent's own ``sys.path``.
-    A parent run with ``-I`` passes ``-I`` on, which implies ``-P``.
-    """
-    before = os.environ.get("PYTHONSAFEPATH")
-    os.environ["PYTHONSAFEPATH"] = "1"
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop("PYTHONSAFEPATH", None)
-        else:
-            os.environ["PYTHONSAFEPATH"] = before
 
 
 class Workers(Generic[A]):
@@ -203,7 +221,7 @@ class Workers(Generic[A]):
         )
         self._ctx = multiprocessing.get_context(method)
         if method == "forkserver":
-            from multiprocessing import forkserver
+            from multiprocessing import forkserver, resource_tracker
 
             # Workers fork from a server that imported these once, instead of
             # each importing them itself; the server skips what will not import.
@@ -211,7 +229,8 @@ class Workers(Generic[A]):
             self._ctx.set_forkserver_preload(
                 ["docindex.ingest._forkserver", *self.preload]
             )
-            with _safe_path():
+            with _safe_path_env():
+                resource_tracker.ensure_running()
                 forkserver.ensure_running()  # spawns the server; does not wait
 
     def _start(self) -> _Proc:
@@ -228,7 +247,8 @@ class Workers(Generic[A]):
             target=_worker_main, args=(theirs, self._lifeline[0]), daemon=True,
             name="docindex-worker",
         )  # fmt: skip
-        process.start()
+        with _safe_path_env():  # "spawn" starts a ``python -c`` per worker
+            process.start()
         theirs.close()  # the worker holds it now: EOF reaches us if it dies
         return _Proc(process, ours)
 

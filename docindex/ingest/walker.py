@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from docindex.ingest.ignore import DEFAULT_EXCLUDES, DirRules, PathRules
+from docindex.models import OCR_OFF
 
 __all__ = ["DEFAULT_EXCLUDES", "UNSUPPORTED_SUFFIXES", "FileEntry", "PathRules",
            "SkipEntry", "WalkOptions", "walk"]  # fmt: skip
@@ -29,6 +30,10 @@ UNSUPPORTED_SUFFIXES = frozenset(
     .jar .war .class .wasm .bin .dat .db .sqlite .sqlite3 .pdb .iso .dmg .woff
     .woff2 .ttf .otf .eot .pkl .npy .npz .parquet .lock""".split()
 )
+
+
+#: Images are documents when OCR can read them (issue #36).
+IMAGE_SUFFIXES = frozenset(".png .jpg .jpeg .gif .tif .tiff .webp".split())
 
 
 class FileEntry(NamedTuple):
@@ -78,6 +83,40 @@ class WalkOptions:
     max_depth: int = 64
     max_walked_files: int = 200_000
     max_file_bytes: int = 5 * 1024 * 1024
+    # Why images are not read (OCR off or missing, issue #36); None: they are.
+    images_unread: str | None = OCR_OFF
+    # (root, device, inode, owner uid) each root had when it was first scanned
+    # (issue #33): a root replaced by another owner's folder is not walked.
+    pins: tuple[tuple[str, int, int, int], ...] = ()
+
+
+def root_problem(root: Path, pin: tuple[int, int, int] | None = None) -> str | None:
+    """Why root ``root`` must not be walked or watched now, or None when it may.
+
+    A root is pinned to the real path it had when it was added (issue #33): if
+    the path, or a folder above it, has become a symbolic link, another user
+    could point it at files the index's owner may read and they may not. With
+    ``pin`` (device, inode, owner uid), a root replaced by a folder of another
+    owner is refused too; one recreated by its own owner is the same root.
+    """
+    try:
+        real = os.path.realpath(root)
+        st = os.stat(root)
+    except OSError:
+        return None  # missing: the caller's "not a directory" says so
+    fix = f"if that is right, run `docindex roots move {root} NEW_PLACE`"
+    if real != str(root):
+        return (
+            f"root {root} now leads to {real} through a symbolic link; "
+            f"not scanned or watched ({fix})"
+        )
+    if pin is not None and (st.st_dev, st.st_ino) != pin[:2] and st.st_uid != pin[2]:
+        return (
+            f"root {root} was replaced by a folder of another owner (uid "
+            f"{st.st_uid}, was {pin[2]}); not scanned or watched "
+            f"(to accept it, run `docindex roots move {root} {root}`)"
+        )
+    return None
 
 
 def escape_reason(path: Path, root: Path, *, follow_symlinks: bool) -> str | None:
@@ -132,10 +171,16 @@ def walk(
     Yields:
         FileEntry for each accepted file, SkipEntry for each left out
         (reasons: ignored, hidden, symlink, too-large, unsupported,
-        missing-root, walk-limit, error).
+        no-text-layer (an image while OCR cannot run), missing-root,
+        walk-limit, error).
     """
     budget = [options.max_walked_files]
+    pins = {p[0]: (p[1], p[2], p[3]) for p in options.pins}
     for root in sorted(roots):
+        problem = root_problem(root, pins.get(str(root)))
+        if problem is not None:
+            yield SkipEntry(root, "missing-root", problem)
+            continue
         if not root.is_dir():
             yield SkipEntry(root, "missing-root", "root is not a directory")
             continue
@@ -179,7 +224,8 @@ def _walk_root(
             return
         if scope.is_file():
             yield from _entry_for(scope, root, rel, rules, frame,
-                                  options.max_file_bytes)  # fmt: skip
+                                  options.max_file_bytes,
+                                  options.images_unread)  # fmt: skip
             return
         frame = rules.enter(frame, scope.name, rules.excluded(frame, scope.name, True))
         if frame.excluded and not rules.may_reinclude:
@@ -210,6 +256,7 @@ def _walk_dir(
         return
     hidden, follow = options.hidden, options.follow_symlinks
     max_depth, max_bytes = options.max_depth, options.max_file_bytes
+    images_unread = options.images_unread
     excluded_by, may_reinclude = rules.excluded, rules.may_reinclude
     # One frame per open directory: the rest of its sorted entries, its rules,
     # its path with a trailing separator, its root-relative path ("" for the
@@ -274,7 +321,7 @@ def _walk_dir(
                     except OSError as exc:
                         yield SkipEntry(Path(base + name), "error", str(exc.strerror))
                         continue
-                    skip = _file_skip(name, st, max_bytes)
+                    skip = _file_skip(name, st, max_bytes, images_unread)
                     if skip is not None:
                         yield SkipEntry(Path(base + name), *skip)
                         continue
@@ -377,7 +424,9 @@ def _listing(
 _BY_NAME = operator.attrgetter("name")
 
 
-def _file_skip(name: str, st: os.stat_result, max_bytes: int) -> tuple[str, str] | None:
+def _file_skip(
+    name: str, st: os.stat_result, max_bytes: int, images_unread: str | None
+) -> tuple[str, str] | None:
     """(reason, message) for a stat-ed file the walk leaves out, else None."""
     if not stat.S_ISREG(st.st_mode):
         return "unsupported", "not a regular file"
@@ -386,7 +435,10 @@ def _file_skip(name: str, st: os.stat_result, max_bytes: int) -> tuple[str, str]
     stem = name.lstrip(".")
     dot = stem.rfind(".")
     if dot > 0 and (suffix := stem[dot:].lower()) in UNSUPPORTED_SUFFIXES:
-        return "unsupported", f"{suffix} files are not indexed"
+        if suffix not in IMAGE_SUFFIXES:
+            return "unsupported", f"{suffix} files are not indexed"
+        if images_unread is not None:  # not read: OCR could not use it
+            return "no-text-layer", f"an image; {images_unread}"
     if st.st_size > max_bytes:
         return "too-large", f"{st.st_size} bytes"
     return None
@@ -394,7 +446,7 @@ def _file_skip(name: str, st: os.stat_result, max_bytes: int) -> tuple[str, str]
 
 def _entry_for(
     path: Path, root: Path, rel: str, rules: PathRules, frame: DirRules,
-    max_bytes: int,
+    max_bytes: int, images_unread: str | None,
 ) -> Iterator[FileEntry | SkipEntry]:  # fmt: skip
     """The walk's verdict on one file named by a scope (``scan FILE``)."""
     if rules.excluded(frame, path.name, False):
@@ -408,7 +460,7 @@ def _entry_for(
     except OSError as exc:
         yield SkipEntry(path, "error", str(exc.strerror))
         return
-    skip = _file_skip(path.name, st, max_bytes)
+    skip = _file_skip(path.name, st, max_bytes, images_unread)
     if skip is not None:
         yield SkipEntry(path, *skip)
         return

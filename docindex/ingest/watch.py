@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, cast
 from docindex.config import Config
 from docindex.errors import DocindexError, IndexBusyError
 from docindex.ingest._debounce import Batch, Coalescer, RawEvent, is_under
-from docindex.ingest.walker import UNSUPPORTED_SUFFIXES, PathRules
+from docindex.ingest.walker import UNSUPPORTED_SUFFIXES, PathRules, root_problem
 from docindex.store import Store
 
 if TYPE_CHECKING:
@@ -130,6 +130,7 @@ def own_files(db: Path) -> list[str]:
     out = [base + s for s in ("", "-wal", "-shm", "-journal")]
     out += [base + ".rebuild" + s for s in ("", "-wal", "-shm", "-journal")]
     out.append(base + ".sock")  # the watcher's server (docindex.server)
+    out.append(base + ".watch")  # the watch lock (store.lock)
     if db.parent.name == ".docindex":
         out.append(str(db.parent))
     return out
@@ -220,7 +221,7 @@ class _Observer:
 
     def _schedule(self, root: str) -> None:
         ident = _identity(root)
-        if ident is None:
+        if ident is None or root_problem(Path(root)) is not None:
             self.lost.add(root)
             return
         assert self.observer is not None  # set by start()
@@ -241,6 +242,16 @@ class _Observer:
         alive = {e.watch.path for e in self.observer.emitters if e.is_alive()}
         out = []
         for root in self.roots:
+            problem = root_problem(Path(root))
+            if problem is not None:  # a symlink in its place: never followed (#33)
+                if root not in self.lost:
+                    out.append((root, problem))
+                self.lost.add(root)
+                watch = self.watches.pop(root, None)
+                if watch is not None:
+                    with contextlib.suppress(Exception):
+                        self.observer.unschedule(watch)
+                continue
             ident = _identity(root)
             if ident is None:
                 self.lost.add(root)
@@ -328,7 +339,9 @@ def watch(
     # again; harmless, and it would be noise on stderr (an error under pytest).
     warnings.filterwarnings("ignore", "Callback with id", RuntimeWarning, "watchdog")
     try:
-        own = own_files(store.path) + own_files(store.path.resolve())
+        # A server index (issue #34) has no files among the roots.
+        path = store.path if isinstance(store.path, Path) else None
+        own = own_files(path) + own_files(path.resolve()) if path else []
         filt = PathFilter(roots, cfg, own)
         co = Coalescer(
             debounce_ms / 1000, max_batch=max_batch, accept=filt.accept, roots=roots
@@ -521,7 +534,7 @@ def _apply(
         result = scan(store, cfg, scopes=[Path(p) for p in batch.paths], stop=stop)
         added, updated = added + result.indexed, updated + result.updated
         errors = [e for e in result.errors if not _raced(e)]
-        if result.interrupted:
+        if result.interrupted:  # a signal during a catch-up scan (#33)
             break
         removed += result.removed
         # A folder that vanished during the walk makes the scan skip pruning

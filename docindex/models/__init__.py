@@ -116,6 +116,8 @@ class Hit:
     explain: dict[str, object] | None = None
     folded: list[FoldedHit] = field(default_factory=list)  # the best FOLD_SHOWN
     folded_count: int = 0  # hits of this document folded behind this one
+    # [start, end) character offsets of the matches in ``snippet`` (issue #38)
+    highlights: list[tuple[int, int]] = field(default_factory=list)
 
 
 def printable(path: str) -> str:
@@ -138,6 +140,12 @@ def _escapes_only(text: str) -> bool:
     return all(
         not 0xD800 <= ord(c) <= 0xDFFF or 0xDC80 <= ord(c) <= 0xDCFF for c in text
     )
+
+
+#: Why a file that needs OCR was not read while OCR is off (issue #36).
+OCR_OFF = (
+    "OCR is off: turn it on with `ocr = true` in config.toml or `docindex scan --ocr`"
+)
 
 
 class SkipReason(StrEnum):
@@ -164,6 +172,7 @@ class SkipReason(StrEnum):
     CORRUPT = "corrupt"
     ENCRYPTED = "encrypted"
     NO_TEXT_LAYER = "no-text-layer"
+    NO_TEXT_FOUND = "no-text-found"
     ZIP_BOMB = "zip-bomb"
     TIMEOUT = "timeout"
     TRUNCATED = "truncated"
@@ -192,7 +201,8 @@ _SKIP_MESSAGES = {
     SkipReason.ERROR: "could not be read or extracted",
     SkipReason.CORRUPT: "a damaged or mislabelled file",
     SkipReason.ENCRYPTED: "encrypted (password-protected)",
-    SkipReason.NO_TEXT_LAYER: "no text layer (a scan; needs OCR)",
+    SkipReason.NO_TEXT_LAYER: "no text layer (a scan or an image; needs OCR)",
+    SkipReason.NO_TEXT_FOUND: "an image or scan in which OCR found no words (or an icon)",
     SkipReason.ZIP_BOMB: "an archive over the decompression limits",
     SkipReason.TIMEOUT: "extraction took over extract_timeout_s",
     SkipReason.TRUNCATED: "indexed in part: max_sheet_rows or max_pdf_pages",
@@ -291,6 +301,7 @@ class QueryOptions:
     where: tuple[tuple[str, str], ...] = ()
     offset: int = 0
     per_doc: int = 2  # hits a document shows in a page; 0 = no limit (issue #19)
+    roots: tuple[str, ...] = ()  # only documents of these roots (--root, #38)
 
 
 class WouldMatch(TypedDict, total=False):

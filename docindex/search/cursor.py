@@ -31,6 +31,7 @@ def _blake2b(data: bytes, size: int, key: bytes = b"") -> str:
 
 _FIELDS = (
     "query", "mode", "types", "path_glob", "where", "files", "min_score", "per_doc",
+    "roots",
 )  # fmt: skip
 
 

@@ -70,7 +70,12 @@ from docindex.search.semantic import (
     provider_degraded,
     semantic_ranking,
 )
-from docindex.search.snippet import best_line, make_snippet, match_spans, open_fence
+from docindex.search.snippet import (
+    best_line,
+    match_spans,
+    open_fence,
+    snippet_with_highlights,
+)
 from docindex.store import DocFilter, Index, SegmentRow
 
 MODES = ("auto", "lexical", "semantic")
@@ -89,9 +94,16 @@ def quote_fts(term: str) -> str:
     return '"' + term.replace("\x00", "").replace('"', '""') + '"'
 
 
-def _doc_filter(opts: QueryOptions) -> DocFilter:
-    """--type, --path and --where as the storage's document filter (pushed down)."""
-    return DocFilter(kinds=opts.types, path=opts.path_glob, facets=opts.where)
+def _doc_filter(opts: QueryOptions, store: Index) -> DocFilter:
+    """--type, --path, --where and --root as the storage's document filter."""
+    root_ids = None
+    if opts.roots:
+        known = {path: rid for rid, path in store.roots().items()}
+        root_ids = tuple(known[r] for r in opts.roots if r in known)
+    return DocFilter(
+        root_ids=root_ids, kinds=opts.types, path=opts.path_glob or None,
+        facets=opts.where,
+    )  # fmt: skip
 
 
 def _best_per_document(
@@ -234,7 +246,7 @@ def _lists(
     than ranking every matching segment (issue #21).
     """
     text = parsed.positive_text
-    only = _doc_filter(opts)
+    only = _doc_filter(opts, store)
     pool = max(200, min(2000, (opts.top + opts.offset) * 20))
     lists: dict[str, Ranked] = {}
     semantic: Ranked | None = None
@@ -458,7 +470,7 @@ def _hit(
         # A chunk cut from a long fenced block starts inside it: its first
         # closing fence must not read as an opening one (issue #19).
         fence = open_fence(body[: row.char_start])
-    snippet = make_snippet(
+    snippet, highlights = snippet_with_highlights(
         text, qset, opts.snippet_chars, opts.highlight, cfg, spans, fence
     )
     offset_line = best_line(text, qset, cfg, spans)
@@ -477,7 +489,7 @@ def _hit(
         end_line=row.end_line, title=row.title or row.rel_path.rsplit("/", 1)[-1],
         snippet=snippet, score=round(score, 4), chunk_id=row.chunk_id,
         heading_path=list(row.heading), from_=from_, page=row.page, slide=row.slide,
-        sheet=row.sheet, cell=cell, explain=explain,
+        sheet=row.sheet, cell=cell, explain=explain, highlights=highlights,
     )  # fmt: skip
 
 

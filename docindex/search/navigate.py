@@ -15,7 +15,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from docindex.errors import DocindexError, MisuseError, OutsideRootsError
+from docindex.errors import (
+    BadInputError,
+    DocindexError,
+    MisuseError,
+    OutsideRootsError,
+)
 from docindex.models.limits import (
     MAX_CHUNK_ID_CHARS,
     MAX_GLOB_CHARS,
@@ -102,6 +107,97 @@ def resolve_inside(roots: Sequence[str], arg: str, cwd: Path | None = None) -> P
     """
     root, rel = _candidates(roots, arg, cwd)[0]
     return Path(_join(root, rel)) if rel != "." else Path(root)
+
+
+_GLOB_CHARS = frozenset("*?[")
+
+
+class PathScope(NamedTuple):
+    """Where ``--path`` points: one root (or every root) and a root-relative pattern.
+
+    ``pattern`` is a file, a folder prefix or a glob (``store._sql.path_clause``);
+    ``""`` is the whole root.
+    """
+
+    root: str | None
+    pattern: str
+
+
+def path_scope(roots: Sequence[str], arg: str, cwd: Path | None = None) -> PathScope:
+    """The one rule for a path a user or an agent types (issue #38).
+
+    Used by ``query --path``, ``list --path`` and the MCP tools. An absolute
+    path (a hit's ``path``) must lie in a root. A relative one is taken from
+    ``cwd`` when ``cwd`` is inside a root, when it starts with ``.``/``..``,
+    or when it names something that exists there under a root; otherwise it
+    is relative to every root (the form hits print as ``rel_path``). Globs (``*``, ``?``, ``[``) follow the
+    same rule for the part before their first wildcard.
+
+    Raises:
+        OutsideRootsError: the path lies outside every root.
+    """
+    check_length("path", arg, MAX_GLOB_CHARS)
+    if "\x00" in arg:  # no file name holds one; the OS refuses to look it up
+        raise BadInputError("path: contains a NUL character")
+    text = os.path.expanduser(arg)
+    root_paths = [Path(r) for r in roots]
+    cut = min((text.index(c) for c in _GLOB_CHARS if c in text), default=len(text))
+    head, tail = text[:cut], text[cut:]
+
+    def place(base: Path) -> PathScope | None:
+        """``text`` taken from ``base``: its root and pattern, or None if outside."""
+        lexical = Path(os.path.normpath(base / head)) if head else base
+        sep = "/" if tail and (not head or head.endswith("/")) else ""
+        for candidate in (lexical, _resolved(lexical)):
+            for root in root_paths:
+                if _inside(candidate, root):
+                    rel = candidate.relative_to(root).as_posix()
+                    rel = "" if rel == "." else rel
+                    return PathScope(str(root), f"{rel}{sep if rel else ''}{tail}")
+        return None
+
+    outside = OutsideRootsError(
+        f"{arg} is outside the index's roots ({', '.join(roots) or 'none'}); "
+        "give a path inside one: absolute, relative to a root, or to the "
+        "current folder"
+    )
+    if Path(head).is_absolute():
+        found = place(Path("/"))
+        if found is None:
+            raise outside
+        return found
+    if cwd is not None:
+        here = _resolved(cwd)
+        in_root = any(_inside(here, r) for r in root_paths)
+        # `.`, `./x`, `../x` mean the current folder, as in a shell.
+        dotted = bool(head) and Path(head).parts[:1] in ((".",), ("..",))
+        dotted = dotted or text in (".", "..")
+        if in_root or dotted or (head and _lexists(os.path.normpath(cwd / head))):
+            found = place(cwd)
+            if found is not None:
+                return found
+            if in_root or dotted:
+                raise outside
+    # Relative to every root, as hits print ``rel_path``.
+    placed = [place(r) for r in root_paths]
+    if ".." in Path(head).parts and (not placed or None in placed):
+        raise outside
+    pattern = placed[0].pattern if placed and placed[0] is not None else text
+    return PathScope(None, pattern)
+
+
+def _resolved(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except (OSError, ValueError):  # ENAMETOOLONG, ELOOP, a lone surrogate: as given
+        return path
+
+
+def _lexists(path: str) -> bool:
+    try:
+        return os.path.lexists(path)
+    except ValueError:  # a lone surrogate cannot be a file name here
+        return False
 
 
 def _root_ids(store: Index, roots: Sequence[str]) -> dict[str, int]:
@@ -261,13 +357,14 @@ def outline(
     store: Index, roots: Sequence[str], file: str, *, depth: int = 6,
     cwd: Path | None = None,
 ) -> Outline:  # fmt: skip
-    """Title and headings (level <= ``depth``) of one document, with lines.
+    """Title and headings (``depth`` levels from its top one) of a document.
 
     Args:
         store: the index.
         roots: the configured roots.
         file: a path relative to a root or absolute inside one.
-        depth: deepest heading level to include (1-6).
+        depth: heading levels to include (1-6), counted from the shallowest
+            level the document has (1: its top-level headings, ``##`` or not).
         cwd: also resolve ``file`` relative to this directory.
 
     Returns:
@@ -279,10 +376,14 @@ def outline(
     """
     doc = resolve_file(store, roots, file, cwd=cwd)
     segments = store.segments_of(doc.id)
+    heads = _doc_headings(store, doc, segments)
+    # --depth counts from the shallowest level the file has: React's pages keep
+    # their title in front matter and start at "##" (issue #37).
+    top = min((h.level for h in heads), default=1)
     entries = [
         OutlineEntry(h.level, h.text, h.line, _heading_chunk(segments, h), h.unit)
-        for h in _doc_headings(store, doc, segments)
-        if h.level <= depth
+        for h in heads
+        if h.level - top < depth
     ]
     return Outline(doc.path, doc.rel_path, doc.title, entries)
 
@@ -291,7 +392,7 @@ def section(
     store: Index, roots: Sequence[str], file: str, heading: str, *,
     include_subsections: bool = True, cwd: Path | None = None,
 ) -> Section:  # fmt: skip
-    """The section under ``heading`` (case-insensitive; first match in the file).
+    """The section under ``heading`` (case-insensitive; a text or a heading path).
 
     An exact heading text wins; otherwise a heading containing ``heading``.
     The section ends before the next heading of the same or a higher level
@@ -305,17 +406,7 @@ def section(
     doc = resolve_file(store, roots, file, cwd=cwd)
     segments = store.segments_of(doc.id)
     heads = _doc_headings(store, doc, segments)
-    wanted = heading.strip().casefold()
-    index = next((i for i, h in enumerate(heads) if h.text.casefold() == wanted), None)
-    if index is None:
-        index = next(
-            (i for i, h in enumerate(heads) if wanted in h.text.casefold()), None
-        )
-    if index is None:
-        raise MisuseError(
-            f"no heading {heading!r} in {doc.rel_path}; see its headings with "
-            f"`docindex outline {shlex.quote(doc.rel_path)}`"
-        )
+    index = _find_heading(heads, heading, doc.rel_path)
     head = heads[index]
     after = next(
         (
@@ -340,6 +431,58 @@ def section(
         start_line=start, end_line=end, include_subsections=include_subsections,
         chunk_ids=chunk_ids, text="\n".join(body_lines[start - 1 : end]),
     )  # fmt: skip
+
+
+def _heading_paths(heads: list[_Heading]) -> list[list[str]]:
+    """Each heading's path: its ancestors' texts, then its own."""
+    paths: list[list[str]] = []
+    stack: list[_Heading] = []
+    for head in heads:
+        while stack and stack[-1].level >= head.level:
+            stack.pop()
+        stack.append(head)
+        paths.append([h.text for h in stack])
+    return paths
+
+
+def _find_heading(heads: list[_Heading], heading: str, rel_path: str) -> int:
+    """Index of the one heading ``heading`` names, else a MisuseError.
+
+    ``heading`` is a heading's text (exact, else contained; case-insensitive) or
+    a heading path ``A > B > C`` whose parts name the heading and some of its
+    ancestors in order. Two or more matches are an error that lists their
+    paths, so a duplicate name never silently picks the first (issue #37).
+    """
+    paths = _heading_paths(heads)
+    wanted = heading.strip().casefold()
+    parts = [p.strip().casefold() for p in heading.split(" > ")]
+
+    def by_path(path: list[str]) -> bool:
+        if path[-1].casefold() != parts[-1]:
+            return False
+        rest = iter(p.casefold() for p in path[:-1])
+        return all(part in rest for part in parts[:-1])
+
+    found = [i for i, h in enumerate(heads) if h.text.casefold() == wanted]
+    if not found and len(parts) > 1:
+        found = [i for i, path in enumerate(paths) if by_path(path)]
+    if not found:
+        found = [i for i, h in enumerate(heads) if wanted in h.text.casefold()]
+    if not found:
+        raise MisuseError(
+            f"no heading {heading!r} in {rel_path}; see its headings with "
+            f"`docindex outline {shlex.quote(rel_path)}`"
+        )
+    if len(found) > 1:
+        listed = "; ".join(
+            f"line {heads[i].line}: {' > '.join(paths[i])!r}" for i in found[:5]
+        )
+        more = f" and {len(found) - 5} more" if len(found) > 5 else ""
+        raise MisuseError(
+            f"{len(found)} headings match {heading!r} in {rel_path} ({listed}{more});"
+            " name one by its heading path, e.g. 'Parent > Heading'"
+        )
+    return found[0]
 
 
 def _segment_section(
@@ -391,22 +534,16 @@ def show(
             # A chunk id whose file is indexed but which names no chunk of it
             # (issue #20: not "the file is not indexed").
             doc = resolve_file(store, roots, _chunk_file(file), cwd=cwd)
-            raise MisuseError(
-                f"{doc.rel_path} has no chunk {target!r}; list its chunk ids "
-                f"with `docindex outline {doc.rel_path}`"
-            )
-        doc = resolve_file(store, roots, file, cwd=cwd)
-        doc_id = doc.id
-        segments = store.segments_of(doc_id)
-        if not segments:
-            raise DocindexError(f"{doc.rel_path} has no indexed text")
-        last = max(s.end_line for s in segments)
-        if line is not None and not 1 <= line <= last:
-            raise MisuseError(
-                f"{doc.rel_path} has lines 1-{last}, not {line}; try "
-                f"`docindex show {doc.rel_path}:{last}`"
-            )
-        index = _segment_at(segments, line)
+            segments = store.segments_of(doc.id)
+            opening = _opening_of(segments, doc.rel_path, target)
+            if opening is None:
+                raise MisuseError(
+                    f"{doc.rel_path} has no chunk {target!r}; list its chunk ids "
+                    f"with `docindex outline {doc.rel_path}`"
+                )
+            doc_id, index = doc.id, opening
+        else:
+            doc_id, segments, index = _file_line(store, roots, file, line, cwd)
     doc = _doc_of(store, doc_id)
     lo, hi = max(0, index - max(0, context)), index + max(0, context) + 1
     chunks = [_chunk(store, s, i + 1) for i, s in enumerate(segments[lo:hi], lo)]
@@ -416,6 +553,40 @@ def show(
         position=index + 1, total=len(segments), chunk=chunks[mid],
         before=chunks[:mid], after=chunks[mid + 1 :],
     )  # fmt: skip
+
+
+def _opening_of(segments: list[SegmentRow], rel_path: str, target: str) -> int | None:
+    """Index of the first chunk inside the section whose anchor ``target`` names.
+
+    A heading followed directly by a subheading has no chunk of its own (its
+    id is its first child's, ``guide.md#reference/useeffect``), yet ``outline``
+    and Markdown links name it ``guide.md#reference`` (issue #37).
+    """
+    anchor = target.rpartition("#")[2]
+    if not anchor or _without_part(anchor) != anchor:
+        return None
+    prefix = f"{rel_path}#{anchor}/"
+    return next(
+        (i for i, s in enumerate(segments) if s.chunk_id.startswith(prefix)), None
+    )
+
+
+def _file_line(
+    store: Index, roots: Sequence[str], file: str, line: int | None, cwd: Path | None
+) -> tuple[int, list[SegmentRow], int]:
+    """(document id, its segments, the index of the one at ``line``) of FILE[:LINE]."""
+    doc = resolve_file(store, roots, file, cwd=cwd)
+    doc_id = doc.id
+    segments = store.segments_of(doc_id)
+    if not segments:
+        raise DocindexError(f"{doc.rel_path} has no indexed text")
+    last = max(s.end_line for s in segments)
+    if line is not None and not 1 <= line <= last:
+        raise MisuseError(
+            f"{doc.rel_path} has lines 1-{last}, not {line}; try "
+            f"`docindex show {doc.rel_path}:{last}`"
+        )
+    return doc_id, segments, _segment_at(segments, line)
 
 
 def _chunk_file(chunk_id: str) -> str:
@@ -442,13 +613,14 @@ def _segment_at(segments: list[SegmentRow], line: int | None) -> int:
 def list_documents(
     store: Index, roots: Sequence[str], *, path_glob: str | None = None,
     types: Sequence[str] = (), limit: int = 50, offset: int = 0,
+    cwd: Path | None = None,
 ) -> DocumentList:  # fmt: skip
     """Indexed documents under the roots, sorted by root and path.
 
     Args:
         store: the index.
         roots: the configured roots; documents of other roots are not listed.
-        path_glob: SQLite GLOB over the root-relative path (``guide/*.md``).
+        path_glob: a file, folder or glob, as ``path_scope`` reads it.
         types: document types to keep (``md``, ``pdf``, ...).
         limit: page size.
         offset: documents to skip.
@@ -459,7 +631,14 @@ def list_documents(
     check_length("path", path_glob, MAX_GLOB_CHARS)
     check_range("limit", limit, 1, MAX_LIST)
     check_range("offset", offset, 0, MAX_OFFSET)
-    only = _doc_filter(store, roots, path_glob, types)
+    only = _doc_filter(store, roots, None, types)
+    if path_glob:
+        scope = path_scope(roots, path_glob, cwd)
+        if scope.root is not None:
+            only = only._replace(
+                root_ids=tuple(_root_ids(store, [scope.root]).values())
+            )
+        only = only._replace(path=scope.pattern or None)
     rows, total = store.documents(only, limit=limit, offset=offset)
     docs = [
         DocumentInfo(

@@ -83,11 +83,6 @@ def _first_nonblank(text: str) -> int:
     return 0
 
 
-def _plain(text: str) -> str:
-    """Drop Markdown's own ``**`` so the only ``**`` in a snippet are our highlights."""
-    return text.replace(MARK_OPEN, "")
-
-
 _TABLE_RULE = re.compile(
     r"^[ \t]*\|?[ \t]*:?-{3,}:?[ \t]*(?:\|[ \t]*:?-{3,}:?[ \t]*)*\|?[ \t]*$\n?", re.M
 )
@@ -204,11 +199,54 @@ def _after_code(ranges: list[tuple[int, int]], offset: int) -> int:
     return ranges[i][1] + 1 if i >= 0 and ranges[i][1] < offset else 0
 
 
+_BOLD = re.compile(r"\*\*(?=[^\s*])(.+?)(?<=[^\s*])\*\*")
+_OPEN, _CLOSE = "\x02", "\x03"  # private marks while the window is built
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
 def make_snippet(
     text: str, qset: set[str], chars: int, highlight: bool, cfg: Config,
     spans: list[tuple[int, int, str]] | None = None, fence: str = "",
 ) -> str:  # fmt: skip
+    """``snippet_with_highlights`` as one string with ``**`` around each match."""
+    plain, marks = snippet_with_highlights(
+        text, qset, chars, highlight, cfg, spans, fence
+    )
+    out, pos = [], 0
+    for start, end in marks:
+        out += [plain[pos:start], MARK_OPEN, plain[start:end], MARK_CLOSE]
+        pos = end
+    return "".join([*out, plain[pos:]])
+
+
+def _unmark(marked: str) -> tuple[str, list[tuple[int, int]]]:
+    """Text without the private marks, and the [start, end) of each marked run."""
+    out: list[str] = []
+    marks: list[tuple[int, int]] = []
+    length, start = 0, -1
+    for piece in re.split(f"([{_OPEN}{_CLOSE}])", marked):
+        if piece == _OPEN:
+            start = length
+        elif piece == _CLOSE:
+            if start >= 0 and length > start:
+                marks.append((start, length))
+            start = -1
+        else:
+            out.append(piece)
+            length += len(piece)
+    return "".join(out), marks
+
+
+def snippet_with_highlights(
+    text: str, qset: set[str], chars: int, highlight: bool, cfg: Config,
+    spans: list[tuple[int, int, str]] | None = None, fence: str = "",
+) -> tuple[str, list[tuple[int, int]]]:  # fmt: skip
     """A one-line window of about ``chars`` characters around the densest matches.
+
+    Returns the snippet as plain text (the document's own ``**`` kept) and the
+    ``[start, end)`` character offsets of its highlighted matches (none
+    without ``highlight``): offsets cannot collide with the text, as ``**``
+    markers did (issue #38).
 
     ``spans`` may pass ``match_spans(text, qset, cfg)`` already computed;
     ``fence`` is the code fence open where ``text`` starts (``open_fence``).
@@ -217,6 +255,8 @@ def make_snippet(
     """
     chars = max(20, chars)
     lines = _display_lines(text, fence)
+    # Markdown bold is shown as rendered; a lone `**` (Python's power) is text.
+    lines = [(line if code else _BOLD.sub(r"\1", line), code) for line, code in lines]
     shown = "\n".join(line for line, _ in lines)
     if shown != text:
         text, spans = shown, None
@@ -253,16 +293,16 @@ def make_snippet(
     pos = start
     if highlight:
         for s, e, _ in spans:
-            if s < start or e > end:
+            if s < start or e > end or s < pos:
                 continue
-            pieces.append(_plain(text[pos:s]))
-            pieces.append(f"{MARK_OPEN}{_plain(text[s:e])}{MARK_CLOSE}")
+            pieces.append(_CONTROL.sub("", text[pos:s]))
+            pieces.append(f"{_OPEN}{_CONTROL.sub('', text[s:e])}{_CLOSE}")
             pos = e
-    pieces.append(_plain(text[pos:end]) if highlight else text[pos:end])
+    pieces.append(_CONTROL.sub("", text[pos:end]))
     snippet = "".join(pieces)
     snippet = " ".join(snippet.split())
-    if highlight:
-        snippet = snippet.replace(f"{MARK_CLOSE}{MARK_OPEN}", "")
+    # Adjacent matches read as one highlight.
+    snippet = snippet.replace(f"{_CLOSE}{_OPEN}", "")
     prefix = "…" if start > 0 else ""
     suffix = "…" if end < len(text) else ""
-    return f"{prefix}{snippet}{suffix}"
+    return _unmark(f"{prefix}{snippet}{suffix}")

@@ -47,7 +47,10 @@ if TYPE_CHECKING:
 # A JSON schema as the tools list it (built here, only handed to the SDK).
 Schema = dict[str, object]
 
-INSTALL_HINT = "the MCP server needs the mcp extra: pip install 'docindex[mcp]'"
+INSTALL_HINT = (
+    "the MCP server needs the mcp extra: pip install '.[mcp]' in a checkout "
+    "(pip install 'docindex[mcp]' from a package index)"
+)
 MAX_BATCH = 10
 MAX_ENUM = 100  # a facet with more values gets no enum (schemas stay small)
 MAX_IN_FLIGHT = 4  # tool calls running at once (threads); the rest wait
@@ -161,7 +164,7 @@ def tool_schemas(vocab: Vocabulary) -> dict[str, tuple[str, Schema]]:
                                              0, 0, 20)}, ("chunk_id",))),
         "get_outline": ("A document's title and headings with levels and lines.",
                         _object({"path": path,
-                                 "max_depth": _int("Deepest heading level.", 6, 1, 6)},
+                                 "max_depth": _int("Heading levels, from the top level present.", 6, 1, 6)},
                                 ("path",))),
         "get_section": ("The text under a heading (case-insensitive) with its lines.",
                         _object({"path": path,
@@ -316,8 +319,13 @@ class _Cancellable:
     ``doc_scan`` stops within one file and rolls back its open transaction.
     """
 
-    def __init__(self, cancelled: threading.Event) -> None:
+    def __init__(
+        self, cancelled: threading.Event, closing: threading.Event | None = None
+    ) -> None:
         self.cancelled = cancelled
+        # Set when stdin closed (#38): a scan then stops at its next file like
+        # Ctrl-C (what it finished is committed) and is answered as interrupted.
+        self.closing = closing or threading.Event()
 
     def __enter__(self) -> Callable[[Progress], None]:
         return self.check
@@ -348,6 +356,7 @@ class Tools:
         self.roots = [str(Path(r).resolve()) for r in roots]
         self.index = Index(db, roots=self.roots)  # the tools that read or add roots
         self.plain = Index(db)  # the tools that take the index's own roots
+        self.closing = threading.Event()  # stdin closed: scans stop, answered (#38)
 
     def vocabulary(self) -> Vocabulary:
         """Types and facets in the index now (empty before the first scan)."""
@@ -375,7 +384,7 @@ class Tools:
         )
         if handler is None:
             raise BadInputError(f"unknown tool {_clip(name)!r}")
-        return handler(args, _Cancellable(cancelled or threading.Event()))
+        return handler(args, _Cancellable(cancelled or threading.Event(), self.closing))
 
     def _roots_now(self) -> list[str]:
         return list(self.vocabulary().get("roots") or self.roots)
@@ -386,14 +395,16 @@ class Tools:
         path = _opt_str(args, "path")
         scope = resolve_inside(self._roots_now(), path) if path else None
         return self.index.scan(
-            scope, force=_get_bool(args, "force", False), progress=stop
-        )
+            scope, force=_get_bool(args, "force", False), progress=stop,
+            stop=stop.closing.is_set,
+        )  # fmt: skip
 
     def _tool_doc_query(self, args: JSONObject, stop: _Cancellable) -> object:
         return _query(self.plain, args)
 
     def _tool_doc_reindex(self, args: JSONObject, stop: _Cancellable) -> object:
-        return self.plain.reindex(full=_get_bool(args, "full", False), progress=stop)
+        return self.plain.reindex(full=_get_bool(args, "full", False), progress=stop,
+                                  stop=stop.closing.is_set)  # fmt: skip
 
     def _tool_doc_stats(self, args: JSONObject, stop: _Cancellable) -> object:
         return self.plain.stats()
@@ -547,12 +558,74 @@ def build_server(tools: Tools, runner: _Runner) -> Any:
     )  # fmt: skip
 
 
-async def _answer_unparsable(source: Any, sink: Any, write_stream: Any) -> None:
+class _Answers:
+    """Requests read but not yet answered, so end of input can wait for them (#38).
+
+    When stdin closes the SDK cancels every call still running and answers it
+    "-32000 Connection closed"; a client that writes its calls and closes its
+    end (``printf ... | docindex mcp``) lost them all. The reader keeps the
+    server's input open until each request it forwarded has its answer.
+    """
+
+    def __init__(self, write_stream: Any) -> None:
+        import anyio
+
+        self._write = write_stream
+        self.open: set[Any] = set()
+        self.changed = anyio.Event()
+
+    def asked(self, item: Any) -> None:
+        message = getattr(item.message, "root", item.message)
+        method = getattr(message, "method", None)
+        if method and getattr(message, "id", None) is not None:
+            self.open.add(message.id)
+        elif method == "notifications/cancelled":  # a cancelled call gets no answer
+            params = getattr(message, "params", None)
+            if isinstance(params, dict):
+                gone = params.get("requestId")
+            else:
+                gone = getattr(params, "request_id", getattr(params, "requestId", None))
+            self.open.discard(gone)
+            self.changed.set()
+
+    async def send(self, item: Any) -> None:
+        await self._write.send(item)
+        message = getattr(item.message, "root", item.message)
+        if getattr(message, "method", None) is None:
+            if getattr(message, "id", None) in self.open:
+                self.open.discard(message.id)
+                self.changed.set()
+
+    async def all_answered(self, closing: threading.Event | None = None) -> None:
+        import anyio
+
+        if closing is not None:
+            closing.set()  # running scans stop at their next file, answered
+        while self.open:
+            self.changed = anyio.Event()
+            await self.changed.wait()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._write, name)
+
+    async def __aenter__(self) -> _Answers:
+        await self._write.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        return await self._write.__aexit__(*exc)
+
+
+async def _answer_unparsable(
+    source: Any, sink: Any, write_stream: Any, answers: _Answers | None = None,
+    closing: threading.Event | None = None,
+) -> None:  # fmt: skip
     """Forward messages to the server; answer a line that is not JSON-RPC.
 
     The SDK's stdio transport only logs such a line; JSON-RPC 2.0 asks for an
     error reply with a null id: -32700 for text that is not JSON, -32600 for
-    JSON that is not a request.
+    JSON that is not a request. At end of input, the server's input closes
+    once every forwarded request is answered (``_Answers``).
     """
     import mcp.types as types
     from mcp.shared.message import SessionMessage
@@ -560,6 +633,8 @@ async def _answer_unparsable(source: Any, sink: Any, write_stream: Any) -> None:
     async with sink:
         async for item in source:
             if not isinstance(item, Exception):
+                if answers is not None:
+                    answers.asked(item)
                 await sink.send(item)
                 continue
             errors: list[Any] = getattr(item, "errors", list)()
@@ -571,6 +646,8 @@ async def _answer_unparsable(source: Any, sink: Any, write_stream: Any) -> None:
             reply = types.JSONRPCError(jsonrpc="2.0", id=_request_id(errors),
                                        error=types.ErrorData(code=code, message=text))  # fmt: skip
             await write_stream.send(SessionMessage(reply))
+        if answers is not None:
+            await answers.all_answered(closing)
 
 
 def _request_id(errors: list[Any]) -> str | int | None:
@@ -676,9 +753,11 @@ def serve(db: str | None, roots: list[str]) -> None:
         stdin = anyio.wrap_file(CappedLines(sys.stdin.buffer))  # type: ignore[arg-type]
         async with stdio_server(stdin=stdin) as (read_stream, write_stream):
             send, receive = anyio.create_memory_object_stream[Any](0)
+            answers = _Answers(write_stream)
             async with anyio.create_task_group() as tg:
-                tg.start_soon(_answer_unparsable, read_stream, send, write_stream)
-                await server.run(receive, write_stream,
+                tg.start_soon(_answer_unparsable, read_stream, send, write_stream,
+                              answers, tools.closing)  # fmt: skip
+                await server.run(receive, answers,
                                  server.create_initialization_options())  # fmt: skip
                 tg.cancel_scope.cancel()
 

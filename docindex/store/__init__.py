@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from docindex.store._sql import compress_body
+from docindex.store._sql import compress_body, document_body, grouped_terms
 from docindex.store.interface import Index
+from docindex.store.location import ServerUrl, is_server_url
 from docindex.store.records import (
     DocFilter,
     DocHit,
@@ -29,7 +30,10 @@ from docindex.store.records import (
 from docindex.store.sqlite import Store, repair_hint, translate
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from docindex.store.encoding import EncodedSegments, NewDocument, encode_segments
+    from docindex.store.postgres import PgStore
 
 _WRITE_SIDE = {"EncodedSegments", "NewDocument", "encode_segments"}
 
@@ -54,16 +58,35 @@ __all__ = [
     "NewDocument",
     "SegmentColumns",
     "SegmentRow",
+    "ServerUrl",
     "SkipRow",
     "Space",
     "Store",
     "StoredDocument",
     "Vacuumed",
     "compress_body",
+    "document_body",
     "encode_segments",
+    "is_server_url",
+    "open_index",
+    "grouped_terms",
     "repair_hint",
     "translate",
 ]
+
+
+def open_index(
+    location: Path | ServerUrl, *, create: bool = False, readonly: bool = False,
+    mapped: bool = False, busy_timeout: float = 10.0,
+) -> Store | PgStore:  # fmt: skip
+    """Open the index at a file path (SQLite) or a server URL (PostgreSQL, #34)."""
+    if isinstance(location, ServerUrl):
+        from docindex.store.postgres import PgStore
+
+        return PgStore.open(location, create=create, readonly=readonly,
+                            busy_timeout=busy_timeout)  # fmt: skip
+    return Store.open(location, create=create, readonly=readonly, mapped=mapped,
+                      busy_timeout=busy_timeout)  # fmt: skip
 
 
 def _implements_index(store: Store) -> Index:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import zlib
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import chain, repeat
 from typing import TypeVar
 
 from docindex.store.records import DocFilter
@@ -137,8 +139,25 @@ MAX_WITHIN = 30_000  # bound parameters in one statement (SQLite allows 32,766)
 
 
 def document_body(fts: Iterable[tuple[str, str]]) -> str:
-    """A document's ``doc_fts`` body: its segments' body tokens, in order."""
-    return " ".join(body for _, body in fts if body)
+    """A document's ``doc_fts`` body: its segments' body tokens, grouped by term.
+
+    The document row serves ``bm25()`` and document frequencies only, never
+    a phrase: what it needs of a term is its count and the row's length, and
+    both survive any order (issue #35). Grouped, a term's positions are
+    consecutive, so FTS5 writes each as a one-byte delta (doc_fts 17.5 ->
+    15.9 MB on the shared corpus). Deleting replays the same multiset, in
+    whatever order the row was written (text order before #35).
+    """
+    return grouped_terms(Counter(" ".join(body for _, body in fts if body).split()))
+
+
+def grouped_terms(counts: Counter[str]) -> str:
+    """Each term of ``counts`` repeated its count, in the counter's order.
+
+    Grouping by a Counter (C) costs a fraction of sorting the tokens, which
+    took a third of a worker's time added by #35's first form.
+    """
+    return " ".join(chain.from_iterable(repeat(t, n) for t, n in counts.items()))
 
 
 def chunks(ids: Sequence[T]) -> Iterator[Sequence[T]]:

@@ -20,6 +20,7 @@ from docindex.store._sql import (
     ALL_DOCS,
     Section,
     chunks,
+    compress_body,
     decode_section,
     decode_sections,
     document_body,
@@ -239,7 +240,7 @@ class DocumentRows:
                     doc.mtime_ns, doc.hash, doc.body,
                     json.dumps(meta, ensure_ascii=False) if meta else None,
                     len(rows), doc.indexed_at, doc.segments.sections, first,
-                    doc.terms or None,
+                    compress_body(doc.terms) if doc.terms else None,
                 ),
             )  # fmt: skip
             doc_id = int(cur.lastrowid or 0)
@@ -261,7 +262,11 @@ class DocumentRows:
             )
             self.conn.execute(
                 "INSERT INTO doc_fts (rowid, title, heads, body) VALUES (?, ?, ?, ?)",
-                (doc_id, *doc.fields, document_body(doc.fts)),
+                (
+                    doc_id,
+                    *doc.fields,
+                    document_body(doc.fts) if doc.doc_body is None else doc.doc_body,
+                ),
             )
         return doc_id
 
@@ -278,13 +283,15 @@ class DocumentRows:
         corpus. The setting persists in ``fts_config``; it costs memory only
         while writing.
         """
-        row = self.conn.execute(
-            "SELECT v FROM fts_config WHERE k = 'hashsize'"
-        ).fetchone()
-        if row is None or int(row[0]) != FTS_HASHSIZE:
-            self.conn.execute(
-                "INSERT INTO fts (fts, rank) VALUES ('hashsize', ?)", (FTS_HASHSIZE,)
-            )
+        for table in ("fts", "doc_fts"):  # doc_fts too (issue #35)
+            row = self.conn.execute(
+                f"SELECT v FROM {table}_config WHERE k = 'hashsize'"
+            ).fetchone()
+            if row is None or int(row[0]) != FTS_HASHSIZE:
+                self.conn.execute(
+                    f"INSERT INTO {table} ({table}, rank) VALUES ('hashsize', ?)",
+                    (FTS_HASHSIZE,),
+                )
 
     def delete_document(
         self, doc_id: int, fts: Iterable[tuple[int, str, str]] = (),

@@ -47,6 +47,8 @@ class NewDocument:
     document's pre-tokenised (title and file name, headings) for its
     document-level FTS row, whose body is its segments' bodies; ``terms``
     its salient terms as ``analyze.document_terms`` writes them (issue #21).
+    ``doc_body`` is that row's body (``document_body(fts)``) when the caller
+    made it already: the indexer's workers do (issue #35), the writer need not.
     """
 
     root_id: int
@@ -64,6 +66,7 @@ class NewDocument:
     indexed_at: float = 0.0
     fields: tuple[str, str] = ("", "")
     terms: str = ""
+    doc_body: str | None = None
 
 
 def encode_segments(segments: Sequence[Segment], rel_path: str) -> EncodedSegments:

@@ -15,7 +15,9 @@ recomputes from the stored text.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
+import logging
 import os
 import shlex
 import sqlite3
@@ -31,6 +33,8 @@ from docindex.errors import (
     IndexBusyError,
     IndexCorruptError,
     IndexNotFoundError,
+    IndexNotWritableError,
+    ReadOnlyIndexError,
     SchemaTooNewError,
 )
 from docindex.store import maintenance, migrations
@@ -66,14 +70,30 @@ def translate(exc: sqlite3.Error, path: Path | str) -> DocindexError:
         return DocindexError(
             f"{index} is read-only ({msg}); the file and its folder must be writable"
         )
-    if "disk is full" in msg or "database or disk is full" in msg:
-        return DocindexError(f"disk full while writing {index}; the index is unchanged")
+    if "disk is full" in msg or (
+        "disk I/O error" in msg and str(path) and _nearly_full(Path(path))
+    ):
+        # A full disk met while growing -shm or -wal is an I/O error to SQLite.
+        return DocindexError(
+            f"disk full while writing {index}; the index is unchanged: free "
+            "some space and run the command again"
+        )
     if "unable to open" in msg:
         return DocindexError(
             f"cannot open {index}: {msg} (a WAL index needs a writable folder "
             "for its -wal and -shm files)"
         )
     return DocindexError(f"error in {index}: {msg}")
+
+
+def _nearly_full(path: Path) -> bool:
+    """True when the file system holding ``path`` has under 1 MB free."""
+    folder = path if path.is_dir() else path.parent
+    try:
+        stat = os.statvfs(folder)
+    except (OSError, AttributeError):
+        return False
+    return stat.f_bavail * stat.f_frsize < (1 << 20)
 
 
 def repair_hint(path: Path | str) -> str:
@@ -126,9 +146,9 @@ class Store(DocumentRows, PostingRows):
         self._depth = 0
         self._bodies: dict[int, str] = {}
         self._bodies_version: tuple[int, int] | None = None
+        self.tightened: list[str] = []  # files made private on open (#33)
         self.outdated = False  # set by _setup: read-only and before the last migration
-        # Set by open(): the line saying a looser index was made private (#33).
-        self.tightened: str | None = None
+        self.immutable = False  # opened with immutable=1 (see read_only_query)
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -161,13 +181,25 @@ class Store(DocumentRows, PostingRows):
                         f"{path} is not an SQLite database; delete it or use "
                         "another --db"
                     )
-        tightened = None
-        if create and not readonly:
-            tightened = _make_private(path)
+        if not readonly:
+            _check_writable(path, exists)
+        if create:
+            try:
+                _make_private_folder(path.parent)
+            except OSError as exc:
+                raise _not_writable(path, exc) from None
+            if not exists and not _writable(path.parent):
+                denied = (
+                    errno.EROFS if read_only_filesystem(path.parent) else errno.EACCES
+                )
+                raise _not_writable(path, OSError(denied, os.strerror(denied)))
+        tightened = _make_private(path, create=create) if not readonly else []
         if readonly and exists:
             _roll_back_hot_journal(path, busy_timeout)
         try:
-            uri = f"{path.resolve().as_uri()}?mode={'ro' if readonly else 'rwc'}"
+            uri = path.resolve().as_uri() + (
+                read_only_query(path) if readonly else "?mode=rwc"
+            )
             conn = sqlite3.connect(
                 uri, uri=True, isolation_level=None, timeout=busy_timeout,
                 check_same_thread=False,
@@ -176,6 +208,15 @@ class Store(DocumentRows, PostingRows):
             raise translate(exc, path) from exc
         store = cls(conn, path)
         store.tightened = tightened
+        if tightened:
+            # One line on stderr (logging's last-resort handler when the
+            # caller set none): the index was readable by other users.
+            logging.getLogger("docindex").warning(
+                "docindex: made %s private (owner only; it was readable by "
+                "other users)",
+                ", ".join(tightened),
+            )
+        store.immutable = "immutable=1" in uri
         try:
             store._setup(create and not readonly, readonly)
             if mapped:
@@ -198,7 +239,7 @@ class Store(DocumentRows, PostingRows):
             return
         if n_docs >= halves.SPLIT_MIN_DOCS:
             self.halves = halves.Halves(
-                f"{self.path.resolve().as_uri()}?mode=ro",
+                self.path.resolve().as_uri() + read_only_query(self.path),
                 [f"PRAGMA mmap_size = {MMAP_BYTES}", "PRAGMA cache_size = -32000"],
             )
 
@@ -230,7 +271,9 @@ class Store(DocumentRows, PostingRows):
                 # header): FTS5 merges free many pages in a big scan, and
                 # reclaim() gives them back.
                 conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
-            if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            if readonly:
+                pass  # nothing to set up: the pragmas below only matter to writers
+            elif conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                 try:
                     conn.execute("PRAGMA journal_mode = WAL")
                 except sqlite3.OperationalError:
@@ -482,6 +525,69 @@ class Store(DocumentRows, PostingRows):
             self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
+def read_only_filesystem(path: Path) -> bool:
+    """True when ``path``'s file system is mounted read-only."""
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):  # no statvfs (Windows), or gone
+        return False
+
+
+def _writable(path: Path) -> bool:
+    return os.access(path, os.W_OK) and not read_only_filesystem(path)
+
+
+def read_only_query(path: Path) -> str:
+    """The URI query that opens ``path`` for reading only (issue #38).
+
+    ``mode=ro`` reads a WAL index through its ``-shm`` file, which SQLite must
+    be able to open or create: an index in a folder this user may not write,
+    or on a read-only mount, with no ``-wal``/``-shm`` beside it (its writer
+    closed it cleanly) cannot be read that way ("attempt to write a readonly
+    database"). Then ``immutable=1`` reads the file without locks or a
+    ``-shm``. That is safe only while nobody writes it: a writer writes the
+    ``-wal`` first and only a checkpoint changes the file itself, so we take
+    it only when there is no ``-wal`` and we cannot make one ourselves (a
+    writer of ours cannot run); on a read-only mount nobody can write at all.
+    """
+    wal, shm = Path(f"{path}-wal"), Path(f"{path}-shm")
+    if read_only_filesystem(path):
+        return "?mode=ro&immutable=1"
+    if wal.exists() and wal.stat().st_size > 0:
+        return "?mode=ro"
+    if shm.exists() or os.access(path.parent, os.W_OK):
+        return "?mode=ro"
+    return "?mode=ro&immutable=1"
+
+
+def _check_writable(path: Path, exists: bool) -> None:
+    """Refuse, in one line, to write an index this user may only read (issue #38)."""
+    if exists:
+        if read_only_filesystem(path):
+            why = "it is on a read-only file system"
+        elif not os.access(path, os.W_OK):
+            why = "you may not write the file"
+        elif not os.access(path.parent, os.W_OK):
+            why = (
+                f"you may not write its folder {path.parent} (SQLite keeps -wal there)"
+            )
+        else:
+            return
+        raise ReadOnlyIndexError(
+            f"index {path} is read-only here ({why}): reading commands (query, "
+            "list, show, stats...) work, but this command writes the index"
+        )
+
+
+def _not_writable(path: Path, exc: OSError) -> IndexNotWritableError:
+    reason = exc.strerror or str(exc)
+    return IndexNotWritableError(
+        f"cannot create the index at {path} ({reason}); pass --db FILE in a "
+        "folder you may write, or set DOCINDEX_DB",
+        path,
+    )
+
+
 def _roll_back_hot_journal(path: Path, busy_timeout: float) -> None:
     """Roll back a journal left by a killed writer, so a read-only open works.
 
@@ -508,47 +614,39 @@ def _roll_back_hot_journal(path: Path, busy_timeout: float) -> None:
             conn.close()
 
 
-INDEX_DIR_MODE = 0o700
-INDEX_FILE_MODE = 0o600
-_SIDE_FILES = ("", "-wal", "-shm", "-journal")
+def _make_private_folder(folder: Path) -> None:
+    """Create the index's folder readable by its owner alone (issue #33)."""
+    if folder.exists():
+        return
+    folder.mkdir(parents=True, mode=0o700, exist_ok=True)
+    # mkdir's mode passes through the umask; 0700 is what we mean whatever it is.
+    os.chmod(folder, 0o700)
 
 
-def _make_private(path: Path) -> str | None:
-    """Create the index (and its ``.docindex`` folder) readable by its owner only.
+def _make_private(path: Path, create: bool) -> list[str]:
+    """Index files 0600, its ``.docindex`` folder 0700; the paths that were wider.
 
-    The index holds the text of every file it read, so it is kept as private
-    as the most private source could be (issue #33): a ``.docindex`` folder is
-    0700, the database 0600; SQLite gives ``-wal``/``-shm``/``-journal`` the
-    database's mode. A folder named by ``--db`` other than ``.docindex`` is
-    the user's and is left as it is. An existing index with looser modes is
-    tightened; the returned line says so (None when nothing changed).
+    The index holds the text of every file it read, whatever their modes, so
+    it is as private as the most private of them (issue #33). SQLite gives the
+    ``-wal`` and ``-shm`` files the mode of the database file itself, so the
+    database is created (or tightened) before SQLite opens it.
     """
-    folder = path.parent
-    ours = folder.name == DEFAULT_DB_DIR
-    if not folder.exists():
-        folder.parent.mkdir(parents=True, exist_ok=True)
+    tightened: list[str] = []
+    if create and not path.exists():
         with contextlib.suppress(FileExistsError):
-            folder.mkdir(mode=INDEX_DIR_MODE if ours else 0o777)
-    if not path.exists():
-        with contextlib.suppress(FileExistsError):
-            os.close(
-                os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, INDEX_FILE_MODE)
-            )
-    changed: list[str] = []
-    targets = [(Path(f"{path}{suffix}"), INDEX_FILE_MODE) for suffix in _SIDE_FILES]
-    if ours:
-        targets.append((folder, INDEX_DIR_MODE))
-    for target, mode in targets:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    candidates = [(path, 0o600)]
+    candidates += [(Path(f"{path}{suffix}"), 0o600) for suffix in ("-wal", "-shm")]
+    if path.parent.name == ".docindex":
+        candidates.append((path.parent, 0o700))
+    for candidate, mode in candidates:
         try:
-            st = target.stat()
-            if st.st_mode & 0o077 and os.geteuid() in (0, st.st_uid):
-                os.chmod(target, stat.S_IMODE(st.st_mode) & mode)
-                changed.append(target.name)
+            st = os.stat(candidate)
         except OSError:
             continue
-    if not changed:
-        return None
-    return (
-        f"index {path} was readable by other users; made it private "
-        f"({', '.join(changed)}: owner only)"
-    )
+        if st.st_uid != os.geteuid() or not stat.S_IMODE(st.st_mode) & 0o077:
+            continue
+        with contextlib.suppress(OSError):
+            os.chmod(candidate, mode)
+            tightened.append(str(candidate))
+    return tightened

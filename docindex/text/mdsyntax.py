@@ -33,6 +33,7 @@ _HIDDEN = re.compile(
     r"\n(?: {0,3}<!--"  # an HTML comment block
     r"|(?:import|export)[ \t{*]"  # MDX ESM
     r"|[ \t]*<[/A-Za-z][^\n]*>[ \t]*$"  # a line that may be one tag
+    r"|[ \t]*<[A-Za-z][\w.:-]*(?:[ \t][^\n>]*)?$"  # a tag that goes on below
     r"|[ \t]*(?::::+|!!!|\?\?\?\+?))"  # an admonition marker
     r"|\{/\*",  # an MDX comment
     re.M,
@@ -134,6 +135,11 @@ def hide_unrendered(text: str) -> str:
             if _ONE_TAG.fullmatch(text, at, line_end):
                 pieces += [text[done:at], _blank(text[at:line_end])]
                 done = line_end
+            else:
+                tag_end = _tag_end(text, at)
+                if tag_end is not None:
+                    pieces += [text[done:at], _blank(text[at:tag_end])]
+                    done = tag_end
         else:
             marker = _ADMONITION.match(text, at, line_end)
             if marker is not None:
@@ -151,6 +157,42 @@ def hide_unrendered(text: str) -> str:
     return "".join(pieces)
 
 
+_MAX_TAG_CHARS = 4000  # a multi-line JSX tag longer than this is left as text
+
+
+def _tag_end(text: str, at: int) -> int | None:
+    """End of the line closing a JSX tag opened at ``at`` over several lines.
+
+    Docusaurus pages write ``<Tabs`` then ``values={[`` ... ``]}>`` on lines of
+    their own (issue #37: ``{label: 'ADC', value: 'adc'} ]}>`` in snippets).
+    The ``>`` that closes the tag is the first one outside quotes and braces;
+    only blanks may follow it on its line, else the tag is inline text.
+    """
+    depth = 0
+    quote = ""
+    stop = min(len(text), at + _MAX_TAG_CHARS)
+    i = text.index("<", at) + 1
+    while i < stop:
+        char = text[i]
+        if quote:
+            if char == quote:
+                quote = ""
+        elif char in "\"'`":
+            quote = char
+        elif char in "{[(":
+            depth += 1
+        elif char in "}])":
+            depth -= 1
+        elif char == "<" and depth == 0:
+            return None  # another tag starts: not one tag
+        elif char == ">" and depth == 0:
+            line_end = text.find("\n", i)
+            line_end = len(text) if line_end < 0 else line_end
+            return line_end if not text[i + 1 : line_end].strip() else None
+        i += 1
+    return None
+
+
 def _is_heading_line(text: str, line_start: int) -> bool:
     return (
         re.match(r" {0,3}#{1,6}[ \t]", text[line_start : line_start + 10]) is not None
@@ -160,8 +202,10 @@ def _is_heading_line(text: str, line_start: int) -> bool:
 _EXPLICIT = re.compile(r"[ \t]*(?:\{/\*\s*([\w-]+)\s*\*/\}|\{#([\w-]+)[^}]*\})[ \t]*$")
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 _IMAGE_OR_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+# (?<!\\): an escaped "<" is literal text, not a tag (CommonMark 2.4;
+# Vue's "# \<script setup>" renders as "<script setup>", issue #37).
 _TAG = re.compile(
-    r"</?[A-Za-z][\w.:-]*(?:\s+[^\s=>/]+(?:=(?:\"[^\"]*\"|'[^']*'|\{[^}]*\}"
+    r"(?<!\\)</?[A-Za-z][\w.:-]*(?:\s+[^\s=>/]+(?:=(?:\"[^\"]*\"|'[^']*'|\{[^}]*\}"
     r"|[^\s>]+))?)*\s*/?>"
 )
 _EMPHASIS = re.compile(r"(?<![\w\\])(\*{1,3}|_{1,3})(?=\S)(.+?)(?<=\S)\1(?!\w)")

@@ -1,8 +1,9 @@
 """Suffix -> extractor registry.
 
 Kinds: ``md``, ``txt``, ``pdf``, ``docx``, ``pptx``, ``xlsx``, ``html``,
-``epub``, ``odt``/``ods``/``odp`` (one ``odf`` module), ``rtf``, and
-``legacy`` for binary .doc/.xls/.ppt (refused with a conversion hint).
+``epub``, ``odt``/``ods``/``odp`` (one ``odf`` module), ``rtf``, ``image``
+(read by OCR, issue #36), and ``legacy`` for binary .doc/.xls/.ppt (refused
+with a conversion hint).
 
 Every extractor is a top-level function ``extract(data, name, limits) -> Extracted``
 so it can run in a worker process. Heavy libraries (pypdf, python-docx, ...) are
@@ -15,8 +16,12 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from docindex.models import Extracted
+
+if TYPE_CHECKING:
+    from docindex.ingest.extract.ocr import OcrSettings
 
 TEXT_SUFFIXES = frozenset(
     {
@@ -52,6 +57,14 @@ OFFICE_SUFFIXES = {
     ".xlt": "legacy",
     ".ppt": "legacy",
     ".pps": "legacy",
+    # issue #36: images, read by OCR when it is on
+    ".png": "image",
+    ".jpg": "image",
+    ".jpeg": "image",
+    ".tif": "image",
+    ".tiff": "image",
+    ".webp": "image",
+    ".gif": "image",
 }
 
 
@@ -74,6 +87,7 @@ class ExtractLimits:
         max_text_chars: characters of extracted text kept for one file.
         timeout_s: wall-clock budget for one office file other than PDF
             (enforced by the indexer).
+        ocr: OCR of scanned pages and images (issue #36); None when off.
     """
 
     max_archive_entries: int = 10_000
@@ -86,6 +100,7 @@ class ExtractLimits:
     max_sheet_rows: int = 100_000
     max_text_chars: int = 20_000_000
     timeout_s: float = 30.0
+    ocr: OcrSettings | None = None
 
 
 Extractor = Callable[[bytes, str, ExtractLimits], Extracted]
@@ -130,4 +145,5 @@ _MODULES = {
     "odp": "odf",
     "rtf": "rtf",
     "legacy": "legacy",
+    "image": "image",
 }

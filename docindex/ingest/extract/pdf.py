@@ -12,6 +12,10 @@ most ``pdf_timeout_s``) the pages read so far are kept and the file is
 one keeps what could be read. Opening the file (the xref, repairs) has the
 office budget ``timeout_s``. The alarm shares SIGALRM with any timer already
 running (a caller's own deadline still fires on time).
+
+With OCR on (issue #36), pages whose text layer has under ``MIN_PAGE_CHARS``
+characters and that hold an image are rendered by pypdfium2 and read by
+tesseract (``ocr.py``), with OCR's own page and file budgets.
 """
 
 from __future__ import annotations
@@ -33,6 +37,15 @@ if TYPE_CHECKING:
 
 from docindex.errors import ExtractionError
 from docindex.ingest.extract import ExtractLimits
+from docindex.ingest.extract.ocr import (
+    DPI,
+    MIN_PAGE_CHARS,
+    OcrSettings,
+    PageCache,
+    fit,
+    read_image,
+    unavailable_message,
+)
 from docindex.models import Extracted, Unit
 
 _BLANK_RUN = re.compile(r"\n{4,}")
@@ -202,6 +215,7 @@ def _read_pages(data: bytes, limits: ExtractLimits, alarm: _Alarm) -> Extracted:
     truncated: list[str] = []
     failed = slow = 0
     chars = 0
+    sparse: list[tuple[int, str]] = []
     # The file's budget grows with its pages, so a long honest book gets
     # minutes while a short hostile file stays near the office timeout.
     total = min(
@@ -239,6 +253,8 @@ def _read_pages(data: bytes, limits: ExtractLimits, alarm: _Alarm) -> Extracted:
             failed += 1
             continue
         text = normalize_text(raw or "")
+        if len("".join(text.split())) < MIN_PAGE_CHARS:
+            sparse.append((index, text))  # a scan? OCR may read it (issue #36)
         if text.strip():
             units.append(Unit(text=text, page=index + 1))
             chars += len(text)
@@ -248,21 +264,74 @@ def _read_pages(data: bytes, limits: ExtractLimits, alarm: _Alarm) -> Extracted:
         raise ExtractionError(
             "timeout", f"every page read took over {limits.page_timeout_s:g} s"
         )
+    meta: dict[str, str] = {}  # page_errors of OCR, before those of the layer
+    why_not = unavailable_message(limits.ocr) if sparse else None
+    if sparse and why_not is None:
+        assert limits.ocr is not None
+        units = _with_ocr(data, units, sparse, limits.ocr, truncated, meta)
+    elif sparse and units and (scans := _scanned_pages(data, sparse)):
+        # A mixed PDF: its text pages are indexed; say what OCR would add.
+        meta["no_text_layer"] = f"{scans} of {n_pages} pages are scans; {why_not}"
     if not units:
         if n_pages == 0:
             return Extracted(units=(Unit(text=""),), title=None, kind="pdf")
+        if why_not is None:
+            raise ExtractionError(
+                "no-text-found", f"OCR found no words on any of {n_pages} pages"
+            )
         raise ExtractionError(
-            "no-text-layer", f"no text on any of {n_pages} pages (scanned? needs OCR)"
+            "no-text-layer",
+            f"no text on any of {n_pages} pages (a scan); {why_not}",
         )
-    meta: dict[str, str] = {}
     if truncated:
         meta["truncated"] = ";".join(truncated)
     if failed or slow:
         errors = [f"{failed} unreadable"] if failed else []
         if slow:
             errors.append(f"{slow} over {limits.page_timeout_s:g} s")
+        if meta.get("page_errors"):
+            errors.append(meta["page_errors"])
         meta["page_errors"] = ", ".join(errors)
     return Extracted(units=tuple(units), title=_title(reader), kind="pdf", meta=meta)
+
+
+def _scanned_pages(data: bytes, sparse: list[tuple[int, str]]) -> int:
+    """How many of the text-poor pages hold an image (0 without pypdfium2)."""
+    from importlib.util import find_spec
+
+    if find_spec("pypdfium2") is None:
+        return 0
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as pdfium_c
+
+    count = 0
+    try:
+        doc = pdfium.PdfDocument(data)
+    except pdfium.PdfiumError:
+        return 0
+    try:
+        for index, _ in sparse:
+            page = doc[index]
+            try:
+                found = page.get_objects(
+                    filter=[pdfium_c.FPDF_PAGEOBJ_IMAGE], max_depth=4
+                )
+                count += next(iter(found), None) is not None
+            finally:
+                page.close()
+    except pdfium.PdfiumError:
+        pass
+    finally:
+        doc.close()
+    return count
+
+
+def _keep_longer(
+    by_page: dict[int | None, Unit], index: int, layer: str, text: str
+) -> None:
+    """Page ``index`` gets its OCR text when that has more than its text layer."""
+    if len("".join(text.split())) > len("".join(layer.split())):
+        by_page[index + 1] = Unit(text=text, page=index + 1)
 
 
 def _is_encryption_error(exc: Exception) -> bool:
@@ -284,3 +353,79 @@ def _title(reader: object) -> str | None:
         return None
     title = " ".join(title.replace("\x00", "").split())
     return title or None
+
+
+def _with_ocr(
+    data: bytes, units: list[Unit], sparse: list[tuple[int, str]],
+    settings: OcrSettings, truncated: list[str], meta: dict[str, str],
+) -> list[Unit]:  # fmt: skip
+    """``units`` with the text-poor pages that hold an image read by OCR (issue #36).
+
+    A page's OCR text replaces its text layer when it has more characters
+    (a scan with a stamp or a page number); pages without an image (a blank
+    page, a short title page) are not rendered. Each page has
+    ``settings.page_timeout_s``, the file ``settings.file_timeout_s``; pages
+    past the file's budget are left out and the file is ``truncated``.
+    """
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as pdfium_c
+
+    by_page = {u.page: u for u in units}
+    deadline = time.monotonic() + settings.file_timeout_s
+    slow = unrendered = 0
+    cache = PageCache(data, settings)
+    try:
+        doc = pdfium.PdfDocument(data)
+    except pdfium.PdfiumError as exc:  # pypdf read it, pdfium cannot: keep the text
+        meta["page_errors"] = f"OCR could not open the file: {describe_error(exc)}"
+        return units
+    try:
+        for index, layer in sparse:
+            cached = cache.get(index)
+            if cached is not None:
+                _keep_longer(by_page, index, layer, cached)
+                continue
+            try:
+                page = doc[index]
+            except pdfium.PdfiumError:
+                unrendered += 1
+                continue
+            try:
+                images = page.get_objects(
+                    filter=[pdfium_c.FPDF_PAGEOBJ_IMAGE], max_depth=4
+                )
+                if next(iter(images), None) is None:
+                    continue
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    truncated.append(
+                        f"ocr-time:{settings.file_timeout_s:g}s at page {index + 1}"
+                    )
+                    break
+                width, height = page.get_size()
+                scale = fit(width, height, DPI / 72, settings.max_pixels)
+                image = page.render(scale=scale, grayscale=True).to_pil()
+            except pdfium.PdfiumError:
+                unrendered += 1
+                continue
+            finally:
+                page.close()
+            try:
+                text = read_image(image, settings, min(settings.page_timeout_s, left))
+            except ExtractionError as exc:
+                if exc.reason != "timeout":
+                    raise
+                slow += 1
+                continue
+            text = normalize_text(text)
+            cache.put(index, text)
+            _keep_longer(by_page, index, layer, text)
+    finally:
+        doc.close()
+        cache.save()
+    errors = [f"{slow} over {settings.page_timeout_s:g} s of OCR"] if slow else []
+    if unrendered:
+        errors.append(f"{unrendered} not rendered for OCR")
+    if errors:
+        meta["page_errors"] = ", ".join(errors)
+    return [by_page[p] for p in sorted(by_page, key=lambda p: p or 0)]

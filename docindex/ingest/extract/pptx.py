@@ -1,18 +1,21 @@
 """PPTX extractor: one citable :class:`Unit` per slide, with python-pptx.
 
 A slide's text is its title first, then every other shape in shape-tree order
-(text frames, tables one row per line with `` | `` between cells, chart titles,
-group shapes recursively), then the speaker notes.
+(text frames, tables one row per line with `` | `` between cells, charts: title,
+axis titles, series names and categories; group shapes recursively), then the
+speaker notes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
     from lxml.etree import _Element as Element
+    from pptx.chart.chart import Chart
     from pptx.shapes.autoshape import Shape
     from pptx.shapes.base import BaseShape
     from pptx.shapes.graphframe import GraphicFrame
@@ -25,6 +28,8 @@ from docindex.models import Extracted, Unit
 
 #: Group shapes nested deeper than this are not read (hostile files only).
 MAX_GROUP_DEPTH = 32
+#: Series names or categories read from one chart (a chart of every day of a year).
+MAX_CHART_NAMES = 200
 
 
 def extract(data: bytes, name: str, limits: ExtractLimits) -> Extracted:
@@ -107,13 +112,54 @@ def _shape_lines(
                 if cells:
                     lines.append(" | ".join(cells))
         elif getattr(shape, "has_chart", False):
-            chart = cast("GraphicFrame", shape).chart
-            if chart.has_title and chart.chart_title.has_text_frame:
-                lines.append(_frame_text(chart.chart_title.text_frame))
+            lines.extend(_chart_lines(cast("GraphicFrame", shape).chart))
         else:
             text = _shape_text(shape)
             if text.strip():
                 lines.append(text)
+
+
+def _chart_lines(chart: Chart) -> list[str]:
+    """A chart's words: its title, axis titles, series names and categories (#38).
+
+    Series and categories are one line each, `` | `` between names, as table
+    rows are; numbers (values, date serials) are left out. A chart python-pptx
+    cannot read gives what was read before the failure.
+    """
+    lines: list[str] = []
+    try:
+        if chart.has_title and chart.chart_title.has_text_frame:
+            lines.append(_frame_text(chart.chart_title.text_frame))
+        for axis in ("category_axis", "value_axis"):
+            with contextlib.suppress(Exception):  # pie charts have no axes
+                found = getattr(chart, axis)
+                if found.has_title and found.axis_title.has_text_frame:
+                    lines.append(_frame_text(found.axis_title.text_frame))
+        series: list[str] = []
+        categories: list[str] = []
+        for plot in chart.plots:
+            series += [s.name for s in plot.series if s.name]
+            with contextlib.suppress(Exception):
+                categories += [str(c) for c in plot.categories]
+        for names in (series, categories):
+            words = [
+                " ".join(n.split())
+                for n in dict.fromkeys(names)
+                if n.strip() and not _number(n)
+            ][:MAX_CHART_NAMES]
+            if words:
+                lines.append(" | ".join(words))
+    except Exception:  # a damaged chart part: keep the slide's other text
+        pass
+    return [line for line in lines if line.strip()]
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _shape_text(shape: BaseShape) -> str:

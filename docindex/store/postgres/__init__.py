@@ -1,0 +1,1006 @@
+"""The PostgreSQL index: a team's shared index on a server (issue #34).
+
+``PgStore`` implements ``store.interface.Index`` on a PostgreSQL database,
+selected by a ``postgresql://`` URL (``store.location``). It reuses the
+SQLite store's row statements (``documents.DocumentRows``) through a small
+adapter (``?`` placeholders, roots seen from this host) and has its own
+search side (``ranking.py``: FTS5's bm25 over stored term frequencies) and
+writes (segment-id blocks from a sequence, upserts, COPY).
+
+Roots belong to the index: each has a name (its folder's name when it was
+added) and a path per host (``root_paths``), so two machines that mount the
+same share at different places index and query one set of documents. A root
+that a host has no path for shows the path another host gave it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+import zlib
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from docindex.errors import (
+    DocindexError,
+    ForeignDatabaseError,
+    IndexBusyError,
+    IndexNotFoundError,
+    SchemaTooNewError,
+)
+from docindex.store.documents import DocumentRows
+from docindex.store.location import INSTALL_HINT, ServerUrl, mask
+from docindex.store.postgres import ranking, schema
+from docindex.store.records import (
+    SEGMENT_COLUMNS,
+    DocFilter,
+    DocHit,
+    SegmentRow,
+    Space,
+    StoredDocument,
+    Vacuumed,
+)
+
+if TYPE_CHECKING:
+    from docindex.store.encoding import NewDocument
+
+ALL_DOCS = DocFilter()
+# A document's segments have consecutive ids (``first_segment``); here they are
+# its id shifted left by this many bits plus their ordinal, so concurrent
+# writers never share a block and no lock is needed (16.7 M segments per
+# document; ``max_segments`` caps a whole index far below that).
+SEGMENT_BITS = 24
+READ_ONLY_HINT = (
+    "this PostgreSQL role may only read the index; write with a role that has "
+    "the writer GRANTs (README: Share an index with a team)"
+)
+_TABLES = ("docindex_meta", "roots", "root_paths", "documents", "segments",
+           "facets", "skipped", "vocab")  # fmt: skip
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError:
+        raise DocindexError(
+            f"a PostgreSQL index needs the driver: {INSTALL_HINT}"
+        ) from None
+    return psycopg
+
+
+def translate(exc: BaseException, where: ServerUrl | str) -> DocindexError:
+    """A psycopg error as a one-line DocindexError; the password stays masked."""
+    psycopg = _psycopg()
+    msg = mask(str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc))
+    errors = psycopg.errors
+    if isinstance(exc, errors.InsufficientPrivilege | errors.ReadOnlySqlTransaction):
+        return DocindexError(f"cannot write index {where}: {READ_ONLY_HINT} ({msg})")
+    if isinstance(exc, errors.LockNotAvailable | errors.QueryCanceled):
+        return IndexBusyError(f"index is busy (another docindex is writing): {where}")
+    if isinstance(exc, psycopg.OperationalError):
+        return DocindexError(f"cannot reach index {where}: {msg}")
+    return DocindexError(f"error in index {where}: {msg}")
+
+
+class _Rows:
+    """What ``DocumentRows`` reads of an sqlite3 cursor, over a psycopg one."""
+
+    def __init__(self, cur: Any) -> None:
+        self._cur = cur
+        self.rowcount = cur.rowcount
+        self.lastrowid = None
+
+    def fetchone(self) -> Any:
+        return self._cur.fetchone() if self._cur.description else None
+
+    def fetchall(self) -> list[Any]:
+        return list(self._cur.fetchall()) if self._cur.description else []
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.fetchall())
+
+
+class _Adapter:
+    """sqlite3-style ``execute`` for ``DocumentRows``' statements.
+
+    ``?`` becomes ``%s``, and ``JOIN roots r ON`` joins this host's view of
+    the roots (id, path), so the shared statements need no copy.
+    """
+
+    def __init__(self, conn: Any, roots_here: str) -> None:
+        self.conn = conn
+        self.roots_here = roots_here
+
+    def _sql(self, sql: str) -> str:
+        sql = sql.replace("%", "%%").replace("?", "%s")
+        return sql.replace("JOIN roots r ON", f"JOIN {self.roots_here} r ON")
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> _Rows:
+        return _Rows(self.conn.execute(self._sql(sql), tuple(params)))
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        with self.conn.cursor() as cur:
+            cur.executemany(self._sql(sql), [tuple(r) for r in rows])
+
+
+def term_freqs(columns: Sequence[str]) -> tuple[str, int]:
+    """(jsonb of term -> packed hits per column, tokens in all columns) of one
+    FTS row of two columns: ``hits(first) << 24 | hits(second)``
+    (``ranking.HIT_BITS``), one number read with one lookup per term.
+
+    Columns hold pre-tokenised terms separated by spaces, which FTS5's
+    ``unicode61`` keeps whole (``text.tokenize``): splitting on spaces counts
+    what FTS5 counts.
+    """
+    n = len(columns)
+    counts: dict[str, list[int]] = {}
+    total = 0
+    for c, text in enumerate(columns):
+        for term in text.split():
+            row = counts.get(term)
+            if row is None:
+                row = counts[term] = [0] * n
+            row[c] += 1
+            total += 1
+    packed = {t: (c[0] << ranking.HIT_BITS) | c[1] for t, c in counts.items()}
+    return json.dumps(packed, ensure_ascii=False, separators=(",", ":")), total
+
+
+def glob_regex(pattern: str) -> str:
+    """A SQLite GLOB pattern as an anchored PostgreSQL regex (``*`` crosses ``/``)."""
+    out = ["^"]
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "*":
+            out.append(".*")
+        elif ch == "?":
+            out.append(".")
+        elif ch == "[":
+            end = pattern.find("]", i + 2)
+            if end < 0:
+                out.append(r"\[")
+            else:
+                body = pattern[i + 1 : end]
+                neg = body.startswith("^")
+                body = body[1:] if neg else body
+                body = body.replace("\\", "\\\\")
+                out.append("[" + ("^" if neg else "") + body + "]")
+                i = end
+        else:
+            out.append("\\" + ch if not ch.isalnum() else ch)
+        i += 1
+    out.append("$")
+    return "".join(out)
+
+
+def filter_sql(only: DocFilter) -> tuple[str, list[object]]:
+    """SQL over ``documents d`` for a DocFilter (``_sql.filter_sql`` for PostgreSQL)."""
+    clauses: list[str] = []
+    params: list[object] = []
+    if only.root_ids is not None:
+        clauses.append("d.root_id = ANY(%s)")
+        params.append(list(only.root_ids))
+    if only.kinds:
+        clauses.append("d.kind = ANY(%s)")
+        params.append([t.lower().lstrip(".") for t in only.kinds])
+    if only.path_glob:
+        clauses.append("d.rel_path ~ %s")
+        params.append(glob_regex(only.path_glob))
+    if only.path:
+        path = only.path.replace("\\", "/")
+        while path.startswith("./"):
+            path = path[2:]
+        if set("*?[") & set(path):
+            clauses.append("d.rel_path ~ %s")
+            params.append(glob_regex(path))
+        elif path.rstrip("/"):
+            folder = path.rstrip("/")
+            clauses.append("(d.rel_path = %s OR left(d.rel_path, %s) = %s)")
+            params.extend((folder, len(folder) + 1, folder + "/"))
+    for key, value in only.facets:
+        clauses.append(
+            "EXISTS (SELECT 1 FROM facets x WHERE x.doc_id = d.id AND x.key = %s "
+            "AND x.value = %s)"
+        )
+        params.extend((key, value))
+    if only.except_doc is not None:
+        clauses.append("d.id <> %s")
+        params.append(only.except_doc)
+    return " AND ".join(clauses), params
+
+
+class PgStore(DocumentRows):
+    """An open PostgreSQL index. Always close it (or use it as a context manager)."""
+
+    def __init__(self, pg: Any, location: ServerUrl, host: str) -> None:
+        from psycopg import sql
+
+        self.pg = pg
+        self.location = location
+        self.path = location  # type: ignore[assignment]  # named in messages only
+        self.host = host
+        here = sql.Literal(host).as_string(pg)
+        self.roots_here = (
+            "(SELECT x.id, coalesce(h.path, x.path) AS path FROM roots x "
+            f"LEFT JOIN root_paths h ON h.root_id = x.id AND h.host = {here})"
+        )
+        self.conn = _Adapter(pg, self.roots_here)  # type: ignore[assignment]
+        self.halves = None
+        self.outdated = False
+        self._depth = 0
+        self._bodies: dict[int, str] = {}
+        self._bodies_version = None
+        self._totals: tuple[int, int, int, int, int] | None = None
+        self._delta: dict[str, list[int]] = {}  # vocab changes of this transaction
+        self._failed: BaseException | None = None  # first error of this transaction
+
+    # -- lifecycle ---------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls, location: ServerUrl, *, create: bool = False, readonly: bool = False,
+        busy_timeout: float = 10.0, host: str = "",
+    ) -> PgStore:  # fmt: skip
+        """Connect, check the schema, and with ``create`` make or migrate it.
+
+        Raises:
+            IndexNotFoundError: no docindex schema and ``create`` is False.
+            SchemaTooNewError: written by a newer docindex.
+            ForeignDatabaseError: another application's ``documents`` table.
+        """
+        psycopg = _psycopg()
+        try:
+            pg = psycopg.connect(
+                location.url, autocommit=True, application_name="docindex",
+                connect_timeout=max(1, int(busy_timeout)),
+            )  # fmt: skip
+        except psycopg.Error as exc:
+            raise translate(exc, location) from None
+        try:
+            pg.execute(
+                "SELECT set_config('lock_timeout', %s, false)",
+                (f"{int(busy_timeout * 1000)}ms",),
+            )
+            if readonly:
+                pg.execute("SET default_transaction_read_only = on")
+            store = cls(pg, location, host or _host())
+            store._setup(create and not readonly)
+        except BaseException as exc:
+            pg.close()
+            if isinstance(exc, psycopg.Error):
+                raise translate(exc, location) from None
+            raise
+        return store
+
+    def _setup(self, may_migrate: bool) -> None:
+        version = schema.version(self.pg)
+        if version > schema.SCHEMA_VERSION:
+            raise SchemaTooNewError(
+                f"index {self.location} was written by a newer docindex (schema "
+                f"{version} > {schema.SCHEMA_VERSION}); upgrade docindex: "
+                "pip install -U 'docindex[postgres]'"
+            )
+        if version == schema.SCHEMA_VERSION:
+            return
+        if schema.foreign(self.pg):
+            raise ForeignDatabaseError(
+                f"{self.location} holds another application's tables; use another "
+                "database or schema (?options=-csearch_path=NAME)"
+            )
+        if not may_migrate:
+            if version == 0:
+                raise IndexNotFoundError(
+                    f"no index at {self.location}; run `docindex scan DIR --db URL` "
+                    "first"
+                )
+            self.outdated = True
+            return
+        schema.migrate(self.pg)
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.pg.close()
+
+    def __enter__(self) -> PgStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- transactions ------------------------------------------------------
+
+    @contextlib.contextmanager
+    def bulk_journal(self) -> Iterator[bool]:
+        """No journal switch on a server: the WAL is the server's business."""
+        yield False
+
+    @contextlib.contextmanager
+    def atomic(self, immediate: bool = True, savepoint: bool = True) -> Iterator[None]:
+        """One transaction, nesting as SAVEPOINTs; rolls back on any exception.
+
+        A reading transaction (``immediate=False``) is REPEATABLE READ: one
+        snapshot for all its statements, as a query needs (issue #8). A
+        writing one is READ COMMITTED: concurrent writers of other roots
+        never fail on a serialization conflict.
+        """
+        psycopg = _psycopg()
+        # ``savepoint=False`` is a SQLite speed-up (issue #7); here every
+        # nested block is a SAVEPOINT, so one document's failed statement
+        # rolls back that document alone, as a failed statement does in
+        # SQLite, instead of aborting the scan's whole transaction.
+        del savepoint
+        try:
+            if self._depth == 0:
+                self._bodies.clear()
+                self._totals = None
+                self.pg.execute(
+                    "BEGIN" if immediate else "BEGIN ISOLATION LEVEL REPEATABLE READ"
+                )
+            else:
+                self.pg.execute(f"SAVEPOINT sp{self._depth}")
+        except psycopg.Error as exc:
+            raise translate(exc, self.location) from None
+        self._depth += 1
+        try:
+            yield
+        except BaseException as exc:
+            self._depth -= 1
+            with contextlib.suppress(psycopg.Error):
+                if self._depth == 0:
+                    self.pg.execute("ROLLBACK")
+                else:
+                    self.pg.execute(f"ROLLBACK TO sp{self._depth}")
+                    self.pg.execute(f"RELEASE sp{self._depth}")
+            if isinstance(exc, psycopg.Error) and self._failed is None:
+                self._failed = exc  # the cause, not "transaction is aborted" later
+            if self._depth == 0:
+                self._delta.clear()
+                first, self._failed = self._failed, None
+                if isinstance(exc, psycopg.Error):
+                    raise translate(first or exc, self.location) from None
+            raise
+        self._depth -= 1
+        try:
+            if self._depth == 0:
+                self._flush_vocab()
+                self.pg.execute("COMMIT")
+            else:
+                self.pg.execute(f"RELEASE sp{self._depth}")
+        except psycopg.Error as exc:
+            self._delta.clear()
+            with contextlib.suppress(psycopg.Error):
+                self.pg.execute("ROLLBACK")
+            raise translate(exc, self.location) from None
+
+    def _count(self, term: str, segs: int, docs: int) -> None:
+        row = self._delta.get(term)
+        if row is None:
+            self._delta[term] = [segs, docs]
+        else:
+            row[0] += segs
+            row[1] += docs
+
+    def _flush_vocab(self) -> None:
+        """Append this transaction's term and total changes to ``vocab``."""
+        rows = [(t, s, d) for t, (s, d) in self._delta.items() if s or d]
+        self._delta.clear()
+        if not rows:
+            return
+        with (
+            self.pg.cursor() as cur,
+            cur.copy("COPY vocab (term, segs, docs) FROM STDIN") as copy,
+        ):
+            for row in rows:
+                copy.write_row(row)
+
+    def compact_vocab(self) -> None:
+        """Fold ``vocab``'s delta rows into one per term (``vacuum``, after scans)."""
+        with self.atomic():
+            self.pg.execute(
+                "WITH gone AS (DELETE FROM vocab RETURNING term, segs, docs) "
+                "INSERT INTO vocab (term, segs, docs) SELECT term, sum(segs), "
+                "sum(docs) FROM gone GROUP BY term "
+                "HAVING sum(segs) <> 0 OR sum(docs) <> 0"
+            )
+
+    # -- meta --------------------------------------------------------------
+
+    def get_meta(self, key: str) -> Any:
+        """JSON-decoded meta value, or None."""
+        row = self.pg.execute(
+            "SELECT value FROM docindex_meta WHERE key = %s", (key,)
+        ).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def set_meta(self, key: str, value: Any) -> None:
+        """Store a JSON-encodable meta value."""
+        self.pg.execute(
+            "INSERT INTO docindex_meta (key, value) VALUES (%s, %s) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (key, json.dumps(value, sort_keys=True)),
+        )
+
+    # -- roots (a name, a path per host) -----------------------------------
+
+    def root_id(self, root: str) -> int:
+        """Id of the root at ``root`` on this host, added if new.
+
+        A new path joins a root of the same folder name that this host has no
+        path for yet (the same share, mounted elsewhere); otherwise a new root
+        is made, named after its folder (with a number when taken).
+        """
+        row = self.pg.execute(
+            "SELECT root_id FROM root_paths WHERE host = %s AND path = %s",
+            (self.host, root),
+        ).fetchone()
+        if row:
+            return int(row[0])
+        name = PurePosixPath(root.replace("\\", "/")).name or root
+        row = self.pg.execute(
+            "SELECT r.id FROM roots r WHERE r.name = %s AND NOT EXISTS (SELECT 1 "
+            "FROM root_paths p WHERE p.root_id = r.id AND p.host = %s)",
+            (name, self.host),
+        ).fetchone()
+        if row is None:
+            for n in range(1, 1000):
+                candidate = name if n == 1 else f"{name}-{n}"
+                row = self.pg.execute(
+                    "INSERT INTO roots (name, path) VALUES (%s, %s) "
+                    "ON CONFLICT (name) DO NOTHING RETURNING id",
+                    (candidate, root),
+                ).fetchone()
+                if row is not None:
+                    break
+            assert row is not None
+        self.pg.execute(
+            "INSERT INTO root_paths (root_id, host, path) VALUES (%s, %s, %s)",
+            (row[0], self.host, root),
+        )
+        return int(row[0])
+
+    def roots(self) -> dict[int, str]:
+        """All roots by id, each at its path on this host (else another's)."""
+        rows = self.pg.execute(f"SELECT id, path FROM {self.roots_here} r ORDER BY id")
+        return {int(i): str(p) for i, p in rows}
+
+    def local_roots(self) -> list[str]:
+        """The paths of the roots this host has scanned (its remembered roots)."""
+        rows = self.pg.execute(
+            "SELECT path FROM root_paths WHERE host = %s ORDER BY root_id", (self.host,)
+        )
+        return [str(r[0]) for r in rows]
+
+    def root_names(self) -> dict[str, list[tuple[str, str]]]:
+        """Root name -> (host, path) of every host that scanned it."""
+        out: dict[str, list[tuple[str, str]]] = {}
+        for name, host, path in self.pg.execute(
+            "SELECT r.name, p.host, p.path FROM roots r LEFT JOIN root_paths p "
+            "ON p.root_id = r.id ORDER BY r.name, p.host"
+        ):
+            out.setdefault(str(name), [])
+            if host is not None:
+                out[str(name)].append((str(host), str(path)))
+        return out
+
+    def root_documents(self) -> dict[str, int]:
+        """Document count per root path (roots without documents included)."""
+        rows = self.pg.execute(
+            f"SELECT r.path, count(d.id) FROM {self.roots_here} r "
+            "LEFT JOIN documents d ON d.root_id = r.id GROUP BY r.id, r.path"
+        )
+        return {str(path): int(n) for path, n in rows}
+
+    def move_root(self, old: str, new: str) -> bool:
+        """Give a root another path on this host; False when ``old`` is unknown."""
+        rid = {p: i for i, p in self.roots().items()}.get(old)
+        if rid is None:
+            return False
+        self.pg.execute(
+            "DELETE FROM root_paths WHERE host = %s AND path = %s AND root_id <> %s",
+            (self.host, new, rid),
+        )
+        self.pg.execute(
+            "INSERT INTO root_paths (root_id, host, path) VALUES (%s, %s, %s) "
+            "ON CONFLICT (root_id, host) DO UPDATE SET path = excluded.path",
+            (rid, self.host, new),
+        )
+        self.pg.execute("UPDATE roots SET path = %s WHERE id = %s", (new, rid))
+        return True
+
+    def delete_root(self, root: str) -> None:
+        """Forget a root whose documents were removed already (and its skips)."""
+        rid = {p: i for i, p in self.roots().items()}.get(root)
+        if rid is None:
+            return
+        self.pg.execute("DELETE FROM skipped WHERE root_id = %s", (rid,))
+        self.pg.execute("DELETE FROM roots WHERE id = %s", (rid,))
+
+    def clear_roots(self, roots: Sequence[str]) -> None:
+        """Delete every document and skip record of these roots (``reindex --full``)."""
+        ids = [i for i, p in self.roots().items() if p in set(roots)]
+        docs = self.pg.execute(
+            "SELECT id FROM documents WHERE root_id = ANY(%s)", (ids,)
+        ).fetchall()
+        for (doc_id,) in docs:
+            self.delete_document(int(doc_id))
+        self.pg.execute("DELETE FROM skipped WHERE root_id = ANY(%s)", (ids,))
+
+    # -- documents -----------------------------------------------------------
+
+    def next_segment_id(self) -> int:
+        """The first segment id of the next document (a bound, not a promise)."""
+        row = self.pg.execute("SELECT last_value + 1 FROM documents_id_seq").fetchone()
+        return int(row[0]) << SEGMENT_BITS
+
+    def add_document(self, doc: NewDocument) -> int:
+        """Insert a document, its facets and segments with their term frequencies.
+
+        An upsert on (root, path): when another writer committed the same
+        file meanwhile, its row is replaced, so a file is never indexed twice.
+        """
+        meta = doc.meta
+        rows = doc.segments.rows
+        vectors = doc.vectors
+        n_vec = len(vectors)
+        seg_tf = [term_freqs(pair) for pair in doc.fts]
+        body = " ".join(b for _, b in doc.fts if b)
+        doc_tf, fields_len = term_freqs(doc.fields)
+        body_len = len(body.split())
+        doc_len = fields_len + body_len
+        seg_len = sum(n for _, n in seg_tf)
+        with self.atomic(savepoint=False):
+            self._count_document(doc.fts, doc.fields, len(rows), seg_len, doc_len,
+                                 body_len, 1)  # fmt: skip
+            new_id = int(
+                self.pg.execute("SELECT nextval('documents_id_seq')").fetchone()[0]
+            )
+            first = new_id << SEGMENT_BITS
+            values = (new_id,
+                doc.root_id, doc.rel_path, doc.kind, doc.title, doc.size,
+                doc.mtime_ns, doc.hash, doc.body,
+                json.dumps(meta, ensure_ascii=False) if meta else None,
+                len(rows), doc.indexed_at, doc.segments.sections, first,
+                doc.terms or None, doc_tf, doc_len, body_len, seg_len,
+            )  # fmt: skip
+            insert = (
+                "INSERT INTO documents (id, root_id, rel_path, kind, title, size, "
+                "mtime_ns, hash, body, meta, n_segments, indexed_at, sections, "
+                "first_segment, terms, ftf, len, body_len, seg_len) VALUES "
+                f"({', '.join(['%s'] * 19)}) "
+                "ON CONFLICT (root_id, rel_path) DO NOTHING RETURNING id"
+            )
+            row = self.pg.execute(insert, values).fetchone()
+            if row is None:  # another writer's copy: replace it
+                other = self.pg.execute(
+                    "SELECT id FROM documents WHERE root_id = %s AND rel_path = %s",
+                    (doc.root_id, doc.rel_path),
+                ).fetchone()
+                if other is not None:
+                    self.delete_document(int(other[0]))
+                row = self.pg.execute(insert, values).fetchone()
+            doc_id = int(row[0])
+            if meta:
+                with self.pg.cursor() as cur:
+                    cur.executemany(
+                        "INSERT INTO facets (doc_id, key, value) VALUES (%s, %s, %s)",
+                        [(doc_id, k, v) for k, v in meta.items()],
+                    )
+            if rows:
+                columns = ", ".join(SEGMENT_COLUMNS)
+                with (
+                    self.pg.cursor() as cur,
+                    cur.copy(
+                        f"COPY segments (id, doc_id, {columns}, vec, tf, len) FROM STDIN"
+                    ) as copy,
+                ):
+                    for i, seg in enumerate(rows):
+                        tf, n = seg_tf[i] if i < len(seg_tf) else ("{}", 0)
+                        copy.write_row(
+                            (first + i, doc_id, *seg,
+                             vectors[i] if i < n_vec else None, tf, n)
+                        )  # fmt: skip
+        return doc_id
+
+    def _count_document(
+        self, fts: Sequence[tuple[str, str]], fields: Sequence[str], n_segs: int,
+        seg_len: int, doc_len: int, body_len: int, sign: int,
+    ) -> None:  # fmt: skip
+        """Count a document's terms in (``sign`` 1) or out (-1) of ``vocab``."""
+        in_doc: set[str] = set()
+        for title, body in fts:
+            for term in set(title.split()) | set(body.split()):
+                self._count(term, sign, 0)
+            in_doc.update(body.split())
+        for text in fields:
+            in_doc.update(text.split())
+        for term in in_doc:
+            self._count(term, 0, sign)
+        self._count(" rows", sign * n_segs, sign)
+        self._count(" tokens", sign * seg_len, sign * doc_len)
+        self._count(" body", 0, sign * body_len)
+
+    def _uncount_stored(self, doc_id: int) -> None:
+        """Count a stored document out of ``vocab`` (before deleting it)."""
+        row = self.pg.execute(
+            "SELECT n_segments, seg_len, len, body_len, "
+            "ARRAY(SELECT jsonb_object_keys(ftf)) FROM documents WHERE id = %s",
+            (doc_id,),
+        ).fetchone()
+        if row is None:
+            return
+        n_segs, seg_len, doc_len, body_len, fields = row
+        in_doc = set(fields)
+        for term, segs, in_body in self.pg.execute(
+            "SELECT k, count(*), bool_or(((s.tf ->> k)::bigint & %s) > 0) FROM segments s "
+            "CROSS JOIN LATERAL jsonb_object_keys(s.tf) k WHERE s.doc_id = %s "
+            "GROUP BY k",
+            (ranking.HIT_MASK, doc_id),
+        ):
+            self._count(term, -int(segs), 0)
+            if in_body:
+                in_doc.add(term)
+        for term in in_doc:
+            self._count(term, 0, -1)
+        self._count(" rows", -int(n_segs), -1)
+        self._count(" tokens", -int(seg_len), -int(doc_len))
+        self._count(" body", 0, -int(body_len))
+
+    def delete_document(
+        self, doc_id: int, fts: Iterable[tuple[int, str, str]] = (),
+        fields: tuple[str, str] | None = None,
+    ) -> None:  # fmt: skip
+        """Delete a document; its segments and facets go with it (cascade)."""
+        del fts, fields  # the rows hold their own term frequencies
+        with self.atomic(savepoint=False):
+            self._bodies.pop(doc_id, None)
+            self._uncount_stored(doc_id)
+            self.pg.execute("DELETE FROM documents WHERE id = %s", (doc_id,))
+
+    def body(self, doc_id: int) -> str:
+        """The document's stored text (cached within one transaction)."""
+        text = self._bodies.get(doc_id)
+        if text is None:
+            row = self.pg.execute(
+                "SELECT body FROM documents WHERE id = %s", (doc_id,)
+            ).fetchone()
+            text = zlib.decompress(row[0]).decode("utf-8") if row else ""
+            if len(self._bodies) > 256:
+                self._bodies.clear()
+            if self._depth:
+                self._bodies[doc_id] = text
+        return text
+
+    def _version(self) -> tuple[int, int]:
+        return (0, 0)
+
+    def documents(
+        self, only: DocFilter = ALL_DOCS, limit: int = -1, offset: int = 0
+    ) -> tuple[list[StoredDocument], int]:
+        """Documents ``only`` selects, by root and path, and their total count."""
+        where, params = filter_sql(only)
+        cond = f"WHERE {where}" if where else ""
+        total = self.pg.execute(
+            f"SELECT count(*) FROM documents d {cond}", params
+        ).fetchone()[0]
+        cur = self.pg.execute(
+            "SELECT d.id, r.path, d.rel_path, d.kind, d.title, d.size, d.mtime_ns, "
+            f"d.hash, d.meta, d.n_segments FROM documents d JOIN {self.roots_here} r "
+            f"ON r.id = d.root_id {cond} ORDER BY r.path, d.rel_path "
+            "LIMIT %s OFFSET %s",
+            [*params, None if limit < 0 else limit, offset],
+        )
+        docs = [
+            StoredDocument(int(i), root, rel, kind, title, int(size), int(mtime),
+                           hash_, json.loads(meta) if meta else {}, int(n))
+            for i, root, rel, kind, title, size, mtime, hash_, meta, n in cur
+        ]  # fmt: skip
+        return docs, int(total)
+
+    # -- search --------------------------------------------------------------
+
+    def _vocab(self, terms: Sequence[str], column: str) -> dict[str, int]:
+        rows = self.pg.execute(
+            f"SELECT term, sum({column}) FROM vocab WHERE term = ANY(%s) GROUP BY term",
+            (list(dict.fromkeys(terms)),),
+        )
+        return {str(t): int(n) for t, n in rows if n}
+
+    def _stats(self) -> tuple[int, int, int, int, int]:
+        """(documents, segments, segment tokens, document tokens, body tokens)."""
+        if self._totals is None or not self._depth:
+            rows = {
+                str(t): (int(a or 0), int(b or 0))
+                for t, a, b in self.pg.execute(
+                    "SELECT term, sum(segs), sum(docs) FROM vocab "
+                    "WHERE term = ANY(%s) GROUP BY term",
+                    ([" rows", " tokens", " body"],),
+                )
+            }
+            segs, docs = rows.get(" rows", (0, 0))
+            seg_tokens, doc_tokens = rows.get(" tokens", (0, 0))
+            body = rows.get(" body", (0, 0))[1]
+            self._totals = (docs, segs, seg_tokens, doc_tokens, body)
+        return self._totals
+
+    def lexical(
+        self, match: str, limit: int, title_weight: float,
+        only: DocFilter = ALL_DOCS, within: Sequence[int] | None = None,
+    ) -> list[tuple[int, float]]:  # fmt: skip
+        """(segment id, bm25) best first, as FTS5's ``bm25(fts, title_weight, 1)``."""
+        _, n_rows, n_tokens, _, _ = self._stats()
+        tree, phrases = ranking.parse_match(match)
+        counts = self.doc_freqs(phrases)
+        idfs = [ranking.idf(n_rows, counts.get(p, 0)) for p in phrases]
+        terms = list(dict.fromkeys(phrases))
+        slot = {t: i for i, t in enumerate(terms)}
+        # One lookup per term and row (OFFSET 0 keeps the planner from copying
+        # the lookup into every use): jsonb lookups are most of the cost.
+        looks = ", ".join(f"(s.tf ->> %s)::bigint AS x{i}" for i in range(len(terms)))
+        freqs = [
+            ranking.packed_freq(f"u.x{slot[p]}", [], (title_weight, 1.0))
+            for p in phrases
+        ]
+        lateral, lparams, score, sparams = ranking.bm25_sql(
+            freqs, idfs, n_tokens / max(1, n_rows), "s.len"
+        )
+        cond, cparams = ranking.match_sql(tree, "s.tf")
+        join, extra = "", ""
+        params: list[object] = []
+        if within is not None:
+            extra, params = " AND s.id = ANY(%s)", [list(within)]
+        else:
+            where, fparams = filter_sql(only)
+            if where:
+                join = "JOIN documents d ON d.id = s.doc_id"
+                extra, params = f" AND {where}", fparams
+        sql = (
+            f"SELECT s.id, {score} AS score FROM segments s {join} "
+            f"CROSS JOIN LATERAL (SELECT {looks} OFFSET 0) u "
+            f"CROSS JOIN LATERAL (SELECT {lateral}) v WHERE {cond}{extra} "
+            "ORDER BY score DESC, s.id LIMIT %s"
+        )
+        rows = self.pg.execute(
+            sql, [*sparams, *terms, *lparams, *cparams, *params, limit]
+        )
+        return [(int(r[0]), float(r[1])) for r in rows]
+
+    def document_lexical(
+        self, match: str, limit: int, weights: tuple[float, float, float],
+        only: DocFilter = ALL_DOCS,
+    ) -> list[DocHit]:  # fmt: skip
+        """The best documents by ``bm25(doc_fts, *weights)``, as FTS5 ranks them.
+
+        A document's title and heading hits are in its row (``ftf``); its body
+        hits are summed over its segments' body column.
+        """
+        n_docs, _, _, n_tokens, _ = self._stats()
+        tree, phrases = ranking.parse_match(match)
+        terms = list(dict.fromkeys(phrases))
+        slot = {t: i for i, t in enumerate(terms)}
+        counts = self.document_freqs(terms)
+        idfs = [ranking.idf(n_docs, counts.get(p, 0)) for p in phrases]
+        body = ", ".join(
+            f"coalesce(((s.tf ->> %s)::bigint & {ranking.HIT_MASK})::float8, 0) AS b{i}"
+            for i in range(len(terms))
+        )
+        zeros = ", ".join(f"0::float8 AS b{i}" for i in range(len(terms)))
+        sums = ", ".join(f"sum(b{i}) AS b{i}" for i in range(len(terms)))
+        freqs = []
+        for p in phrases:
+            sql, params = ranking.packed_freq(
+                "(d.ftf ->> %s)::bigint", [p], weights[:2]
+            )
+            freqs.append((f"{sql} + %s::float8 * a.b{slot[p]}", [*params, weights[2]]))
+        lateral, lparams, score, sparams = ranking.bm25_sql(
+            freqs, idfs, n_tokens / max(1, n_docs), "d.len"
+        )
+
+        def present(term: str) -> tuple[str, list[object]]:
+            return f"(d.ftf ? %s OR a.b{slot[term]} > 0)", [term]
+
+        cond, cparams = ranking.bool_sql(tree, present)
+        where, fparams = filter_sql(only)
+        sql = (
+            f"WITH a AS (SELECT id, {sums} FROM ("
+            f"SELECT s.doc_id AS id, {body} FROM segments s WHERE s.tf ?| %s "
+            f"UNION ALL SELECT d.id, {zeros} FROM documents d WHERE d.ftf ?| %s"
+            ") u GROUP BY id) "
+            f"SELECT d.id, {score} AS score, d.first_segment, d.n_segments "
+            "FROM a JOIN documents d ON d.id = a.id "
+            f"CROSS JOIN LATERAL (SELECT {lateral}) v WHERE {cond}"
+            f"{' AND ' + where if where else ''} ORDER BY score DESC, d.id LIMIT %s"
+        )
+        params = [*terms, terms, terms, *sparams, *lparams, *cparams, *fparams, limit]
+        rows = self.pg.execute(sql, params)
+        return [DocHit(int(r[0]), float(r[1]), int(r[2]), int(r[3])) for r in rows]
+
+    def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
+        """Segments holding each term (absent terms left out)."""
+        return self._vocab([t for t in terms if t.strip()], "segs")
+
+    def document_freqs(self, terms: Sequence[str]) -> dict[str, int]:
+        """Documents holding each term in a field or in a segment's body."""
+        return self._vocab([t for t in terms if t.strip()], "docs")
+
+    def max_segment_id(self) -> int:
+        """The segment count (``vocab`` totals): ids have gaps here (a sequence)
+        and callers use this as a cheap count."""
+        return self._stats()[1]
+
+    def document_stats(self) -> tuple[int, float]:
+        """(documents, mean body terms per document)."""
+        n_docs, _, _, _, body = self._stats()
+        return n_docs, body / max(1, n_docs)
+
+    def document_terms(self, doc_ids: Sequence[int]) -> dict[int, str]:
+        """doc id -> its stored salient terms."""
+        rows = self.pg.execute(
+            "SELECT id, terms FROM documents WHERE id = ANY(%s) AND terms IS NOT NULL",
+            (list(doc_ids),),
+        )
+        return {int(i): str(t) for i, t in rows}
+
+    def doc_ids_of(self, segment_ids: Sequence[int]) -> dict[int, int]:
+        """segment id -> doc id."""
+        rows = self.pg.execute(
+            "SELECT id, doc_id FROM segments WHERE id = ANY(%s)", (list(segment_ids),)
+        )
+        return {int(s): int(d) for s, d in rows}
+
+    def tune_fts_for_bulk(self) -> None:
+        """Nothing to tune: the GIN indexes buffer inserts in their pending lists."""
+
+    # -- vectors -------------------------------------------------------------
+
+    def vectors(self, ids: Sequence[int]) -> tuple[list[int], list[bytes]]:
+        """Vector blobs of the given segments (those that have one)."""
+        rows = self.pg.execute(
+            "SELECT id, vec FROM segments WHERE id = ANY(%s) AND vec IS NOT NULL",
+            (list(ids),),
+        )
+        out_ids: list[int] = []
+        blobs: list[bytes] = []
+        for sid, blob in rows:
+            out_ids.append(int(sid))
+            blobs.append(bytes(blob))
+        return out_ids, blobs
+
+    def all_vectors(self, only: DocFilter = ALL_DOCS) -> tuple[list[int], list[bytes]]:
+        """Every stored vector (of the documents ``only`` selects)."""
+        where, params = filter_sql(only)
+        sql = "SELECT s.id, s.vec FROM segments s"
+        if where:
+            sql += f" JOIN documents d ON d.id = s.doc_id WHERE s.vec IS NOT NULL AND {where}"
+        else:
+            sql += " WHERE s.vec IS NOT NULL"
+        ids: list[int] = []
+        blobs: list[bytes] = []
+        for sid, blob in self.pg.execute(sql + " ORDER BY s.id", params):
+            ids.append(int(sid))
+            blobs.append(bytes(blob))
+        return ids, blobs
+
+    def pending_vectors(self, after: int, limit: int) -> list[SegmentRow]:
+        """Segments without a vector and id > ``after``, in id order."""
+        ids = [
+            int(r[0])
+            for r in self.pg.execute(
+                "SELECT id FROM segments WHERE id > %s AND vec IS NULL ORDER BY id "
+                "LIMIT %s",
+                (after, limit),
+            )
+        ]
+        found = self.segments_by_id(ids)
+        return [found[i] for i in ids if i in found]
+
+    def set_vectors(self, ids: Sequence[int], blobs: Sequence[bytes]) -> None:
+        """Store each segment's vector blob."""
+        with self.pg.cursor() as cur:
+            cur.executemany(
+                "UPDATE segments SET vec = %s WHERE id = %s",
+                list(zip(blobs, ids, strict=True)),
+            )
+
+    def segments_by_id(self, ids: Sequence[int]) -> dict[int, SegmentRow]:
+        """Segments for the given ids."""
+        if not ids:
+            return {}
+        rows = self._segment_rows("s.id = ANY(?)", (list(ids),))
+        return {row.id: row for row in rows}
+
+    # -- maintenance ---------------------------------------------------------
+
+    def reclaim(self, min_free: float = 0.01) -> int:
+        """Nothing to give back by hand: autovacuum reuses the space."""
+        return 0
+
+    def clear_fts(self) -> None:
+        """Nothing to clear: postings live in their rows and go with them."""
+
+    def restore_fts(
+        self, doc_id: int, rows: Sequence[tuple[int, str, str]], fields: tuple[str, str]
+    ) -> None:
+        """Nothing to restore (``clear_fts`` cleared nothing)."""
+
+    def tidy_fts(self) -> bool:
+        """Fold ``vocab``'s deltas when many transactions added some; whether it did."""
+        if self._depth:
+            return False
+        row = self.pg.execute(
+            "SELECT count(*) > 64 FROM (SELECT 1 FROM vocab WHERE term = ' rows' "
+            "LIMIT 65) x"
+        ).fetchone()
+        if not row[0]:
+            return False
+        self.compact_vocab()
+        return True
+
+    def _bytes(self) -> int:
+        row = self.pg.execute(
+            "SELECT coalesce(sum(pg_total_relation_size(to_regclass(t))), 0) "
+            "FROM unnest(%s::text[]) t",
+            (list(_TABLES),),
+        ).fetchone()
+        return int(row[0])
+
+    def space(self) -> Space:
+        """The tables' bytes (with indexes and TOAST); PostgreSQL reuses its free space."""
+        total = self._bytes()
+        live = self.count_segments()
+        return Space(total, 0, live, 0, 0)
+
+    def vacuum(self) -> Vacuumed:
+        """VACUUM (ANALYZE) the index's tables (``docindex vacuum``)."""
+        if self._depth:
+            raise DocindexError("vacuum cannot run inside a transaction")
+        started = time.perf_counter()
+        before = self._bytes()
+        self.compact_vocab()
+        try:
+            for table in _TABLES:
+                self.pg.execute(f"VACUUM (ANALYZE) {table}")
+        except _psycopg().Error as exc:
+            raise translate(exc, self.location) from None
+        return Vacuumed(before, self._bytes(), (time.perf_counter() - started) * 1000)
+
+    def checkpoint(self) -> None:
+        """Nothing to do: a commit is durable on the server."""
+
+
+@contextlib.contextmanager
+def scratch_schema(location: ServerUrl) -> Iterator[ServerUrl]:
+    """A new, empty schema on the server, dropped afterwards (``docindex eval``)."""
+    import uuid
+
+    from docindex.store.location import with_search_path
+
+    psycopg = _psycopg()
+    name = "docindex_eval_" + uuid.uuid4().hex[:10]
+    try:
+        with psycopg.connect(location.url, autocommit=True) as conn:
+            conn.execute(f"CREATE SCHEMA {name}")
+    except psycopg.Error as exc:
+        raise translate(exc, location) from None
+    try:
+        yield ServerUrl(with_search_path(location.url, name))
+    finally:
+        with contextlib.suppress(psycopg.Error):
+            with psycopg.connect(location.url, autocommit=True) as conn:
+                conn.execute(f"DROP SCHEMA {name} CASCADE")
+
+
+def _host() -> str:
+    from docindex import config
+
+    return config.host_name()
+
+
+def _implements_index(store: PgStore) -> Any:
+    """Never called: mypy checks here that ``PgStore`` implements ``Index``."""
+    from docindex.store.interface import Index
+
+    checked: Index = store
+    return checked

@@ -1,0 +1,180 @@
+"""FTS5's query subset and its bm25(), in PostgreSQL SQL (issue #34).
+
+The search side builds FTS5 MATCH strings (``engine.fts_match``,
+``docstage``): quoted one-token phrases joined by ``OR``, ``AND`` and ``NOT``
+with parentheses. ``parse_match`` reads that language (FTS5 precedence: NOT,
+then AND, then OR) into a tree; ``match_sql`` turns it into conditions on a
+row's ``tf`` keys (``?``, ``?|``, ``?&``: the GIN index answers them), and
+``bm25_sql`` into the score FTS5's ``bm25()`` gives (``fts5_aux.c``):
+
+    idf(p)  = ln((N - n(p) + 0.5) / (n(p) + 0.5)), 1e-6 when <= 0
+    f(p, D) = sum over columns of weight(column) * hits of p in the column
+    score   = sum over the query's phrases p, in order, of
+              idf(p) * f * (k1 + 1) / (f + k1 * (1 - b + b * |D| / avgdl))
+
+with k1 = 1.2, b = 0.75, N the rows of the table, n(p) the rows holding p,
+|D| the row's tokens in all columns and avgdl their mean over the table.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+K1 = 1.2
+B = 0.75
+
+_TOKEN = re.compile(r'"((?:[^"]|"")*)"|(\()|(\))|(OR|AND|NOT)\b|(\S)')
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """A MATCH expression: ``op`` is "term", "or", "and" or "not"."""
+
+    op: str
+    term: str = ""
+    kids: tuple[Node, ...] = ()
+
+
+def parse_match(match: str) -> tuple[Node, list[str]]:
+    """The expression tree of an FTS5 MATCH string, and its phrases in order.
+
+    Raises:
+        ValueError: ``match`` is outside the subset the search side writes.
+    """
+    tokens: list[tuple[str, str]] = []
+    for m in _TOKEN.finditer(match):
+        if m[1] is not None:
+            tokens.append(("term", m[1].replace('""', '"')))
+        elif m[2]:
+            tokens.append(("(", ""))
+        elif m[3]:
+            tokens.append((")", ""))
+        elif m[4]:
+            tokens.append((m[4], ""))
+        else:
+            raise ValueError(f"unsupported MATCH syntax: {match!r}")
+    phrases = [value for kind, value in tokens if kind == "term"]
+    pos = 0
+
+    def peek() -> str:
+        return tokens[pos][0] if pos < len(tokens) else ""
+
+    def take() -> tuple[str, str]:
+        nonlocal pos
+        pos += 1
+        return tokens[pos - 1]
+
+    def primary() -> Node:
+        kind, value = take()
+        if kind == "term":
+            return Node("term", value)
+        if kind == "(":
+            node = or_expr()
+            if take()[0] != ")":
+                raise ValueError(f"unbalanced MATCH: {match!r}")
+            return node
+        raise ValueError(f"unsupported MATCH syntax: {match!r}")
+
+    def not_expr() -> Node:
+        node = primary()
+        while peek() == "NOT":
+            take()
+            node = Node("not", kids=(node, primary()))
+        return node
+
+    def and_expr() -> Node:
+        kids = [not_expr()]
+        while peek() in ("AND", "term", "("):  # FTS5: adjacency is AND
+            if peek() == "AND":
+                take()
+            kids.append(not_expr())
+        return kids[0] if len(kids) == 1 else Node("and", kids=tuple(kids))
+
+    def or_expr() -> Node:
+        kids = [and_expr()]
+        while peek() == "OR":
+            take()
+            kids.append(and_expr())
+        return kids[0] if len(kids) == 1 else Node("or", kids=tuple(kids))
+
+    if not tokens:
+        raise ValueError("empty MATCH")
+    tree = or_expr()
+    if pos != len(tokens):
+        raise ValueError(f"unsupported MATCH syntax: {match!r}")
+    return tree, phrases
+
+
+def match_sql(node: Node, col: str) -> tuple[str, list[object]]:
+    """SQL that is true for a row whose ``col`` (jsonb term -> hits) matches."""
+    if node.op in ("or", "and") and all(k.op == "term" for k in node.kids):
+        op = "?|" if node.op == "or" else "?&"
+        return f"{col} {op} %s", [[k.term for k in node.kids]]
+    return bool_sql(node, lambda term: (f"{col} ? %s", [term]))
+
+
+def bool_sql(
+    node: Node, leaf: Callable[[str], tuple[str, list[object]]]
+) -> tuple[str, list[object]]:
+    """The expression ``node`` with each term's presence written by ``leaf``."""
+    if node.op == "term":
+        return leaf(node.term)
+    if node.op == "not":
+        left, lp = bool_sql(node.kids[0], leaf)
+        right, rp = bool_sql(node.kids[1], leaf)
+        return f"({left} AND NOT ({right}))", [*lp, *rp]
+    parts = [bool_sql(k, leaf) for k in node.kids]
+    joiner = " OR " if node.op == "or" else " AND "
+    return "(" + joiner.join(p[0] for p in parts) + ")", [
+        v for p in parts for v in p[1]
+    ]
+
+
+def idf(n_rows: int, n_hit: int) -> float:
+    """FTS5's idf of a phrase held by ``n_hit`` of ``n_rows`` rows."""
+    value = math.log((n_rows - n_hit + 0.5) / (n_hit + 0.5))
+    return value if value > 0.0 else 1e-6
+
+
+HIT_BITS = 24  # a row's hits of a term: first column << 24 | second column
+HIT_MASK = (1 << HIT_BITS) - 1
+
+
+def packed_freq(
+    value: str, value_params: list[object], weights: Sequence[float]
+) -> tuple[str, list[object]]:
+    """SQL of a term's weighted hits in two columns from its packed count
+    ``value`` (an SQL expression with ``value_params``; NULL counts 0)."""
+    hi = f"coalesce(({value}) >> {HIT_BITS}, 0)"
+    lo = f"coalesce(({value}) & {HIT_MASK}, 0)"
+    sql = f"%s::float8 * {hi} + %s::float8 * {lo}"
+    return sql, [float(weights[0]), *value_params, float(weights[1]), *value_params]
+
+
+def bm25_sql(
+    freqs: Sequence[tuple[str, list[object]]], idfs: Sequence[float], avgdl: float,
+    length: str,
+) -> tuple[str, list[object], str, list[object]]:  # fmt: skip
+    """(lateral select list, its params, score expression, its params) of
+    FTS5's bm25 score, given each phrase's weighted hits in the row (``freqs``).
+
+    The lateral part computes each phrase's weighted frequency ``fN`` once;
+    the score adds the phrases' terms in query order, as ``fts5Bm25Function``
+    does, in float8 throughout.
+    """
+    lateral = ", ".join(f"({sql}) AS f{i}" for i, (sql, _) in enumerate(freqs))
+    lateral_params = [v for _, params in freqs for v in params]
+    k1, b = f"{K1}::float8", f"{B}::float8"
+    norm = f"({k1} * (1::float8 - {b} + {b} * {length} / %s::float8))"
+    terms = [
+        f"%s::float8 * (v.f{i} * ({k1} + 1.0::float8)) / (v.f{i} + {norm})"
+        for i in range(len(freqs))
+    ]
+    score = "(0.0::float8 + " + " + ".join(terms) + ")"
+    score_params: list[object] = []
+    for value in idfs:
+        score_params.extend((float(value), float(avgdl) or 1.0))
+    return lateral, lateral_params, score, score_params

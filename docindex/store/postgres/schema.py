@@ -1,0 +1,176 @@
+"""The PostgreSQL index's schema: ordered, append-only migrations (issue #34).
+
+As in ``store/migrations.py``: never edit a released migration; append
+``m00N_*``. Each runs in one transaction with its record in
+``docindex_migrations``; the count is the schema version, and an index
+written by a newer docindex (more records than ``SCHEMA_VERSION``) is
+refused. Two processes that create the schema at once serialise on an
+advisory lock.
+
+Full-text data (chosen over ``tsvector``, whose positions stop at 256 per
+lexeme and 16,383 per text, so term frequencies would be capped): each
+segment row holds ``tf``, a ``jsonb`` object from each of its terms to its
+hits per FTS column (``[title, body]``), and ``len``, its tokens in all
+columns, as FTS5 counts them. A GIN index over ``tf``'s keys matches (``?|``
+any term, ``?&`` all terms) and ``tf -> term`` reads a frequency by binary
+search, so bm25 is computed in the server as FTS5's ``bm25()`` does. A
+document row holds ``ftf``, the same for its title and headings
+(``[title, heads]``); its body frequencies are the sums over its segments
+(a document's body is its segments' bodies), so no large per-document
+object is decompressed at query time (that cost 1 s per query on SciFact).
+
+``vocab`` holds how many segments and documents hold each term, as deltas:
+each writing transaction appends one row per term it changed (no row is
+updated, so concurrent writers never wait on each other) and
+``PgStore.compact_vocab`` folds them. Counting with the GIN index instead
+cost 60-120 ms per SciFact query. Rows whose term starts with a space are
+the totals (`` rows``: segments, documents; `` tokens``: their tokens;
+`` body``: documents' body tokens).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+LOCK_KEY = 0x446F6349  # "DocI": schema changes
+
+
+def m001_initial(conn: Any) -> None:
+    """Settings, roots with per-host paths, documents, segments, facets, skips."""
+    for statement in _M001.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
+_M001 = """
+CREATE TABLE docindex_meta (key text PRIMARY KEY, value text NOT NULL);
+CREATE TABLE roots (
+    id bigserial PRIMARY KEY,
+    name text NOT NULL UNIQUE,
+    path text COLLATE "C" NOT NULL
+);
+CREATE TABLE root_paths (
+    root_id bigint NOT NULL REFERENCES roots(id) ON DELETE CASCADE,
+    host text NOT NULL,
+    path text COLLATE "C" NOT NULL,
+    PRIMARY KEY (root_id, host),
+    UNIQUE (host, path)
+);
+CREATE TABLE documents (
+    id bigserial PRIMARY KEY,
+    root_id bigint NOT NULL REFERENCES roots(id),
+    rel_path text COLLATE "C" NOT NULL,
+    kind text NOT NULL,
+    title text,
+    size bigint NOT NULL,
+    mtime_ns bigint NOT NULL,
+    hash text NOT NULL,
+    body bytea NOT NULL,
+    meta text,
+    n_segments integer NOT NULL,
+    indexed_at double precision NOT NULL,
+    sections bytea,
+    first_segment bigint NOT NULL,
+    terms text,
+    ftf jsonb NOT NULL,
+    len integer NOT NULL,
+    body_len integer NOT NULL,
+    seg_len bigint NOT NULL,
+    UNIQUE (root_id, rel_path)
+);
+CREATE INDEX documents_ftf ON documents USING gin (ftf);
+CREATE TABLE segments (
+    id bigint PRIMARY KEY,
+    doc_id bigint NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    section integer,
+    part integer,
+    frag text,
+    start_line integer NOT NULL,
+    lines integer NOT NULL,
+    char_start integer NOT NULL,
+    chars integer NOT NULL,
+    page integer,
+    slide integer,
+    sheet text,
+    cells text,
+    vec bytea,
+    tf jsonb NOT NULL,
+    len integer NOT NULL
+);
+CREATE INDEX segments_doc ON segments (doc_id);
+CREATE INDEX segments_tf ON segments USING gin (tf);
+CREATE TABLE facets (
+    doc_id bigint NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    key text NOT NULL,
+    value text NOT NULL
+);
+CREATE INDEX facets_kv ON facets (key, value);
+CREATE INDEX facets_doc ON facets (doc_id);
+CREATE TABLE skipped (
+    root_id bigint NOT NULL REFERENCES roots(id),
+    rel_path text COLLATE "C" NOT NULL,
+    reason text NOT NULL,
+    message text NOT NULL,
+    size bigint,
+    mtime_ns bigint,
+    hash text,
+    skipped_at double precision NOT NULL,
+    PRIMARY KEY (root_id, rel_path)
+);
+CREATE INDEX skipped_reason ON skipped (reason);
+CREATE TABLE vocab (
+    term text COLLATE "C" NOT NULL,
+    segs bigint NOT NULL,
+    docs bigint NOT NULL
+);
+CREATE INDEX vocab_term ON vocab (term)
+"""
+
+MIGRATIONS: list[Callable[[Any], None]] = [m001_initial]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def version(conn: Any) -> int:
+    """Migrations applied (0: no docindex schema here)."""
+    row = conn.execute("SELECT to_regclass('docindex_migrations')").fetchone()
+    if row[0] is None:
+        return 0
+    return int(conn.execute("SELECT count(*) FROM docindex_migrations").fetchone()[0])
+
+
+def foreign(conn: Any) -> bool:
+    """True when the schema holds tables of another application named like ours."""
+    row = conn.execute(
+        "SELECT to_regclass('documents') IS NOT NULL "
+        "AND to_regclass('docindex_migrations') IS NULL"
+    ).fetchone()
+    return bool(row[0])
+
+
+def migrate(conn: Any) -> list[str]:
+    """Apply pending migrations (autocommit connection); the names applied now."""
+    ran: list[str] = []
+    conn.execute("BEGIN")
+    try:
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS docindex_migrations "
+            "(name text PRIMARY KEY, applied_at double precision NOT NULL)"
+        )
+        done = {r[0] for r in conn.execute("SELECT name FROM docindex_migrations")}
+        for fn in MIGRATIONS:
+            if fn.__name__ in done:
+                continue
+            fn(conn)
+            conn.execute(
+                "INSERT INTO docindex_migrations (name, applied_at) VALUES (%s, %s)",
+                (fn.__name__, time.time()),
+            )
+            ran.append(fn.__name__)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return ran

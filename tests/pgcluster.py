@@ -1,0 +1,102 @@
+"""A throwaway PostgreSQL cluster for the tests and bench/postgres.py (issue #34).
+
+``DOCINDEX_TEST_PG`` (a URL) names a server to use instead. Otherwise
+``initdb`` and ``pg_ctl`` (PostgreSQL 15+, ``apt-get install postgresql``)
+start a cluster in a temporary folder on a free port, as an unprivileged
+user when we are root (``initdb`` refuses root). Each test gets its own
+schema (``search_path`` in the URL), which is cheaper than a database.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import quote
+
+MISSING = (
+    "PostgreSQL server binaries (initdb, pg_ctl) not found: apt-get install postgresql"
+)
+
+
+def binaries() -> Path | None:
+    """The folder with initdb and pg_ctl, newest version first, or None."""
+    for found in sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True):
+        if Path(found, "initdb").is_file():
+            return Path(found)
+    initdb = shutil.which("initdb")
+    return Path(initdb).parent if initdb else None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def cluster(bin_dir: Path, fast: bool = True) -> Iterator[str]:
+    """Start a cluster; yield the URL of its ``postgres`` database; stop it.
+
+    ``fast``: no fsync (tests); the bench keeps the server's defaults.
+    """
+    base = Path(tempfile.mkdtemp(prefix="docindex-pg-"))
+    user = None
+    if os.geteuid() == 0:
+        for name in ("postgres", "nobody"):
+            with contextlib.suppress(KeyError):
+                user = pwd.getpwnam(name)
+                break
+        assert user is not None, "no unprivileged user to run initdb as"
+        os.chown(base, user.pw_uid, user.pw_gid)
+    prefix = ["runuser", "-u", user.pw_name, "--"] if user else []
+    port = _free_port()
+    data = base / "data"
+    subprocess.run(
+        [*prefix, str(bin_dir / "initdb"), "-D", str(data), "-A", "trust",
+         "-U", "postgres", "-E", "UTF8", "--locale=C.UTF-8"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    options = (
+        f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c max_connections=100"
+    )
+    if fast:
+        options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+    subprocess.run(
+        [*prefix, str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options,
+         "-l", str(base / "log"), "-w", "start"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    try:
+        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run(
+            [*prefix, str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate",
+             "stop"],
+            capture_output=True,
+        )  # fmt: skip
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def with_schema(url: str, schema: str) -> str:
+    """``url`` with ``search_path`` set to ``schema`` (libpq ``options``)."""
+    sep = "&" if "?" in url else "?"
+    return f"{url}{sep}options={quote(f'-csearch_path={schema}')}"
+
+
+def new_schema(url: str) -> str:
+    """Create an empty schema on the server at ``url``; a URL that uses it."""
+    import psycopg
+
+    name = "t_" + uuid.uuid4().hex[:12]
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {name}")
+    return with_schema(url, name)

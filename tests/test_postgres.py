@@ -1,0 +1,345 @@
+"""The PostgreSQL index (issue #34), against a real server (conftest ``pg_url``).
+
+Same answers as SQLite on the same files, selection by URL, masked
+passwords, a read-only role, schema versions, concurrent writers, a killed
+writer, and roots shared by two hosts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+from conftest import write_tree
+
+from docindex.cli.main import cli
+
+pytestmark = pytest.mark.usefixtures("pg_server")
+
+DOCS = {
+    "guide/rate-limits.md": "# Rate limiting\n\nThe limit-req plugin limits the "
+    "request rate with a leaky bucket.\n\n## Redis\n\nShare counters in Redis "
+    "so every node sees the same rate.\n",
+    "guide/auth.md": "---\ntags: security\n---\n# Authentication\n\nKey auth and "
+    "basic auth plugins check credentials. Anonymous consumers get a rate limit.\n",
+    "ops/deploy.md": "# Deploying\n\nRun the gateway in containers; scale nodes "
+    "horizontally. Redis keeps shared state.\n",
+    "zh/限流.md": "# 限流插件\n\n限流插件使用漏桶算法限制请求速率。\n",
+    "notes.txt": "Plain notes about caching, rate windows and retries.\n",
+}
+QUERIES = [
+    "rate limit", "redis", "auth plugins", "限流", '"rate limit" -anonymous',
+    "+redis nodes", "containers scale", "nothing-matches-this",
+]  # fmt: skip
+
+
+def invoke(args: list[str]) -> Result:
+    """The CLI in-process; exceptions become exit codes and messages, as for users."""
+    return CliRunner().invoke(cli, args)
+
+
+def _corpus(base: Path) -> Path:
+    return write_tree(base / "docs", DOCS)
+
+
+def _hits(db: str, query: str, *extra: str) -> list[tuple[str, float]]:
+    result = invoke(["query", query, "--db", db, "--json", "--top", "10", *extra])
+    assert result.exit_code == 0, result.output
+    return [
+        (h["chunk_id"], round(h["score"], 6)) for h in json.loads(result.stdout)["hits"]
+    ]
+
+
+def test_same_top_ten_as_sqlite(tmp_path: Path, pg_url: str) -> None:
+    docs = _corpus(tmp_path)
+    sqlite = str(tmp_path / "lite" / "index.db")
+    assert invoke(["scan", str(docs), "--db", sqlite, "-q"]).exit_code == 0
+    assert invoke(["scan", str(docs), "--db", pg_url, "-q"]).exit_code == 0
+    for query in QUERIES:
+        for mode in ("auto", "lexical", "semantic"):
+            assert _hits(pg_url, query, "--mode", mode) == _hits(
+                sqlite, query, "--mode", mode
+            ), (query, mode)
+    assert _hits(pg_url, "rate", "--files") == _hits(sqlite, "rate", "--files")
+    assert _hits(pg_url, "rate", "--path", "guide/") == _hits(
+        sqlite, "rate", "--path", "guide/"
+    )
+    assert _hits(pg_url, "auth", "--where", "tags=security") == _hits(
+        sqlite, "auth", "--where", "tags=security"
+    )
+
+
+def test_every_reading_command_works(tmp_path: Path, pg_url: str) -> None:
+    docs = _corpus(tmp_path)
+    assert invoke(["scan", str(docs), "--db", pg_url, "-q"]).exit_code == 0
+    first = json.loads(invoke(["query", "rate", "--db", pg_url, "--json", "--top",
+                               "1"]).stdout)  # fmt: skip
+    assert first["next_cursor"]
+    page2 = invoke(["query", "rate", "--db", pg_url, "--json", "--top", "1",
+                    "--cursor", first["next_cursor"]])  # fmt: skip
+    assert page2.exit_code == 0, page2.output
+    assert (
+        json.loads(page2.stdout)["hits"][0]["chunk_id"] != first["hits"][0]["chunk_id"]
+    )
+    chunk = first["hits"][0]["chunk_id"]
+    for args in (
+        ["show", chunk], ["outline", "guide/rate-limits.md"],
+        ["section", "guide/rate-limits.md", "Redis"], ["list"],
+        ["related", "guide/rate-limits.md"], ["stats"], ["skipped"], ["roots"],
+        ["query", "redis", "--explain"], ["vacuum"],
+    ):  # fmt: skip
+        result = invoke([*args, "--db", pg_url, "--json"])
+        assert result.exit_code == 0, (args, result.output)
+    stats = json.loads(invoke(["stats", "--db", pg_url, "--json"]).stdout)
+    assert stats["documents"] == len(DOCS)
+
+
+def test_rescan_edit_remove_and_full_reindex(tmp_path: Path, pg_url: str) -> None:
+    docs = _corpus(tmp_path)
+    invoke(["scan", str(docs), "--db", pg_url, "-q"])
+    again = json.loads(invoke(["scan", str(docs), "--db", pg_url, "--json"]).stdout)
+    assert again["unchanged"] == len(DOCS) and again["indexed"] == 0
+    (docs / "ops" / "deploy.md").write_text("# Deploying\n\nUse zeppelins.\n")
+    (docs / "notes.txt").unlink()
+    edit = json.loads(invoke(["scan", str(docs), "--db", pg_url, "--json"]).stdout)
+    assert edit["updated"] == 1 and edit["removed"] == 1
+    assert _hits(pg_url, "zeppelins")[0][0].startswith("ops/deploy.md")
+    assert _hits(pg_url, "caching") == []
+    full = invoke(["reindex", "--full", "--db", pg_url, "--json"])
+    assert full.exit_code == 0, full.output
+    stats = json.loads(invoke(["stats", "--db", pg_url, "--json"]).stdout)
+    assert stats["documents"] == len(DOCS) - 1
+    sqlite = str(tmp_path / "lite.db")
+    invoke(["scan", str(docs), "--db", sqlite, "-q"])
+    for query in QUERIES:  # idf and totals stay right through edits and deletes
+        assert _hits(pg_url, query) == _hits(sqlite, query), query
+
+
+def test_url_from_environment_and_config_file(
+    tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    docs = _corpus(tmp_path)
+    monkeypatch.setenv("DOCINDEX_DB", pg_url)
+    assert invoke(["scan", str(docs), "-q"]).exit_code == 0
+    assert _hits(pg_url, "redis")
+    monkeypatch.delenv("DOCINDEX_DB")
+    conf = tmp_path / "team.toml"
+    conf.write_text(f'[db]\nurl = "{pg_url}"\n')
+    monkeypatch.setenv("DOCINDEX_CONFIG", str(conf))
+    monkeypatch.chdir(tmp_path)
+    result = invoke(["query", "redis", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["hits"]
+
+
+def test_password_is_masked_everywhere(
+    tmp_path: Path, pg_url: str, pg_server: str
+) -> None:
+    import psycopg
+
+    docs = _corpus(tmp_path)
+    role = "secretive_" + uuid.uuid4().hex[:8]
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN SUPERUSER PASSWORD 'hunter2pw'")
+    url = pg_url.replace("postgres@", f"{role}:hunter2pw@")
+    outputs = [
+        invoke(["scan", str(docs), "--db", url, "--json"]),
+        invoke(["stats", "--db", url, "--json"]),
+        invoke(["config", "--db", url]),
+        invoke(["roots", "--db", url, "--json"]),
+        invoke(
+            ["query", "x", "--db", re.sub(r":\d+/", ":1/", url, count=1), "--json"]
+        ),  # unreachable: nothing listens on port 1
+        invoke(["stats", "--db", url.replace("hunter2pw", "wrongpw")]),
+    ]
+    for result in outputs:
+        assert "hunter2pw" not in result.output and "wrongpw" not in result.output
+    stats = json.loads(outputs[1].stdout)
+    assert f"{role}:***@" in stats["db"]
+    assert outputs[4].exit_code == 1 and "cannot reach index" in outputs[4].output
+
+
+def test_read_only_role_reads_but_cannot_write(
+    tmp_path: Path, pg_url: str, pg_server: str
+) -> None:
+    import psycopg
+
+    docs = _corpus(tmp_path)
+    invoke(["scan", str(docs), "--db", pg_url, "-q"])
+    schema = pg_url.split("search_path%3D")[1]
+    role = "reader_" + uuid.uuid4().hex[:8]
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        # the reader GRANTs of the README's "Share an index with a team"
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+        conn.execute(f"GRANT USAGE ON SCHEMA {schema} TO {role}")
+        conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO {role}")
+    url = pg_url.replace("postgres@", f"{role}@")
+    assert _hits(url, "redis")
+    assert invoke(["outline", "guide/auth.md", "--db", url]).exit_code == 0
+    (docs / "new.md").write_text("# New\n\nfresh text\n")
+    for args in (["scan", str(docs)], ["reindex", "--full"], ["vacuum"]):
+        result = invoke([*args, "--db", url])
+        assert result.exit_code == 1, (args, result.output)
+        assert "may only read the index" in result.output, result.output
+        assert "Traceback" not in result.output
+
+
+def test_newer_schema_is_refused_with_upgrade_command(
+    tmp_path: Path, pg_url: str
+) -> None:
+    import psycopg
+
+    invoke(["scan", str(_corpus(tmp_path)), "--db", pg_url, "-q"])
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("INSERT INTO docindex_migrations VALUES ('m999_future', 0)")
+    result = invoke(["query", "redis", "--db", pg_url])
+    assert result.exit_code == 1
+    assert "newer docindex" in result.output and "pip install -U" in result.output
+
+
+def test_missing_driver_is_one_line_with_install_command(tmp_path: Path) -> None:
+    code = (
+        "import sys; sys.modules['psycopg'] = None\n"
+        "from docindex.cli.main import cli\n"
+        "cli(['stats', '--db', 'postgresql://u@127.0.0.1:1/x'])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 1
+    assert out.stderr.strip().count("\n") == 0, out.stderr
+    assert "pip install 'docindex[postgres]'" in out.stderr
+
+
+def _scan_proc(root: Path, url: str, env: dict[str, str] | None = None) -> Any:
+    return subprocess.Popen(
+        [sys.executable, "-m", "docindex", "scan", str(root), "--db", url, "-q"],
+        env={**os.environ, **(env or {})}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def _consistent(url: str) -> tuple[int, int]:
+    """(documents, segments), asserting no duplicates and no orphans."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        dup = conn.execute(
+            "SELECT count(*) FROM (SELECT root_id, rel_path FROM documents "
+            "GROUP BY 1, 2 HAVING count(*) > 1) x"
+        ).fetchone()[0]
+        assert dup == 0
+        docs, segs = conn.execute(
+            "SELECT count(*), coalesce(sum(n_segments), 0) FROM documents"
+        ).fetchone()
+        assert conn.execute("SELECT count(*) FROM segments").fetchone()[0] == segs
+        assert (
+            conn.execute(
+                "SELECT count(*) FROM segments s LEFT JOIN documents d ON d.id = s.doc_id "
+                "WHERE d.id IS NULL OR s.id < d.first_segment "
+                "OR s.id >= d.first_segment + d.n_segments"
+            ).fetchone()[0]
+            == 0
+        )
+        vocab = conn.execute(
+            "SELECT sum(segs), sum(docs) FROM vocab WHERE term = ' rows'"
+        ).fetchone()
+        assert (int(vocab[1] or 0), int(vocab[0] or 0)) == (docs, segs)
+        return int(docs), int(segs)
+
+
+def test_two_writers_of_different_roots_at_once(tmp_path: Path, pg_url: str) -> None:
+    a = write_tree(tmp_path / "a", {"a.md": "# A\n\nalpha\n"})
+    b = write_tree(tmp_path / "b", {"b.md": "# B\n\nbeta\n"})
+    invoke(["scan", str(a), "--db", pg_url, "-q"])
+    assert invoke(["scan", "--root", str(b), "--db", pg_url, "-q"]).exit_code == 0
+    write_tree(a, {f"a{i}.md": f"# A {i}\n\nalpha {i} words\n" for i in range(60)})
+    write_tree(b, {f"b{i}.md": f"# B {i}\n\nbeta {i} words\n" for i in range(60)})
+    procs = [_scan_proc(b, pg_url), _scan_proc(a, pg_url)]
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    assert _consistent(pg_url)[0] == 122
+    assert len(_hits(pg_url, "alpha")) == 10 and len(_hits(pg_url, "beta")) == 10
+
+
+def test_killed_writer_leaves_a_consistent_index(tmp_path: Path, pg_url: str) -> None:
+    root = write_tree(tmp_path / "big", {
+        f"d{i}.md": f"# Doc {i}\n\n" + ("some words here. " * 200) for i in range(300)
+    })  # fmt: skip
+    invoke(["scan", str(_corpus(tmp_path)), "--db", pg_url, "-q"])
+    before = _consistent(pg_url)
+    proc = _scan_proc(root, pg_url, {"DOCINDEX_HOST": "killer"})
+    time.sleep(2.5)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate()
+    after = _consistent(pg_url)
+    assert after == before or after[0] == before[0] + 300
+
+
+def test_two_hosts_share_roots_by_name(tmp_path: Path, pg_url: str) -> None:
+    one = _corpus(tmp_path / "host1")
+    two = tmp_path / "host2" / "mnt" / "docs"
+    shutil.copytree(one, two)
+    env = {"DOCINDEX_HOST": "h1"}
+    for root, host in ((one, env), (two, {"DOCINDEX_HOST": "h2"})):
+        proc = _scan_proc(root, pg_url, host)
+        assert proc.communicate(timeout=60) and proc.returncode == 0
+    assert _consistent(pg_url)[0] == len(DOCS)  # one set of documents
+    out = subprocess.run(
+        [sys.executable, "-m", "docindex", "query", "redis", "--db", pg_url, "--json"],
+        env={**os.environ, "DOCINDEX_HOST": "h2"}, capture_output=True, text=True,
+    )  # fmt: skip
+    paths = [h["path"] for h in json.loads(out.stdout)["hits"]]
+    assert paths and all(p.startswith(str(two)) for p in paths), paths
+
+
+def test_export_import_across_engines_keeps_everything(
+    tmp_path: Path, pg_url: str
+) -> None:
+    docs = _corpus(tmp_path)
+    sqlite = str(tmp_path / "a.db")
+    invoke(["scan", str(docs), "--db", sqlite, "-q"])
+    dump = invoke(["export", "--db", sqlite])
+    assert dump.exit_code == 0, dump.output
+    (tmp_path / "dump.ndjson").write_text(dump.stdout, encoding="utf-8")
+    loaded = invoke(["import", str(tmp_path / "dump.ndjson"), "--db", pg_url, "--json"])
+    assert loaded.exit_code == 0, loaded.output
+    assert json.loads(loaded.stdout)["documents"] == len(DOCS)
+    assert invoke(["export", "--db", pg_url]).stdout == dump.stdout  # ids, vectors
+    back = str(tmp_path / "b.db")
+    result = CliRunner().invoke(cli, ["import", "-", "--db", back], input=dump.stdout)
+    assert result.exit_code == 0, result.output
+    for query in QUERIES:
+        assert _hits(pg_url, query) == _hits(sqlite, query) == _hits(back, query)
+    again = invoke(["import", str(tmp_path / "dump.ndjson"), "--db", pg_url])
+    assert again.exit_code == 2 and "empty index" in again.output
+
+
+def test_watch_keeps_a_server_index_current(tmp_path: Path, pg_url: str) -> None:
+    docs = _corpus(tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "docindex", "watch", "--root", str(docs), "--db", pg_url,
+         "--debounce-ms", "50"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        assert "catch-up" in proc.stdout.readline()
+        (docs / "zebra.md").write_text("# Zebra\n\nstripes everywhere\n")
+        deadline = time.monotonic() + 20
+        while not _hits(pg_url, "stripes") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _hits(pg_url, "stripes")
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=20)
