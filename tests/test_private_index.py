@@ -31,6 +31,7 @@ def _scan(root: Path, *extra: str) -> dict[str, object]:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     result: dict[str, object] = json.loads(done.stdout)
+    result["stderr"] = done.stderr
     return result
 
 
@@ -78,11 +79,13 @@ def test_looser_index_is_tightened_on_the_next_write_with_one_line(
         os.chmod(path, 0o644)
     (root / "new.md").write_text("# New\n\nanother note\n")
     result = _scan(root)
-    warnings = [w for w in result["warnings"] if "private" in w]  # type: ignore[union-attr]
+    said = [*result["warnings"], *str(result["stderr"]).splitlines()]  # type: ignore[misc]
+    warnings = [w for w in said if "private" in w]
     assert len(warnings) == 1 and "readable by other users" in warnings[0], result
     assert _mode(folder) == 0o700
     assert all(_mode(p) == 0o600 for p in _index_files(folder))
     again = _scan(root)  # already private: nothing more to say
+    assert "private" not in str(again["stderr"])
     assert not any("private" in w for w in again["warnings"])  # type: ignore[union-attr]
 
 
