@@ -60,6 +60,9 @@ class Config:
     max_sheet_rows: int = 100_000
     max_pdf_pages: int = 2_000
     busy_timeout_s: float = 10.0
+    # A writer makes the index owner-only (issue #33); false leaves its modes
+    # as they are, for an index other local users are meant to read (#38).
+    private_index: bool = True
     # Optional OCR of scanned PDF pages and images (issue #36): ``ocr = true``
     # or ``[ocr] enabled = true``; languages empty = eng + installed CJK packs.
     ocr: bool = False

@@ -111,7 +111,11 @@ def test_mcp_server_end_to_end(
                 )
                 assert not err and len(page1["hits"]) == 2
                 hit = page1["hits"][0]
-                assert {"path", "line", "chunk_id", "score"} <= set(hit)
+                assert {"path", "line", "chunk_id", "score", "coverage"} <= set(hit)
+                assert 0.0 <= hit["coverage"] <= 1.0 and "did_you_mean" in page1
+                err, weak = await call("doc_query", {"query": "pip tidbwarehouse"})
+                assert not err and weak["hint"]["weak_match"] is True  # issue #37
+                assert weak["hint"]["unmatched_words"] == ["tidbwarehouse"]
                 err, page2 = await call(
                     "doc_query",
                     {

@@ -332,6 +332,7 @@ def test_another_user_reads_while_the_owner_watches(
     root, db = _index(tmp_path)
     _open_up(tmp_path, opened)
     env = {k: v for k, v in os.environ.items() if not k.startswith("DOCINDEX_")}
+    env["DOCINDEX_PRIVATE_INDEX"] = "false"  # shared on purpose: left readable (#33)
     with subprocess.Popen(
         [sys.executable, "-m", "docindex", "watch", "--db", str(db), "--json"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,

@@ -513,7 +513,8 @@ def watch(
     def open_store() -> Store:
         if isinstance(ws.db, ServerUrl):
             return workspace.Workspace(ws.db, ws.config).open(create=True)
-        return Store.open(ws.db, create=True, busy_timeout=busy)
+        return Store.open(ws.db, create=True, busy_timeout=busy,
+                          private=ws.config.private_index)  # fmt: skip
 
     import contextlib
 

@@ -208,7 +208,10 @@ class Index:
 
         Returns:
             A ``QueryResult`` whose ``hits`` carry path, 1-based line (and page,
-            slide or cell), snippet, score in [0, 1], chunk id and heading path.
+            slide or cell), snippet, score in [0, 1] (relative to the best hit),
+            coverage (the share of the query the hit holds, 0-1), chunk id and
+            heading path; ``total``, ``did_you_mean`` and ``hint`` (a weak or
+            empty result) describe the whole result.
         """
         options = QueryOptions(
             top=top, mode=mode, snippet_chars=snippet_chars, highlight=highlight,

@@ -32,7 +32,8 @@ class Workspace:
         """Open the index with this workspace's busy timeout (``Store.open``)."""
         store: Store = open_index(self.db, create=create, mapped=mapped,  # type: ignore[assignment]
                                   busy_timeout=self.config.busy_timeout_s,
-                                  readonly=readonly)  # fmt: skip
+                                  readonly=readonly,
+                                  private=self.config.private_index)  # fmt: skip
         if store.outdated:
             store.close()
             raise DocindexError(

@@ -172,14 +172,15 @@ class NdjsonProgress:
 
         from docindex.cli.render import cli_json
 
-        last: list[Any] = ["", 0.0]  # phase, time of the last event printed
+        last_phase = [""]  # the phase and time of the last event printed
+        last_time = [0.0]
 
         def report(event: Progress) -> None:
             now = time.monotonic()
             final = event.total is not None and event.done >= event.total
-            if event.phase == last[0] and not final and now - last[1] < 0.1:
+            if event.phase == last_phase[0] and not final and now - last_time[0] < 0.1:
                 return
-            last[:] = [event.phase, now]
+            last_phase[0], last_time[0] = event.phase, now
             click.echo(cli_json({"event": "progress", "phase": event.phase,
                                  "done": event.done, "total": event.total,
                                  "path": event.path}))  # fmt: skip

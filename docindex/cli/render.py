@@ -87,15 +87,20 @@ def hits_text(
     import click
 
     style = click.style
+    hint = getattr(result, "hint", None)
+    notes = _notes(result)
     if not result.hits:
         lines = [style("no hits", dim=True)]
-        hint = getattr(result, "hint", None)
         if hint and hint.get("suggestion"):  # issue #6: say why, and what to try
             lines.append(style(f"hint: {_clean(hint['suggestion'])}", fg="yellow"))
-        return "\n".join(lines)
-    lines = []
+        return "\n".join([*lines, *(style(n, fg="yellow") for n in notes)])
+    lines = [style(n, fg="yellow") for n in notes]
+    if hint and hint.get("suggestion"):  # issue #37: a weak match says so
+        lines.append(style(f"hint: {_clean(hint['suggestion'])}", fg="yellow"))
     for number, hit in enumerate(result.hits):
         head = style(f"{hit.score:.3f} ", fg="green", bold=True)
+        # issue #37: the share of the query the hit holds, absolute (0-100%)
+        head += style(f"{hit.coverage:>4.0%} ", fg="green", dim=hit.coverage < 0.5)
         shown = hit.path if full_paths else hit.rel_path
         head += style(term_safe(shown), fg="magenta", bold=True)
         head += style(f":{hit.line}", fg="cyan")
@@ -125,11 +130,28 @@ def hits_text(
             lines.append(style(note, dim=True))
         if explain and hit.explain:
             lines.append(style(f"    {json.dumps(hit.explain)}", dim=True))
-    footer = f"{len(result.hits)} of {result.total} hits in {result.took_ms:.1f} ms"
+    total = f"{result.total}" + ("" if result.total_exact else "+")
+    footer = f"{len(result.hits)} of {total} hits in {result.took_ms:.1f} ms"
     footer += f" ({', '.join(result.used) or 'no lists'}"
     footer += ", degraded)" if result.degraded else ")"
     lines.append(style(footer, dim=True))
     return "\n".join(lines)
+
+
+def _notes(result: Any) -> list[str]:
+    """ "did you mean" and "showing results for" lines (issue #37)."""
+    out: list[str] = []
+    fixes = getattr(result, "did_you_mean", None) or {}
+    corrected = getattr(result, "corrected", None)
+    if corrected:
+        out.append(f"no hits for {result.query!r}; showing hits for {corrected!r}")
+    elif fixes:
+        out.append(
+            "did you mean: "
+            + ", ".join(f"{b!r} for {a!r}" for a, b in fixes.items())
+            + "?"
+        )
+    return [_clean(n) for n in out]
 
 
 def _clean(text: str) -> str:

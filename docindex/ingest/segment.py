@@ -20,6 +20,7 @@ import re
 from bisect import bisect_left
 from dataclasses import dataclass
 from itertools import islice
+from typing import NamedTuple
 
 from docindex.models import Extracted, Segment, Unit
 from docindex.text.anchors import chunk_id, slugify
@@ -324,17 +325,26 @@ def _few_words(seg: Segment) -> bool:
     """True when a chunk has no word outside its heading and fence lines, or
     is a later piece of its section with fewer than MIN_PIECE_WORDS words
     (the tail ``</template>`` of a split code block)."""
-    text = seg.text
-    if _WORD.search(text) is None:
-        return True
-    if seg.part > 1 and (
-        sum(1 for _ in islice(_WORDS.finditer(text, 0, 200), MIN_PIECE_WORDS))
+    return _plain(seg.text) or _short_piece(seg)
+
+
+def _short_piece(seg: Segment) -> bool:
+    """A later piece of its section with fewer than MIN_PIECE_WORDS words."""
+    return seg.part > 1 and (
+        sum(1 for _ in islice(_WORDS.finditer(seg.text, 0, 200), MIN_PIECE_WORDS))
         < MIN_PIECE_WORDS
-    ):
-        return True
-    # Every word on a heading or fence line? Line by line from each word found:
-    # the first prose line answers (an ``_ATX_OR_FENCE_LINE.sub`` over every
-    # chunk's text cost ~1 CPU-s of a corpus scan, issue #22).
+    )
+
+
+def _plain(text: str) -> bool:
+    """True when every word of ``text`` is on a heading or fence line (or none is).
+
+    Line by line from each word found: the first prose line answers (an
+    ``_ATX_OR_FENCE_LINE.sub`` over every chunk's text cost ~1 CPU-s of a
+    corpus scan, issue #22). A line-by-line property: the text of two
+    adjacent chunks is plain when both are (what keeps a file of headings
+    linear, issue #33).
+    """
     at = 0
     while (word := _WORD.search(text, at)) is not None:
         start = text.rfind("\n", 0, word.start()) + 1
@@ -344,6 +354,17 @@ def _few_words(seg: Segment) -> bool:
             return False
         at = end
     return True
+
+
+class _Span(NamedTuple):
+    """Consecutive chunks joined as one, named like ``keep``; made into one
+    Segment once, at the end (joining as they come copied the text again at
+    each join: quadratic on a file of headings, issue #33)."""
+
+    first: Segment
+    last: Segment
+    keep: Segment
+    plain: bool  # every word on a heading or fence line (``_plain``)
 
 
 def _merge_wordless(segments: list[Segment], text: str, offset: int) -> list[Segment]:
@@ -357,30 +378,47 @@ def _merge_wordless(segments: list[Segment], text: str, offset: int) -> list[Seg
     """
     if len(segments) < 2 or not any(_few_words(s) for s in segments):
         return segments
-    out: list[Segment] = []
-    pending: Segment | None = None  # a small chunk waiting for the next one
+    out: list[_Span] = []
+    pending: _Span | None = None  # a small chunk waiting for the next one
     for i, seg in enumerate(segments):
         if seg.line_cells is not None:
-            out.append(seg)
+            out.append(_Span(seg, seg, seg, False))
             continue
+        span = _Span(seg, seg, seg, _plain(seg.text))
+        few = span.plain or _short_piece(seg)
         if pending is not None:
             # A heading whose text was split off (a big table or fence follows)
             # keeps its id: the chunk opens with the heading.
-            keep = pending if pending.anchor == seg.anchor else seg
-            seg = _joined(pending, seg, text, offset, keep=keep)
+            keep = pending.keep if pending.keep.anchor == seg.anchor else seg
+            plain = pending.plain and span.plain
+            span = _Span(pending.first, seg, keep, plain)
+            if plain:
+                few = True
+            else:
+                joined = _made(span, text, offset)
+                few = _few_words(joined)
+                span = span._replace(plain=_plain(joined.text))
             pending = None
         nxt = segments[i + 1] if i + 1 < len(segments) else None
-        if not _few_words(seg):
-            out.append(seg)
-        elif seg.part == 1 and nxt is not None and nxt.anchor == seg.anchor:
-            pending = seg  # a section's heading joins its own text
-        elif out and out[-1].line_cells is None:
-            out[-1] = _joined(out[-1], seg, text, offset, keep=out[-1])
+        keep = span.keep
+        if not few:
+            out.append(span)
+        elif keep.part == 1 and nxt is not None and nxt.anchor == keep.anchor:
+            pending = span  # a section's heading joins its own text
+        elif out and out[-1].keep.line_cells is None:
+            out[-1] = out[-1]._replace(last=seg, plain=out[-1].plain and span.plain)
         else:
-            pending = seg
+            pending = span
     if pending is not None:
         out.append(pending)
-    return out
+    return [_made(s, text, offset) for s in out]
+
+
+def _made(span: _Span, text: str, offset: int) -> Segment:
+    """The one Segment a span stands for."""
+    if span.first is span.last:
+        return span.keep
+    return _joined(span.first, span.last, text, offset, keep=span.keep)
 
 
 def _joined(a: Segment, b: Segment, text: str, offset: int, keep: Segment) -> Segment:

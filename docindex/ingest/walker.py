@@ -254,10 +254,6 @@ def _walk_dir(
     if isinstance(listing, str):
         yield SkipEntry(folder, "error", listing)
         return
-    hidden, follow = options.hidden, options.follow_symlinks
-    max_depth, max_bytes = options.max_depth, options.max_file_bytes
-    images_unread = options.images_unread
-    excluded_by, may_reinclude = rules.excluded, rules.may_reinclude
     # One frame per open directory: the rest of its sorted entries, its rules,
     # its path with a trailing separator, its root-relative path ("" for the
     # start) likewise, its depth and its open descriptor (or None).
@@ -278,93 +274,14 @@ def _walk_dir(
                 name = entry.name
                 if name in (".gitignore", ".docindex"):  # .docindex: ours (#20)
                     continue
-                if name[0] == "." and not hidden:
-                    yield SkipEntry(Path(base + name), "hidden")
-                    continue
-                if not (name.isascii() or _utf8_name(name)):
-                    # The index stores paths as UTF-8 text (issue #8).
-                    yield SkipEntry(
-                        Path(base + name), "bad-name", "file name is not valid UTF-8"
-                    )
-                    continue
-                try:
-                    is_link = entry.is_symlink()
-                    is_dir = entry.is_dir(follow_symlinks=follow)
-                except OSError as exc:
-                    yield SkipEntry(Path(base + name), "error", str(exc.strerror))
-                    continue
-                if is_link:
-                    if not follow:
-                        yield SkipEntry(Path(base + name), "symlink")
-                        continue
-                    path = Path(base + name)
-                    if why := escape_reason(path, root, follow_symlinks=True):
-                        yield SkipEntry(path, "symlink", why)
-                        continue
-                if not is_dir:
-                    if excluded_by(frame, name, False):
-                        yield SkipEntry(Path(base + name), "ignored")
-                        continue
-                    if budget[0] <= 0:
-                        yield SkipEntry(
-                            Path(base + name), "walk-limit", "max walked files reached"
-                        )
-                        continue
-                    budget[0] -= 1
-                    try:
-                        st = entry.stat()  # follows a symlink: the walk kept it
-                    except FileNotFoundError:
-                        yield SkipEntry(
-                            Path(base + name), "error", "file vanished during the walk"
-                        )
-                        continue
-                    except OSError as exc:
-                        yield SkipEntry(Path(base + name), "error", str(exc.strerror))
-                        continue
-                    skip = _file_skip(name, st, max_bytes, images_unread)
-                    if skip is not None:
-                        yield SkipEntry(Path(base + name), *skip)
-                        continue
-                    yield FileEntry(base + name, root, prefix + name, st.st_size,
-                                    st.st_mtime_ns)  # fmt: skip
-                    continue
-                excluded = excluded_by(frame, name, True)
-                if excluded and not may_reinclude:
-                    yield SkipEntry(Path(base + name), "ignored")
-                    continue
-                if depth + 1 > max_depth:
-                    yield SkipEntry(
-                        Path(base + name), "walk-limit", "max depth reached"
-                    )
-                    continue
-                try:
-                    st = entry.stat()
-                except OSError as exc:
-                    yield SkipEntry(Path(base + name), "error", str(exc.strerror))
-                    continue
-                key = (st.st_dev, st.st_ino)
-                if key in visited:
-                    yield SkipEntry(
-                        Path(base + name), "symlink", "directory already walked (cycle)"
-                    )
-                    continue
-                visited.add(key)
-                sub_fd, listing = _listing(base + name, (fd, name), follow)
-                if isinstance(listing, str):
-                    yield SkipEntry(Path(base + name), "error", listing)
-                    continue
-                # The listing says whether the folder has a .gitignore or is a
-                # repository's top: no probe for either in most folders.
-                dots = {e.name for e in listing if e.name[0] == "."}
-                try:
-                    sub = rules.enter(frame, name, excluded, names=dots)
-                except BaseException:
-                    if sub_fd is not None:
-                        os.close(sub_fd)
-                    raise
-                stack.append(_Frame(iter(listing), sub, f"{base}{name}{os.sep}",
-                                    f"{prefix}{name}/", depth + 1, sub_fd))  # fmt: skip
-                break  # into the subfolder; this one's loop resumes after it
+                found = _entry(entry, name, stack[-1], root, options, rules, budget)
+                if found is None:  # a folder to walk into
+                    pushed = _enter(entry, name, stack[-1], rules, options, visited)
+                    if isinstance(pushed, _Frame):
+                        stack.append(pushed)
+                        break  # into the subfolder; this one's loop resumes after it
+                    found = pushed
+                yield found
             else:
                 stack.pop()
                 if fd is not None:
@@ -373,6 +290,94 @@ def _walk_dir(
         for left in stack:
             if left.fd is not None:
                 os.close(left.fd)
+
+
+def _entry(
+    entry: os.DirEntry[str], name: str, at: _Frame, root: Path,
+    options: WalkOptions, rules: PathRules, budget: list[int],
+) -> FileEntry | SkipEntry | None:  # fmt: skip
+    """One listed name: a file's entry, a skip, or None for a folder to enter."""
+    base = at.base
+    if name[0] == "." and not options.hidden:
+        return SkipEntry(Path(base + name), "hidden")
+    if not (name.isascii() or _utf8_name(name)):
+        # The index stores paths as UTF-8 text (issue #8).
+        return SkipEntry(Path(base + name), "bad-name", "file name is not valid UTF-8")
+    follow = options.follow_symlinks
+    try:
+        is_link = entry.is_symlink()
+        is_dir = entry.is_dir(follow_symlinks=follow)
+    except OSError as exc:
+        return SkipEntry(Path(base + name), "error", str(exc.strerror))
+    if is_link:
+        if not follow:
+            return SkipEntry(Path(base + name), "symlink")
+        path = Path(base + name)
+        if why := escape_reason(path, root, follow_symlinks=True):
+            return SkipEntry(path, "symlink", why)
+    if is_dir:
+        return None
+    return _file(entry, name, at, root, options, rules, budget)
+
+
+def _file(
+    entry: os.DirEntry[str], name: str, at: _Frame, root: Path,
+    options: WalkOptions, rules: PathRules, budget: list[int],
+) -> FileEntry | SkipEntry:  # fmt: skip
+    """A file's entry, or why it is left out (rules, budget, size, type)."""
+    base = at.base
+    if rules.excluded(at.rules, name, False):
+        return SkipEntry(Path(base + name), "ignored")
+    if budget[0] <= 0:
+        return SkipEntry(Path(base + name), "walk-limit", "max walked files reached")
+    budget[0] -= 1
+    try:
+        st = entry.stat()  # follows a symlink: the walk kept it
+    except FileNotFoundError:
+        return SkipEntry(Path(base + name), "error", "file vanished during the walk")
+    except OSError as exc:
+        return SkipEntry(Path(base + name), "error", str(exc.strerror))
+    skip = _file_skip(name, st, options.max_file_bytes, options.images_unread)
+    if skip is not None:
+        return SkipEntry(Path(base + name), *skip)
+    return FileEntry(base + name, root, at.prefix + name, st.st_size, st.st_mtime_ns)
+
+
+def _enter(
+    entry: os.DirEntry[str], name: str, at: _Frame, rules: PathRules,
+    options: WalkOptions, visited: set[tuple[int, int]],
+) -> _Frame | SkipEntry:  # fmt: skip
+    """The frame of a subfolder to walk into, or why it is left out."""
+    base = at.base
+    excluded = rules.excluded(at.rules, name, True)
+    if excluded and not rules.may_reinclude:
+        return SkipEntry(Path(base + name), "ignored")
+    if at.depth + 1 > options.max_depth:
+        return SkipEntry(Path(base + name), "walk-limit", "max depth reached")
+    try:
+        st = entry.stat()
+    except OSError as exc:
+        return SkipEntry(Path(base + name), "error", str(exc.strerror))
+    key = (st.st_dev, st.st_ino)
+    if key in visited:
+        return SkipEntry(
+            Path(base + name), "symlink", "directory already walked (cycle)"
+        )
+    visited.add(key)
+    sub_fd, listing = _listing(base + name, (at.fd, name), options.follow_symlinks)
+    if isinstance(listing, str):
+        return SkipEntry(Path(base + name), "error", listing)
+    # The listing says whether the folder has a .gitignore or is a
+    # repository's top: no probe for either in most folders.
+    dots = {e.name for e in listing if e.name[0] == "."}
+    try:
+        sub = rules.enter(at.rules, name, excluded, names=dots)
+    except BaseException:
+        if sub_fd is not None:
+            os.close(sub_fd)
+        raise
+    return _Frame(iter(listing), sub, f"{base}{name}{os.sep}", f"{at.prefix}{name}/",
+                  at.depth + 1, sub_fd)  # fmt: skip
 
 
 class _Frame(NamedTuple):

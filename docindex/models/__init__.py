@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +118,8 @@ class Hit:
     folded_count: int = 0  # hits of this document folded behind this one
     # [start, end) character offsets of the matches in ``snippet`` (issue #38)
     highlights: list[tuple[int, int]] = field(default_factory=list)
+    # share of the query's idf weight in the hit's text and heading path (#37)
+    coverage: float = 0.0
 
 
 def printable(path: str) -> str:
@@ -313,12 +315,14 @@ class WouldMatch(TypedDict, total=False):
 
 
 class Hint(TypedDict):
-    """Why a query found nothing and what to try (``QueryResult.hint``)."""
+    """Why a query found nothing, or found only a weak match (``weak_match``,
+    issue #37), and what to try (``QueryResult.hint``)."""
 
     unmatched_words: list[str]
     filtered_out: bool
     would_match: WouldMatch
     suggestion: str
+    weak_match: NotRequired[bool]
 
 
 @dataclass(slots=True)
@@ -335,6 +339,9 @@ class QueryResult:
     next_offset: int | None = None
     next_cursor: str | None = None
     hint: Hint | None = None
+    total_exact: bool = True  # False: ``total`` is a lower bound (issue #37)
+    did_you_mean: dict[str, str] = field(default_factory=dict)  # term -> index term
+    corrected: str | None = None  # the query searched instead (no hits, auto mode)
 
 
 # The navigation results (outline, show, section, list, related) are in

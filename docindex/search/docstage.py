@@ -18,7 +18,7 @@ from docindex.models import QueryOptions
 from docindex.search.fusion import fuse
 from docindex.search.query import ParsedQuery
 from docindex.store import DocFilter, DocHit, Index, SegmentRow
-from docindex.text.tokenize import stopword_terms
+from docindex.text.tokenize import query_terms, stopword_terms
 
 # Document ranking for --files (issue #3): bm25 over whole documents, then
 # RM3-style feedback in auto mode. Chosen on SciFact / CMRC2018 (bench/eval.py).
@@ -34,6 +34,18 @@ FEEDBACK_MIN_TERMS = 4  # nor for a shorter query (a name: bench/known_titles.py
 # On SciFact a title weight of 1.0 cost 2 points nDCG@10 (its titles restate
 # the abstracts); the known-item sets need the fields (bench/known_items.py).
 FIELD_WEIGHTS = (0.2, 0.2, 1.0)
+# A document named after the query's key words (its title's or file name's
+# terms all in the query: a plugin page, a tldr/man-style page, a tutorial
+# titled "Rate Limiting") scores this much more than one that mentions them
+# (issue #37). Titles of several words that the query holds are rare in
+# SciFact and CMRC2018 (bench/eval.py unchanged), common in docs trees.
+NAMED_BONUS = 0.5
+PARTLY = 0.25  # share of the bonus for a name the query holds half of (jwt-auth)
+NAME_MAX_TERMS = 4  # longer titles are sentences, not names (SciFact's)
+# ... and a name holds at least this share of the query's terms: a short title
+# inside a long claim (SciFact: "Vitamin D" in a 12-term claim) names nothing
+# the query is about (SciFact lexical --files: 0.6852 without, base 0.6892).
+NAME_OF_QUERY = 1 / 3
 CHUNK_DOC_WEIGHT = 0.6  # share of a chunk's score that is its document's
 # Feedback for the chunk list's documents too: +1 point nDCG@10 on SciFact
 # (0.692 -> 0.702), one ``doc_vocab`` lookup per added term (~2 ms).
@@ -104,8 +116,37 @@ def document_scores(
                 best[doc] = cos
         doc_lists["semantic"] = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
     doc_scores = fuse(doc_lists, cfg)
+    for doc, share in named_documents(store, docs, qterms, cfg).items():
+        if doc in doc_scores:
+            doc_scores[doc] *= 1 + NAMED_BONUS * (1.0 if share >= 1 else PARTLY)
     top = max(doc_scores.values(), default=0.0) or 1.0
     return {doc: s / top for doc, s in doc_scores.items()}, doc_lists
+
+
+def named_documents(
+    store: Index, docs: Docs, qterms: list[str], cfg: Config
+) -> dict[int, float]:
+    """The stage's documents whose title, or file name, the query names, with
+    the share of that name's content terms (stopwords aside) the query holds,
+    when at least half and the name has at most NAME_MAX_TERMS terms (issue #37): 1.0 for "Rate Limiting" and "rate limiting
+    in apisix", 0.5 for ``jwt-auth.md`` and "jwt 认证"."""
+    query = set(qterms)
+    skip = stopword_terms(cfg.stem)
+    firsts = {d.first_segment: d.id for d in docs.hits if d.n_segments}
+    rows = store.segments_by_id(list(firsts))
+    out: dict[int, float] = {}
+    for sid, row in rows.items():
+        stem = row.rel_path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+        for name in (row.title or "", stem.replace("_", " ").replace("-", " ")):
+            named = set(query_terms(name, cjk_ngram=cfg.cjk_ngram, use_stem=cfg.stem))
+            named -= skip
+            if len(named) > NAME_MAX_TERMS:
+                continue
+            share = len(named & query) / len(named) if named else 0.0
+            if share >= 0.5 and len(named & query) >= NAME_OF_QUERY * len(query):
+                doc = firsts[sid]
+                out[doc] = max(out.get(doc, 0.0), share)
+    return out
 
 
 def _with_feedback(

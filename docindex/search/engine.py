@@ -57,6 +57,14 @@ from docindex.search.fusion import (
     fuse_scores as fuse_scores,  # re-exported: the old home
 )
 from docindex.search.fusion import rrf as rrf
+from docindex.search.hints import weak_hint
+from docindex.search.quality import (
+    coverage,
+    demote_fragments,
+    held_terms,
+    is_code_query,
+    term_weights,
+)
 from docindex.search.query import (
     NO_WORDS,
     ParsedQuery,
@@ -76,6 +84,7 @@ from docindex.search.snippet import (
     open_fence,
     snippet_with_highlights,
 )
+from docindex.search.spelling import suggestions
 from docindex.store import DocFilter, Index, SegmentRow
 
 MODES = ("auto", "lexical", "semantic")
@@ -188,7 +197,7 @@ def search(
         }  # fmt: skip
         result.took_ms = _ms(started)
         return result
-    lists, gate, degraded, docs = _lists(store, parsed, cfg, opts)
+    lists, gate, degraded, docs, pool_full = _lists(store, parsed, cfg, opts)
     result.degraded = degraded
     result.used = [name for name, pairs in lists.items() if pairs]
     fused = fuse(lists, cfg)
@@ -212,22 +221,88 @@ def search(
             ranked, doc_raw, doc_of = rank_chunks(
                 store, docs, fused, lists, qterms, cfg, opts
             )
+        if not is_code_query(parsed):
+            # Answers over fragments (#37): a YAML block or the tail of an
+            # example does not outrank the prose that explains it.
+            ranked = demote_fragments(store, ranked, want, add=not parsed.constrained)
+            ranked = [(sid, s) for sid, s in ranked if s >= opts.min_score]
         if opts.per_doc > 0:
             ranked, folded = fold_per_document(store, ranked, opts.per_doc, doc_of)
         shown = [sid for sid, _ in ranked[opts.offset : want]]
         extra = [sid for s in shown for sid, _ in folded.get(s, ())[:FOLD_SHOWN]]
         rows = store.segments_by_id(shown + extra)
-    result.total = len(ranked)
+    result.total, result.total_exact = _total(
+        store, parsed, opts, len(ranked), pool_full, every=docs is None
+    )
     if opts.offset + opts.top < len(ranked):
         result.next_offset = opts.offset + opts.top
     page = ranked[opts.offset : opts.offset + opts.top]
+    weights = term_weights(store, qterms)
     result.hits = _page_hits(
-        store, page, rows, raw, gate, folded, qterms, cfg, opts, doc_raw
+        store, page, rows, raw, gate, folded, weights, cfg, opts, doc_raw
     )
-    if hint and not result.hits and opts.offset == 0:
-        result.hint = _zero_hint(store, parsed, cfg, opts)
+    if hint:
+        result.did_you_mean = suggestions(store, qterms)
+        if not result.hits and result.did_you_mean and opts.mode == "auto":
+            # Did you mean (#37): search the index's own spelling instead.
+            fixed = _corrected(parsed, result.did_you_mean)
+            again = search(store, fixed, cfg, opts, hint=False)
+            if again.hits:
+                again.query, again.corrected = parsed.text, fixed.text
+                again.did_you_mean = result.did_you_mean
+                result = again
+        if not result.hits and opts.offset == 0:
+            result.hint = _zero_hint(store, parsed, cfg, opts)
+        elif result.hits and opts.offset == 0:
+            result.hint = weak_hint(store, parsed, result, weights, cfg)
     result.took_ms = _ms(started)
     return result
+
+
+def _total(
+    store: Index, parsed: ParsedQuery, opts: QueryOptions, ranked: int,
+    pool_full: bool, *, every: bool,
+) -> tuple[int, bool]:  # fmt: skip
+    """``total`` and whether it is exact (issue #37).
+
+    The chunks (documents with ``--files``) matching the query and filters,
+    counted by FTS5 whatever the page size. A phrase, a ``+word`` met only
+    by the title or a ``--min-score`` can drop matches that only ranking
+    sees: the count is then of the ranked candidates, a lower bound when
+    the candidate pool was full.
+    """
+    if every:  # semantic mode scores every vector: all of them were ranked
+        return ranked, True
+    if parsed.phrases or parsed.required or opts.min_score > 0:
+        return ranked, not pool_full
+    counted = store.count_matches(
+        fts_match(parsed), _doc_filter(opts, store), documents=opts.files
+    )
+    return max(counted, ranked), True
+
+
+def _corrected(parsed: ParsedQuery, fixes: dict[str, str]) -> ParsedQuery:
+    """``parsed`` with its terms replaced by the suggested ones (did you mean)."""
+    from docindex.text.tokenize import word_spans
+
+    text, shift = parsed.text, 0
+    for start, end, word in list(word_spans(parsed.text)):
+        for term, better in fixes.items():
+            if word == term or word.startswith(term):
+                text = text[: start + shift] + better + text[end + shift :]
+                shift += len(better) - (end - start)
+                break
+
+    def fix(terms: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(fixes.get(t, t) for t in terms))
+
+    return dataclasses.replace(
+        parsed, text=text,
+        words=tuple(" ".join(fixes.get(w.lower(), w) for w in p.split())
+                    for p in parsed.words),
+        tokens=fix(parsed.tokens),
+        required_tokens=tuple(fix(g) for g in parsed.required_tokens),
+    )  # fmt: skip
 
 
 Ranked = list[tuple[int, float]]  # (segment id, score) best first
@@ -235,9 +310,10 @@ Ranked = list[tuple[int, float]]  # (segment id, score) best first
 
 def _lists(
     store: Index, parsed: ParsedQuery, cfg: Config, opts: QueryOptions
-) -> tuple[dict[str, Ranked], str | None, bool, Docs | None]:
-    """The ranked lists to fuse, the language gate (or None), ``degraded``
-    and the document stage (None in semantic mode).
+) -> tuple[dict[str, Ranked], str | None, bool, Docs | None, bool]:
+    """The ranked lists to fuse, the language gate (or None), ``degraded``,
+    the document stage (None in semantic mode) and whether the lexical
+    candidates filled their pool (more may match).
 
     Lists: ``lexical`` (bm25), ``semantic`` (cosine) and, for a gated neural
     query, ``ngram`` (n-gram vectors made on the fly). In ``auto`` and
@@ -274,15 +350,15 @@ def _lists(
         lists["lexical"] = store.lexical(
             match, size, cfg.title_weight, only, within=within
         )
-        if parsed.phrases or parsed.excluded:
-            lists["lexical"] = _verified(store, parsed, lists["lexical"])
+        if parsed.constrained:
+            lists["lexical"] = _verified(store, parsed, lists["lexical"], cfg)
     if opts.mode == "semantic" and not every_vector:
         candidates = [sid for sid, _ in lists.pop("lexical")]
         semantic = semantic_ranking(store, text, cfg, candidates, only, pool)
         if semantic is None:
             lexical = store.lexical(match, pool, cfg.title_weight, only)
-            if parsed.phrases or parsed.excluded:
-                lexical = _verified(store, parsed, lexical)
+            if parsed.constrained:
+                lexical = _verified(store, parsed, lexical, cfg)
             lists["lexical"] = lexical
     # Language gate (issue #9): an English-only neural model gets no weight
     # on a mostly-CJK or mostly-[UNK] query; --explain shows it as "gate".
@@ -305,14 +381,15 @@ def _lists(
             degraded = True
         elif semantic:
             lists["semantic"] = semantic
-    return lists, gate, degraded, docs
+    pool_full = len(lists.get("lexical", ())) >= pool
+    return lists, gate, degraded, docs, pool_full
 
 
 def _page_hits(
     store: Index, page: Ranked, rows: dict[int, SegmentRow],
     raw: dict[str, dict[int, tuple[int, float]]], gate: str | None,
-    folded: dict[int, Ranked], qterms: list[str], cfg: Config, opts: QueryOptions,
-    doc_raw: dict[int, tuple[int, float]],
+    folded: dict[int, Ranked], weights: dict[str, float], cfg: Config,
+    opts: QueryOptions, doc_raw: dict[int, tuple[int, float]],
 ) -> list[Hit]:  # fmt: skip
     """The page's hits, with ``--explain`` details (the hit's document's rank
     and score in ``document``, #21) and folded hits (#19)."""
@@ -333,7 +410,7 @@ def _page_hits(
             explain["fused"] = round(score, 6)
             if gate is not None:
                 explain["gate"] = gate
-        hit = _hit(store, row, score, qterms, cfg, opts, raw, explain)
+        hit = _hit(store, row, score, weights, cfg, opts, raw, explain)
         if sid in folded:
             hit = dataclasses.replace(hit, folded_count=len(folded[sid]), folded=[
                 FoldedHit(r.chunk_id, r.start_line, round(fs, 4), list(r.heading))
@@ -362,17 +439,21 @@ def fts_match(parsed: ParsedQuery) -> str:
 
 
 def _verified(
-    store: Index, parsed: ParsedQuery, pairs: list[tuple[int, float]]
+    store: Index, parsed: ParsedQuery, pairs: list[tuple[int, float]], cfg: Config
 ) -> list[tuple[int, float]]:
-    """``pairs`` whose segment text holds every phrase and no excluded phrase.
+    """``pairs`` whose segment text holds every phrase and no excluded phrase,
+    and whose text or heading path holds every ``+word``.
 
     The text is compared as normalised words (``query.normalized_words``), so
     ``"rate limiting"`` matches "Rate-Limiting" but not "rate of limiting".
-    Exclusions are checked the same way, on the heading path too.
+    Exclusions are checked the same way, on the heading path too. A
+    ``+word`` in the document's title alone does not count (issue #37): the
+    FTS title column holds the title with the heading path.
     """
     must = [p for p in map(phrase_pattern, parsed.phrases) if p is not None]
     never = [p for p in map(phrase_pattern, parsed.excluded) if p is not None]
-    if not pairs or not (must or never):
+    need = [set(g) for g in parsed.required_tokens]
+    if not pairs or not (must or never or need):
         return pairs
     rows = store.segments_by_id([sid for sid, _ in pairs])
     bodies: dict[int, str] = {}
@@ -384,7 +465,14 @@ def _verified(
         body = bodies.get(row.doc_id)
         if body is None:
             body = bodies[row.doc_id] = store.body(row.doc_id)
-        words = normalized_words(body[row.char_start : row.char_end])
+        text = body[row.char_start : row.char_end]
+        if need:
+            # the H1 that repeats the title is the title, not the chunk's
+            own = [h for h in row.heading if h != row.title]
+            held = held_terms(text, own, cfg)
+            if not all(g <= held for g in need):
+                continue
+        words = normalized_words(text)
         heading = normalized_words(" ".join(row.heading))
         if all(p.search(words) for p in must) and not any(
             p.search(words) or p.search(heading) for p in never
@@ -457,13 +545,13 @@ def _zero_hint(
 
 
 def _hit(
-    store: Index, row: SegmentRow, score: float, qterms: list[str], cfg: Config,
-    opts: QueryOptions, raw: dict[str, dict[int, tuple[int, float]]],
+    store: Index, row: SegmentRow, score: float, weights: dict[str, float],
+    cfg: Config, opts: QueryOptions, raw: dict[str, dict[int, tuple[int, float]]],
     explain: dict[str, object] | None,
 ) -> Hit:  # fmt: skip
     body = store.body(row.doc_id)
     text = body[row.char_start : row.char_end]
-    qset = set(qterms)
+    qset = set(weights)
     spans = match_spans(text, qset, cfg)
     fence = ""
     if row.char_start and ("```" in text or "~~~" in text):
@@ -490,6 +578,7 @@ def _hit(
         snippet=snippet, score=round(score, 4), chunk_id=row.chunk_id,
         heading_path=list(row.heading), from_=from_, page=row.page, slide=row.slide,
         sheet=row.sheet, cell=cell, explain=explain, highlights=highlights,
+        coverage=round(coverage(held_terms(text, row.heading, cfg), weights), 3),
     )  # fmt: skip
 
 

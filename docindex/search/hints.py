@@ -98,6 +98,32 @@ def zero_result_hint(
     return hint
 
 
+def weak_hint(
+    store: Index, query: ParsedQuery, result: QueryResult,
+    weights: dict[str, float], cfg: Config,
+) -> Hint | None:  # fmt: skip
+    """Say so when the best hit holds under half of the query (issue #37).
+
+    Returns None when the first hit's ``coverage`` reaches WEAK_COVERAGE;
+    else the zero-result hint's keys with ``weak_match`` True, the words no
+    document holds in ``unmatched_words`` and a ``suggestion`` such as
+    "weak match: the best hit holds 31% of the query; no document contains 'tidb'".
+    """
+    from docindex.search.quality import WEAK_COVERAGE
+
+    best = result.hits[0].coverage
+    if best >= WEAK_COVERAGE or not weights:
+        return None
+    unmatched = _unmatched(store, _words(query.positive_text), cfg)
+    text = f"weak match: the best hit holds {best:.0%} of the query"
+    if unmatched:
+        text += "; no document contains " + ", ".join(repr(w) for w in unmatched)
+    return {
+        "weak_match": True, "unmatched_words": unmatched, "filtered_out": False,
+        "would_match": {}, "suggestion": text,
+    }  # fmt: skip
+
+
 def _words(text: str) -> list[str]:
     """Distinct query words (latin words and CJK runs), normalised, in order."""
     return list(dict.fromkeys(word for _, _, word in word_spans(text)))

@@ -25,6 +25,20 @@ _PART = re.compile(r'(?<!\S)([+-]?)"([^"]*)"(?!\S)|(\S+)')
 _SIGNED = re.compile(r"([+-])([^\W\d_]|[^\x00-\x7f])")  # a letter: -2, +1 are text
 
 NO_WORDS = "no searchable words in the query"
+# Question and function words of CJK questions (issue #37): their n-grams
+# ("如何开启" -> 如何, 何开, 开启) are common across a docs tree and carried
+# changelogs above the page that answers. A run is split at them before it
+# becomes n-grams; a query made of nothing else keeps them.
+QUESTION_WORDS = (
+    "为什么", "怎么样", "怎么办", "是什么", "有哪些", "如何", "怎么", "怎样", "什么",
+    "哪些", "哪个", "是否", "能否", "可以", "开启", "启用", "请问",
+    "為什麼", "怎麼", "甚麼", "哪個",
+    "どうやって", "どのように", "どうすれば", "ですか", "ますか", "とは", "なに", "何ですか",
+    "어떻게", "무엇", "어디", "언제", "누구", "왜",
+)  # fmt: skip
+_QUESTION = re.compile(
+    "|".join(sorted(map(re.escape, QUESTION_WORDS), key=len, reverse=True))
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +120,11 @@ def parse_query(text: str, *, cjk_ngram: int = 2, use_stem: bool = True) -> Pars
 
     positive = " ".join((*words, *phrases, *required))
     tokens = toks(positive) if positive.strip() else ()
+    if words and _QUESTION.search(positive):
+        content = " ".join(
+            (*(_QUESTION.sub(" ", w) for w in words), *phrases, *required)
+        )
+        tokens = toks(content) or tokens
     must = tuple(t for t in (toks(p) for p in (*phrases, *required)) if t)
     never = tuple(t for t in (toks(p) for p in excluded) if t)
     return ParsedQuery(

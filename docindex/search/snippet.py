@@ -137,15 +137,19 @@ def _fence_step(line: str, fence: str) -> tuple[str, bool]:
     return mark, True
 
 
-def open_fence(text: str) -> str:
+def open_fence(text: str, fence: str = "") -> str:
     """The code fence still open at the end of ``text`` (``""`` when none).
 
     A chunk can start inside a long fenced block; the text before it says so.
+    ``fence`` is the fence open where ``text`` starts. Only lines that may
+    be fences are stepped through (issue #37 reads many chunks per query).
     """
-    fence = ""
-    for line in text.split("\n"):
+    for line in _FENCE_LINE.findall(text):
         fence, _ = _fence_step(line, fence)
     return fence
+
+
+_FENCE_LINE = re.compile(r"^ {0,3}(?:`{3,}|~{3,}).*$", re.M)
 
 
 def _display_lines(text: str, fence: str = "") -> list[tuple[str, bool]]:
@@ -175,6 +179,11 @@ def _display_lines(text: str, fence: str = "") -> list[tuple[str, bool]]:
             line = "".join([*pieces, _ESCAPE.sub(r"\1", line[pos:])])
         out.append((line, False))
     return out
+
+
+def prose_lines(text: str, fence: str = "") -> list[str]:
+    """The lines of ``text`` outside fenced code, as ``display_text`` shows them."""
+    return [line for line, code in _display_lines(text, fence) if not code]
 
 
 def _code_offsets(lines: list[tuple[str, bool]]) -> list[tuple[int, int]]:

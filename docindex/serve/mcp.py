@@ -39,6 +39,7 @@ from docindex.search.engine import MODES
 
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator, ValidationError
+    from mcp.shared.message import SessionMessage
 
     from docindex.api.records import Vocabulary
     from docindex.models import Progress, QueryResult
@@ -152,8 +153,10 @@ def tool_schemas(vocab: Vocabulary) -> dict[str, tuple[str, Schema]]:
                      _object({"path": _str(path_doc + " Default: all roots.",
                                            MAX_PATH_CHARS),
                               "force": _bool("Re-index unchanged files.", False)})),
-        "doc_query": ("Search the index; hits carry path, line, chunk_id and score. "
-                      "An empty result carries a hint.", _object(query_props, ("query",))),
+        "doc_query": ("Search the index; hits carry path, line, chunk_id, score (vs the "
+                      "best hit) and coverage (0-1: share of the query the hit holds). "
+                      "An empty or weak result carries a hint; did_you_mean suggests "
+                      "spellings.", _object(query_props, ("query",))),
         "doc_reindex": ("Re-read every file; full rebuilds the index file.",
                         _object({"full": _bool("Rebuild from scratch.", False)})),
         "doc_stats": ("What the index holds: roots, counts, types, facets.", _object({})),
@@ -571,14 +574,15 @@ class _Answers:
         import anyio
 
         self._write = write_stream
-        self.open: set[Any] = set()
+        self.open: set[str | int] = set()  # JSON-RPC request ids
         self.changed = anyio.Event()
 
-    def asked(self, item: Any) -> None:
+    def asked(self, item: SessionMessage) -> None:
         message = getattr(item.message, "root", item.message)
         method = getattr(message, "method", None)
-        if method and getattr(message, "id", None) is not None:
-            self.open.add(message.id)
+        ident = getattr(message, "id", None)
+        if method and ident is not None:
+            self.open.add(ident)
         elif method == "notifications/cancelled":  # a cancelled call gets no answer
             params = getattr(message, "params", None)
             if isinstance(params, dict):
@@ -588,12 +592,13 @@ class _Answers:
             self.open.discard(gone)
             self.changed.set()
 
-    async def send(self, item: Any) -> None:
+    async def send(self, item: SessionMessage) -> None:
         await self._write.send(item)
         message = getattr(item.message, "root", item.message)
         if getattr(message, "method", None) is None:
-            if getattr(message, "id", None) in self.open:
-                self.open.discard(message.id)
+            ident = getattr(message, "id", None)
+            if ident in self.open:
+                self.open.discard(ident)
                 self.changed.set()
 
     async def all_answered(self, closing: threading.Event | None = None) -> None:
@@ -612,8 +617,9 @@ class _Answers:
         await self._write.__aenter__()
         return self
 
-    async def __aexit__(self, *exc: Any) -> Any:
-        return await self._write.__aexit__(*exc)
+    async def __aexit__(self, *exc: object) -> bool | None:
+        done: bool | None = await self._write.__aexit__(*exc)
+        return done
 
 
 async def _answer_unparsable(

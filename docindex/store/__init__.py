@@ -77,7 +77,7 @@ __all__ = [
 
 def open_index(
     location: Path | ServerUrl, *, create: bool = False, readonly: bool = False,
-    mapped: bool = False, busy_timeout: float = 10.0,
+    mapped: bool = False, busy_timeout: float = 10.0, private: bool = True,
 ) -> Store | PgStore:  # fmt: skip
     """Open the index at a file path (SQLite) or a server URL (PostgreSQL, #34)."""
     if isinstance(location, ServerUrl):
@@ -86,7 +86,7 @@ def open_index(
         return PgStore.open(location, create=create, readonly=readonly,
                             busy_timeout=busy_timeout)  # fmt: skip
     return Store.open(location, create=create, readonly=readonly, mapped=mapped,
-                      busy_timeout=busy_timeout)  # fmt: skip
+                      busy_timeout=busy_timeout, private=private)  # fmt: skip
 
 
 def _implements_index(store: Store) -> Index:

@@ -172,6 +172,14 @@ class Index(Protocol):
     def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
         """Segments holding each term."""
 
+    def count_matches(
+        self, match: str, only: DocFilter = ..., *, documents: bool = False
+    ) -> int:
+        """Segments (or documents) matching an FTS5 query, without ranking."""
+
+    def vocabulary(self, first: str, last: str) -> list[tuple[str, int]]:
+        """(term, segments holding it) for terms in ``[first, last)``."""
+
     def tune_fts_for_bulk(self) -> None:
         """Prepare the postings for many inserts."""
 

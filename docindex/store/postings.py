@@ -160,6 +160,37 @@ class PostingRows:
                 out[term] = int(n)
         return out
 
+    def count_matches(
+        self, match: str, only: DocFilter = ALL_DOCS, *, documents: bool = False
+    ) -> int:
+        """Segments (or, with ``documents``, distinct documents) matching an
+        FTS5 query among the documents ``only`` selects (issue #37: ``total``).
+
+        No bm25 is computed: counting walks the postings alone.
+        """
+        where, params = filter_sql(only)
+        if not where and not documents:
+            sql = "SELECT count(*) FROM fts WHERE fts MATCH ?"
+        else:
+            what = "count(DISTINCT s.doc_id)" if documents else "count(*)"
+            sql = (
+                f"SELECT {what} FROM fts f JOIN segments s ON s.id = f.rowid "
+                "JOIN documents d ON d.id = s.doc_id WHERE fts MATCH ?"
+                + (f" AND {where}" if where else "")
+            )
+        (n,) = self.conn.execute(sql, (match, *params)).fetchone()
+        return int(n)
+
+    def vocabulary(self, first: str, last: str) -> list[tuple[str, int]]:
+        """(term, segments holding it) for index terms ``first <= term < last``
+        (issue #37: "did you mean"). fts5vocab answers a term range from its
+        b-tree without reading the rest of the vocabulary."""
+        cur = self.conn.execute(
+            "SELECT term, doc FROM fts_vocab WHERE term >= ? AND term < ?",
+            (first, last),
+        )
+        return [(str(t), int(n)) for t, n in cur]
+
     # -- documents as FTS rows with fields (issue #21) ---------------------
 
     def document_lexical(

@@ -155,7 +155,7 @@ class Store(DocumentRows, PostingRows):
     @classmethod
     def open(
         cls, path: Path, *, create: bool = False, busy_timeout: float = 10.0,
-        readonly: bool = False, mapped: bool = False,
+        readonly: bool = False, mapped: bool = False, private: bool = True,
     ) -> Store:  # fmt: skip
         """Open (and with ``create`` make and migrate) the index at ``path``.
 
@@ -193,7 +193,13 @@ class Store(DocumentRows, PostingRows):
                     errno.EROFS if read_only_filesystem(path.parent) else errno.EACCES
                 )
                 raise _not_writable(path, OSError(denied, os.strerror(denied)))
-        tightened = _make_private(path, create=create) if not readonly else []
+        # Tightened by writers only (scan, reindex, watch: #33); a reading
+        # command leaves a deliberately shared index as it found it (#38).
+        tightened = (
+            _make_private(path, create=create)
+            if private and create and not readonly
+            else []
+        )
         if readonly and exists:
             _roll_back_hot_journal(path, busy_timeout)
         try:

@@ -33,6 +33,7 @@ from docindex.errors import (
 from docindex.store.documents import DocumentRows
 from docindex.store.location import INSTALL_HINT, ServerUrl, mask
 from docindex.store.postgres import ranking, schema
+from docindex.store.postgres.schema import one
 from docindex.store.records import (
     SEGMENT_COLUMNS,
     DocFilter,
@@ -44,7 +45,13 @@ from docindex.store.records import (
 )
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
+    from psycopg import Connection, Cursor
+    from psycopg.rows import TupleRow
+
     from docindex.store.encoding import NewDocument
+    from docindex.store.interface import Index
 
 ALL_DOCS = DocFilter()
 # A document's segments have consecutive ids (``first_segment``); here they are
@@ -60,7 +67,7 @@ _TABLES = ("docindex_meta", "roots", "root_paths", "documents", "segments",
            "facets", "skipped", "vocab")  # fmt: skip
 
 
-def _psycopg() -> Any:
+def _psycopg() -> ModuleType:
     try:
         import psycopg
     except ImportError:
@@ -87,18 +94,18 @@ def translate(exc: BaseException, where: ServerUrl | str) -> DocindexError:
 class _Rows:
     """What ``DocumentRows`` reads of an sqlite3 cursor, over a psycopg one."""
 
-    def __init__(self, cur: Any) -> None:
+    def __init__(self, cur: Cursor[TupleRow]) -> None:
         self._cur = cur
         self.rowcount = cur.rowcount
         self.lastrowid = None
 
-    def fetchone(self) -> Any:
+    def fetchone(self) -> TupleRow | None:
         return self._cur.fetchone() if self._cur.description else None
 
-    def fetchall(self) -> list[Any]:
+    def fetchall(self) -> list[TupleRow]:
         return list(self._cur.fetchall()) if self._cur.description else []
 
-    def __iter__(self) -> Iterator[Any]:
+    def __iter__(self) -> Iterator[TupleRow]:
         return iter(self.fetchall())
 
 
@@ -109,7 +116,7 @@ class _Adapter:
     the roots (id, path), so the shared statements need no copy.
     """
 
-    def __init__(self, conn: Any, roots_here: str) -> None:
+    def __init__(self, conn: Connection[TupleRow], roots_here: str) -> None:
         self.conn = conn
         self.roots_here = roots_here
 
@@ -117,10 +124,10 @@ class _Adapter:
         sql = sql.replace("%", "%%").replace("?", "%s")
         return sql.replace("JOIN roots r ON", f"JOIN {self.roots_here} r ON")
 
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> _Rows:
+    def execute(self, sql: str, params: Sequence[object] = ()) -> _Rows:
         return _Rows(self.conn.execute(self._sql(sql), tuple(params)))
 
-    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+    def executemany(self, sql: str, rows: Iterable[Sequence[object]]) -> None:
         with self.conn.cursor() as cur:
             cur.executemany(self._sql(sql), [tuple(r) for r in rows])
 
@@ -215,7 +222,9 @@ def filter_sql(only: DocFilter) -> tuple[str, list[object]]:
 class PgStore(DocumentRows):
     """An open PostgreSQL index. Always close it (or use it as a context manager)."""
 
-    def __init__(self, pg: Any, location: ServerUrl, host: str) -> None:
+    def __init__(
+        self, pg: Connection[TupleRow], location: ServerUrl, host: str
+    ) -> None:
         from psycopg import sql
 
         self.pg = pg
@@ -533,7 +542,7 @@ class PgStore(DocumentRows):
     def next_segment_id(self) -> int:
         """The first segment id of the next document (a bound, not a promise)."""
         row = self.pg.execute("SELECT last_value + 1 FROM documents_id_seq").fetchone()
-        return int(row[0]) << SEGMENT_BITS
+        return int(one(row)[0]) << SEGMENT_BITS
 
     def add_document(self, doc: NewDocument) -> int:
         """Insert a document, its facets and segments with their term frequencies.
@@ -555,7 +564,7 @@ class PgStore(DocumentRows):
             self._count_document(doc.fts, doc.fields, len(rows), seg_len, doc_len,
                                  body_len, 1)  # fmt: skip
             new_id = int(
-                self.pg.execute("SELECT nextval('documents_id_seq')").fetchone()[0]
+                one(self.pg.execute("SELECT nextval('documents_id_seq')").fetchone())[0]
             )
             first = new_id << SEGMENT_BITS
             values = (new_id,
@@ -581,7 +590,7 @@ class PgStore(DocumentRows):
                 if other is not None:
                     self.delete_document(int(other[0]))
                 row = self.pg.execute(insert, values).fetchone()
-            doc_id = int(row[0])
+            doc_id = int(one(row)[0])
             if meta:
                 with self.pg.cursor() as cur:
                     cur.executemany(
@@ -682,9 +691,11 @@ class PgStore(DocumentRows):
         """Documents ``only`` selects, by root and path, and their total count."""
         where, params = filter_sql(only)
         cond = f"WHERE {where}" if where else ""
-        total = self.pg.execute(
-            f"SELECT count(*) FROM documents d {cond}", params
-        ).fetchone()[0]
+        total = one(
+            self.pg.execute(
+                f"SELECT count(*) FROM documents d {cond}", params
+            ).fetchone()
+        )[0]
         cur = self.pg.execute(
             "SELECT d.id, r.path, d.rel_path, d.kind, d.title, d.size, d.mtime_ns, "
             f"d.hash, d.meta, d.n_segments FROM documents d JOIN {self.roots_here} r "
@@ -766,6 +777,32 @@ class PgStore(DocumentRows):
             sql, [*sparams, *terms, *lparams, *cparams, *params, limit]
         )
         return [(int(r[0]), float(r[1])) for r in rows]
+
+    def count_matches(
+        self, match: str, only: DocFilter = ALL_DOCS, *, documents: bool = False
+    ) -> int:
+        """Segments (or distinct documents) matching an FTS5-syntax query among
+        the documents ``only`` selects, without ranking (issue #37)."""
+        tree, _ = ranking.parse_match(match)
+        cond, cparams = ranking.match_sql(tree, "s.tf")
+        where, fparams = filter_sql(only)
+        what = "count(DISTINCT s.doc_id)" if documents else "count(*)"
+        join = "JOIN documents d ON d.id = s.doc_id " if where else ""
+        sql = (
+            f"SELECT {what} FROM segments s {join}WHERE {cond}"
+            f"{' AND ' + where if where else ''}"
+        )
+        row = self.pg.execute(sql, [*cparams, *fparams]).fetchone()
+        return int(row[0]) if row else 0
+
+    def vocabulary(self, first: str, last: str) -> list[tuple[str, int]]:
+        """(term, segments holding it) for terms ``first <= term < last``."""
+        rows = self.pg.execute(
+            "SELECT term, sum(segs) FROM vocab WHERE term >= %s AND term < %s "
+            "GROUP BY term HAVING sum(segs) > 0",
+            (first, last),
+        )
+        return [(str(t), int(n)) for t, n in rows]
 
     def document_lexical(
         self, match: str, limit: int, weights: tuple[float, float, float],
@@ -933,7 +970,7 @@ class PgStore(DocumentRows):
             "SELECT count(*) > 64 FROM (SELECT 1 FROM vocab WHERE term = ' rows' "
             "LIMIT 65) x"
         ).fetchone()
-        if not row[0]:
+        if not one(row)[0]:
             return False
         self.compact_vocab()
         return True
@@ -944,7 +981,7 @@ class PgStore(DocumentRows):
             "FROM unnest(%s::text[]) t",
             (list(_TABLES),),
         ).fetchone()
-        return int(row[0])
+        return int(one(row)[0])
 
     def space(self) -> Space:
         """The tables' bytes (with indexes and TOAST); PostgreSQL reuses its free space."""
@@ -998,9 +1035,7 @@ def _host() -> str:
     return config.host_name()
 
 
-def _implements_index(store: PgStore) -> Any:
+def _implements_index(store: PgStore) -> Index:
     """Never called: mypy checks here that ``PgStore`` implements ``Index``."""
-    from docindex.store.interface import Index
-
     checked: Index = store
     return checked

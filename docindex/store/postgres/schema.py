@@ -32,12 +32,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from psycopg import Connection
+    from psycopg.rows import TupleRow
 
 LOCK_KEY = 0x446F6349  # "DocI": schema changes
 
 
-def m001_initial(conn: Any) -> None:
+def m001_initial(conn: Connection[TupleRow]) -> None:
     """Settings, roots with per-host paths, documents, segments, facets, skips."""
     for statement in _M001.split(";"):
         if statement.strip():
@@ -128,28 +132,36 @@ CREATE TABLE vocab (
 CREATE INDEX vocab_term ON vocab (term)
 """
 
-MIGRATIONS: list[Callable[[Any], None]] = [m001_initial]
+MIGRATIONS: list[Callable[[Connection[TupleRow]], None]] = [m001_initial]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
-def version(conn: Any) -> int:
+def one(row: TupleRow | None) -> TupleRow:
+    """The row a one-row statement (``count(*)``, ``to_regclass``) returns."""
+    if row is None:
+        raise LookupError("the statement returned no row")
+    return row
+
+
+def version(conn: Connection[TupleRow]) -> int:
     """Migrations applied (0: no docindex schema here)."""
-    row = conn.execute("SELECT to_regclass('docindex_migrations')").fetchone()
+    row = one(conn.execute("SELECT to_regclass('docindex_migrations')").fetchone())
     if row[0] is None:
         return 0
-    return int(conn.execute("SELECT count(*) FROM docindex_migrations").fetchone()[0])
+    count = conn.execute("SELECT count(*) FROM docindex_migrations").fetchone()
+    return int(one(count)[0])
 
 
-def foreign(conn: Any) -> bool:
+def foreign(conn: Connection[TupleRow]) -> bool:
     """True when the schema holds tables of another application named like ours."""
     row = conn.execute(
         "SELECT to_regclass('documents') IS NOT NULL "
         "AND to_regclass('docindex_migrations') IS NULL"
     ).fetchone()
-    return bool(row[0])
+    return bool(one(row)[0])
 
 
-def migrate(conn: Any) -> list[str]:
+def migrate(conn: Connection[TupleRow]) -> list[str]:
     """Apply pending migrations (autocommit connection); the names applied now."""
     ran: list[str] = []
     conn.execute("BEGIN")

@@ -1,0 +1,77 @@
+"""Did you mean (issue #37): near spellings from the index's own vocabulary.
+
+A latin query term that no segment holds, or that is far rarer
+(``RARER``) than a term one or two edits away, gets that term as a
+suggestion. Candidates are the index terms sharing the word's first two
+letters (one fts5vocab range: a few milliseconds); the nearest by
+Damerau-Levenshtein distance wins, the more frequent on a tie. No network,
+no dictionary: only words the index holds are ever suggested. CJK terms are
+left alone (their n-grams are not words).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from docindex.store import Index
+
+MIN_LENGTH = 5  # shorter words are too often other words one edit away (tidb: tidi)
+RARER = 50  # a term this many times rarer than a near spelling gets it too
+MIN_FREQ = 3  # a suggestion is held by at least this many segments
+
+
+def max_edits(word: str) -> int:
+    """Edits allowed for a word: 1 up to 7 letters, 2 from 8."""
+    return 1 if len(word) < 8 else 2
+
+
+def suggestions(store: Index, qterms: Sequence[str]) -> dict[str, str]:
+    """query term -> the index term to suggest instead (when there is one).
+
+    Args:
+        store: the index.
+        qterms: the query's index terms (stemmed like the index's).
+    """
+    candidates = [
+        t for t in dict.fromkeys(qterms)
+        if len(t) >= MIN_LENGTH and t.isascii() and t.isalpha()
+    ]  # fmt: skip
+    if not candidates:
+        return {}
+    dfs = store.doc_freqs(candidates)
+    out: dict[str, str] = {}
+    for term in candidates:
+        df = dfs.get(term, 0)
+        prefix = term[:2]
+        upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+        best: tuple[int, int, str] | None = None
+        limit = max_edits(term)
+        for word, n in store.vocabulary(prefix, upper):
+            if word == term or n < max(MIN_FREQ, RARER * df if df else 0):
+                continue
+            if abs(len(word) - len(term)) > limit:
+                continue
+            d = edit_distance(term, word, limit)
+            if d <= limit and (best is None or (d, -n, word) < best):
+                best = (d, -n, word)
+        if best is not None:
+            out[term] = best[2]
+    return out
+
+
+def edit_distance(a: str, b: str, limit: int) -> int:
+    """Optimal-string-alignment distance (a swap of neighbours is one edit),
+    or ``limit + 1`` once it is sure to exceed ``limit``."""
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        cur = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = 0 if a[i - 1] == b[j - 1] else 1
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                cur[j] = min(cur[j], prev2[j - 2] + 1)
+        if min(cur) > limit:
+            return limit + 1
+        prev2, prev = prev, cur
+    return prev[-1]

@@ -1,0 +1,152 @@
+"""The first page a person reads (issue #37): coverage and weak-match hints, did
+you mean, honest totals, answers over fragments, named pages, CJK questions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from conftest import run, run_json
+
+from docindex.search.quality import is_code_query, prose_words
+from docindex.search.query import parse_query
+from docindex.search.spelling import edit_distance
+
+Tree = Callable[[dict[str, str | bytes]], Path]
+
+PROSE = (
+    "The limiter plugin decides how many requests a client may send each second "
+    "and answers the requests over that rate with status 429, so a busy client "
+    "slows down instead of overloading the upstream service."
+)
+YAML = "\n".join(f"rate_limiting_{i}: rate limiting {i}" for i in range(12))
+
+DOCS: dict[str, str | bytes] = {
+    "plugins/throttle.md": f"# Throttle\n\n## Configure rate limiting\n\n{PROSE}\n\n"
+    f"## Example\n\n```yaml\n{YAML}\n```\n",
+    "tutorials/rate-limiting.md": "# Rate Limiting\n\nIn this tutorial you "
+    "configure rate limiting on a route with the limiter plugin, then send "
+    "requests until the gateway answers 429.\n",
+    "reference/quotas.md": "# Quotas\n\n"
+    + "Configure rate limiting quotas. " * 6
+    + PROSE
+    + "\n\n## Rate limiting by consumer\n\n"
+    + PROSE
+    + "\n",
+    "react/effects.md": "# Synchronizing with Effects\n\nCall useEffect to "
+    "connect a component to an external system; useEffect runs after render "
+    "and useEffect cleans up before the next run.\n",
+    "react/hooks.md": "# Custom hooks\n\nA custom hook is a function whose name "
+    "starts with use and that calls other hooks such as useEffect or useState; "
+    "custom hooks share logic, not state.\n",
+    "react/useEffect.md": "# useEffect\n\nuseEffect is a hook that lets you "
+    "synchronize a component with an external system.\n\n## Custom hooks\n\n"
+    "Wrapping your own logic into custom hooks keeps your components short and "
+    "readable for everyone who reads them later on.\n",
+    "ops/backup.md": "# Backups\n\nCopy the data directory to another disk every "
+    "night and keep a week of backup copies in the archive folder.\n",
+}
+
+
+@pytest.fixture
+def docs(tree: Tree) -> Path:
+    root = tree(DOCS)
+    run("scan", str(root), "--quiet")
+    return root
+
+
+def test_every_hit_has_a_coverage(docs: Path) -> None:
+    out = run_json("query", "rate limiting limiter plugin", "--top", "20")
+    assert out["hits"] and all(0.0 <= h["coverage"] <= 1.0 for h in out["hits"])
+    whole = [h for h in out["hits"] if h["rel_path"] == "plugins/throttle.md"]
+    assert whole and whole[0]["coverage"] == 1.0
+    assert out["hint"] is None
+
+
+def test_an_off_topic_query_is_called_a_weak_match(docs: Path) -> None:
+    out = run_json("query", "tidb backup to s3")
+    assert out["hits"][0]["score"] == 1.0  # the fused score alone cannot tell
+    assert out["hits"][0]["coverage"] < 0.5
+    assert out["hint"]["weak_match"] is True
+    assert out["hint"]["unmatched_words"] == ["tidb", "s3"]
+    assert "weak match" in out["hint"]["suggestion"]
+    assert "no document contains 'tidb'" in out["hint"]["suggestion"]
+    text = run("query", "tidb backup to s3").stdout
+    assert "hint: weak match" in text
+
+
+def test_a_typo_is_corrected_from_the_index_vocabulary(docs: Path) -> None:
+    out = run_json("query", "useEfect")
+    assert out["did_you_mean"] == {"useefect": "useeffect"}
+    assert out["corrected"] == "useeffect"
+    assert out["hits"] and out["query"] == "useEfect"
+    assert any(h["rel_path"] == "react/useEffect.md" for h in out["hits"])
+    text = run("query", "useEfect").stdout
+    assert "no hits for 'useEfect'; showing hits for 'useeffect'" in text
+    # lexical mode suggests and does not search the correction
+    lexical = run_json("query", "useEfect", "--mode", "lexical")
+    assert lexical["hits"] == [] and lexical["did_you_mean"] == {
+        "useefect": "useeffect"
+    }
+    # a correct word gets no suggestion; CJK is left alone
+    assert run_json("query", "useEffect")["did_you_mean"] == {}
+    assert run_json("query", "学习系统")["did_you_mean"] == {}
+
+
+def test_total_counts_matches_whatever_the_page(tree: Tree) -> None:
+    files = {f"z{i:02}.md": f"# Note {i}\n\nA zebra crossed here.\n" for i in range(25)}
+    files["two.md"] = "# Two\n\n## One\n\nA zebra.\n\n## Other\n\nAnother zebra.\n"
+    run("scan", str(tree(files)), "--quiet")
+    for top in ("3", "10", "50"):
+        out = run_json("query", "zebra", "--top", top)
+        assert out["total"] == 27 and out["total_exact"] is True, top
+        assert run_json("query", "zebra", "--top", top, "--files")["total"] == 26
+    first = run_json("query", "zebra", "--top", "5", "--files")
+    page2 = run_json("query", "zebra", "--top", "5", "--files", "--cursor",
+                     first["next_cursor"])  # fmt: skip
+    assert page2["total"] == 26 and page2["hits"]
+    assert "5 of 27 hits" in run("query", "zebra", "--top", "5").stdout
+
+
+def test_code_only_chunks_rank_below_the_prose(docs: Path) -> None:
+    assert prose_words(f"```yaml\n{YAML}\n```") == 0
+    assert prose_words(PROSE) >= 8
+    hits = run_json("query", "how do I configure rate limiting", "--per-doc", "0")
+    order = [(h["rel_path"], h["heading_path"][-1]) for h in hits["hits"]]
+    example = order.index(("plugins/throttle.md", "Example"))
+    prose = [i for i, (path, head) in enumerate(order) if head != "Example"]
+    assert example > max(prose)
+    # a query in code keeps code chunks where bm25 puts them
+    assert is_code_query(parse_query("rate_limiting_3"))
+    code = run_json("query", "rate_limiting_3")["hits"]
+    assert code[0]["heading_path"][-1] == "Example"
+
+
+def test_a_page_named_after_the_query_ranks_first(docs: Path) -> None:
+    out = run_json("query", "how do I configure rate limiting", "--files")
+    assert out["hits"][0]["rel_path"] == "tutorials/rate-limiting.md"
+
+
+def test_a_required_word_must_be_in_the_chunk_not_only_the_title(docs: Path) -> None:
+    hits = run_json("query", "custom hooks +useEffect", "--per-doc", "0")["hits"]
+    assert hits
+    for hit in hits:
+        # useEffect.md's "Custom hooks" section holds the word only in its title
+        assert hit["heading_path"] != ["useEffect", "Custom hooks"]
+    assert any(h["rel_path"] == "react/hooks.md" for h in hits)
+
+
+def test_cjk_question_words_do_not_count() -> None:
+    tokens = parse_query("apisix 如何开启 jwt 认证").tokens
+    assert tokens == ("apisix", "jwt", "认证")
+    assert parse_query("怎么更新 state").tokens == ("更新", "state")
+    assert parse_query("如何").tokens == ("如何",)  # nothing else: kept
+    assert parse_query("어떻게 설치").tokens == ("설치",)
+    assert parse_query("どうやって検索").tokens == ("検索",)
+
+
+def test_edit_distance() -> None:
+    assert edit_distance("useefect", "useeffect", 2) == 1
+    assert edit_distance("recieve", "receive", 2) == 1  # a swap is one edit
+    assert edit_distance("kitten", "sitting", 1) == 2  # stops past the limit
