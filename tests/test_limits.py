@@ -309,3 +309,30 @@ def test_mcp_cancelled_or_abandoned_scan_stops(tmp_path: Path) -> None:
         started = time.monotonic()
         assert server.close() == 0  # the client goes away mid-scan
     assert time.monotonic() - started < 20
+
+
+def test_mcp_answers_the_id_of_a_request_with_a_malformed_field(
+    index: tuple[Path, Path],
+) -> None:
+    """Issue #33: a lone surrogate or 100k-deep nesting costs the caller an error
+    reply with its own id (was ``id: null``: the call waited forever)."""
+    root, db = index
+    server = _Server(db, root)
+    try:
+        server.send('{"jsonrpc": "2.0", "id": 41, "method": "tools/call", "params": '
+                    '{"name": "doc_query", "arguments": {"query": "\\ud800"}}}')  # fmt: skip
+        reply = server.receive()
+        assert reply["id"] == 41 and reply["error"]["code"] == -32700, reply
+        deep = "[" * 100_000 + "]" * 100_000
+        server.send('{"jsonrpc": "2.0", "id": "call-42", "method": "tools/call", '
+                    '"params": {"name": "doc_query", "arguments": {"query": "pip", '
+                    f'"where": {deep}}}}}}}')  # fmt: skip
+        reply = server.receive()
+        assert reply["id"] == "call-42" and reply["error"]["code"] == -32700, reply
+        server.send('{"jsonrpc": "2.0", "id": 43, "method": 5}')  # not a request
+        reply = server.receive()
+        assert reply["id"] == 43 and reply["error"]["code"] == -32600, reply
+        error, result = server.call("doc_query", {"query": "pip", "top_k": 1})
+        assert not error and len(result["hits"]) == 1  # the session goes on
+    finally:
+        assert server.close() == 0

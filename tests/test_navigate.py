@@ -354,3 +354,29 @@ def test_stored_chunk_ids_and_headings_equal_the_segmenter(tree: Tree) -> None:
     # A safety-net id (dedup beyond the segmenter's anchors) is kept verbatim.
     seg = Segment(0, "x", 1, 1, ("A",), "f.md#a~9", anchor="a", part=1)
     assert encode_segments([seg], "f.md").column(0, "frag") == "#a~9"
+
+
+def test_a_query_with_no_hits_costs_what_one_with_hits_does(many: Path) -> None:
+    """Issue #33: the zero-result hint re-ran the query in every other mode,
+    and ``--mode semantic`` reads every vector of the index (0.3 s and 50 MB
+    more on 3,000 documents, bench/zero_hits.py). The SQL it runs says so."""
+    import os
+
+    from docindex.config import Config
+    from docindex.models import QueryOptions
+    from docindex.search.engine import search
+    from docindex.store import Store
+
+    statements: list[str] = []
+    with Store.open(Path(os.environ["DOCINDEX_DB"])) as store:
+        store.conn.set_trace_callback(statements.append)
+        cfg = Config(roots=(str(many),))
+        assert search(store, "shared alpha", cfg, QueryOptions()).hits
+        with_hits = len(statements)
+        statements.clear()
+        for text in ("zzyzx", "+shared +zzyzx", '"alpha shared word"'):
+            result = search(store, text, cfg, QueryOptions())
+            assert not result.hits and result.hint and result.hint["suggestion"]
+        every_vector = [s for s in statements if "s.vec FROM segments" in s]
+        assert every_vector == [], every_vector
+        assert len(statements) <= 3 * with_hits, statements

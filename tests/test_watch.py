@@ -424,6 +424,25 @@ def test_temp_paths_are_applied_only_when_indexed(tmp_path: Path) -> None:
         assert _known(store, filt, asked) == (str(root / "a.md"), str(root / "sub"))
 
 
+def test_catch_up_stopped_by_a_signal_reports_instead_of_crashing(
+    tmp_path: Path,
+) -> None:
+    """A stop during the catch-up scan ends the batch cleanly (issue #33: was
+    ``UnboundLocalError: 'errors'`` and exit 1)."""
+    from docindex.ingest.watch import _apply
+
+    root = tmp_path / "notes"
+    root.mkdir()
+    for i in range(5):
+        (root / f"n{i}.md").write_text(f"# Note {i}\n\nbody {i}\n")
+    cfg = Config(roots=(str(root),))
+    with Store.open(tmp_path / "index.db", create=True) as store:
+        report, raced = _apply(
+            store, cfg, Batch((str(root),)), "catch-up", stop=lambda: True
+        )
+    assert report.kind == "catch-up" and report.errors == [] and not raced
+
+
 def test_a_second_watch_on_one_index_names_the_first_and_exits_2(
     tmp_path: Path,
 ) -> None:

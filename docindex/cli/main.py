@@ -97,6 +97,10 @@ class _Group(click.Group):
                 "interrupted; the index keeps its last committed state", err=True
             )
             sys.exit(130)
+        except PermissionError as exc:
+            # Another user's index is private to its owner (issue #33).
+            name = exc.filename or "a file the command needs"
+            raise _failure(f"permission denied: {name}", 1) from None
         except BrokenPipeError:
             # `docindex list | head`: the reader has all it wanted (issue #20).
             # Point stdout at /dev/null so the interpreter's final flush is quiet.

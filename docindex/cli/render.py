@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING, Any
 
 from docindex.models import Hit, ScanResult
@@ -47,9 +48,31 @@ def location(hit: Hit) -> str:
     return ""
 
 
-# C0 controls (but tab and newline) and DEL: a document's escape sequences must
-# not reach the terminal.
-_CONTROLS = {c: None for c in (*range(0, 9), *range(11, 32), 127)}
+# C0 and C1 controls, DEL, and the marks that reorder or hide text (bidi
+# overrides and isolates): a file name's or a document's escape sequences
+# (OSC 52 clipboard writes, screen clears, CSI as the one byte U+009B) must
+# not reach the terminal (issue #33).
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def term_safe(text: object, *, lines: bool = False) -> str:
+    """``text`` as it may be printed to a terminal: every unsafe character escaped.
+
+    The one function every command's human output goes through (JSON output
+    stays exact). Each control character becomes its visible Python escape
+    (``\\x1b``, ``\\u202e``), so a hostile name is shown, not obeyed, and
+    two names differing only there stay distinct. ``lines`` keeps newlines and
+    tabs (a document's text); names get them escaped too.
+    """
+
+    def escape(m: re.Match[str]) -> str:
+        char = m.group()
+        if lines and char in "\n\t":
+            return char
+        code = ord(char)
+        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+    return _UNSAFE.sub(escape, str(text))
 
 
 def hits_text(
@@ -79,14 +102,14 @@ def hits_text(
         # issue #37: the share of the query the hit holds, absolute (0-100%)
         head += style(f"{hit.coverage:>4.0%} ", fg="green", dim=hit.coverage < 0.5)
         shown = hit.path if full_paths else hit.rel_path
-        head += style(_clean(shown), fg="magenta", bold=True)
+        head += style(term_safe(shown), fg="magenta", bold=True)
         head += style(f":{hit.line}", fg="cyan")
         loc = location(hit)
         if loc:
-            head += style(f"  {_clean(loc)}", fg="yellow")
+            head += style(f"  {term_safe(loc)}", fg="yellow")
         trail = " > ".join(hit.heading_path) if hit.heading_path else hit.title
         if trail:
-            head += style(f"  {_clean(trail)}", dim=True)
+            head += style(f"  {term_safe(trail)}", dim=True)
         lines.append(head)
         if context is not None and context[number]:
             for n, text in context[number]:
@@ -132,7 +155,8 @@ def _notes(result: Any) -> list[str]:
 
 
 def _clean(text: str) -> str:
-    return text.translate(_CONTROLS)
+    """A document's text (snippets, sections) for the terminal."""
+    return term_safe(text, lines=True)
 
 
 def vimgrep_lines(hits: list[Hit], lines: list[list[tuple[int, str]]]) -> list[str]:
@@ -158,7 +182,7 @@ def vimgrep_lines(hits: list[Hit], lines: list[list[tuple[int, str]]]) -> list[s
         if not text:
             text = hit.snippet
         text = _clean(text).replace("\n", " ")
-        out.append(f"{_clean(hit.path)}:{line}:{col}:{text}")
+        out.append(f"{term_safe(hit.path)}:{line}:{col}:{text}")
     return out
 
 
@@ -179,13 +203,13 @@ def scan_text(result: ScanResult) -> str:
     ]
     lines = [", ".join(parts) + f" in {result.took_ms / 1000:.2f} s"]
     for warning in result.warnings:
-        lines.append(click.style(f"warning: {_clean(warning)}", fg="yellow"))
+        lines.append(click.style(f"warning: {term_safe(warning)}", fg="yellow"))
     if result.skipped:
         skipped = ", ".join(f"{k} {v}" for k, v in sorted(result.skipped.items()))
         lines.append(click.style(f"skipped: {skipped}", dim=True))
     for err in result.errors[:20]:
         line = f"  {err['reason']}: {err['path']}: {err['message']}"
-        lines.append(click.style(_clean(line), fg="yellow"))
+        lines.append(click.style(term_safe(line), fg="yellow"))
     if len(result.errors) > 20:
         more = f"  … and {len(result.errors) - 20} more (see --json)"
         lines.append(click.style(more, dim=True))
@@ -288,12 +312,12 @@ def print_skipped(console: Console, result: SkippedFiles) -> None:
     for record in files:
         by_reason.setdefault(record.reason, []).append(record)
     for reason, records in sorted(by_reason.items()):
-        console.print(Text(f"{reason} ({len(records)})", style="bold"))
+        console.print(Text(f"{term_safe(reason)} ({len(records)})", style="bold"))
         for record in records:
             line = Text("  ")
-            line.append(_clean(record.path), style="magenta")
+            line.append(term_safe(record.path), style="magenta")
             if record.message and record.message != reason:
-                line.append(f"  {_clean(record.message)}", style="dim")
+                line.append(f"  {term_safe(record.message)}", style="dim")
             console.print(line, soft_wrap=True)
     counts = result.counts
     if not counts:
@@ -326,15 +350,17 @@ def print_outline(console: Console, outline: Outline) -> None:
     """A document's headings, indented by level, with their lines."""
     from rich.text import Text
 
-    console.print(Text(f"{outline.title}  ({outline.rel_path})", style="bold"))
+    head = f"{term_safe(outline.title)}  ({term_safe(outline.rel_path)})"
+    console.print(Text(head, style="bold"))
     if not outline.outline:
         console.print(Text("no headings", style="dim"))
     for entry in outline.outline:
         line = Text("  " * (entry.level - 1))
-        line.append(entry.text)
+        line.append(term_safe(entry.text))
         where = f"{entry.unit}:{entry.line}" if entry.unit else f":{entry.line}"
+        where = term_safe(where)
         line.append(f"  {where}", style="cyan")
-        line.append(f"  {entry.chunk_id}", style="dim")
+        line.append(f"  {term_safe(entry.chunk_id)}", style="dim")
         console.print(line, soft_wrap=True)
 
 
@@ -346,13 +372,14 @@ def print_shown(console: Console, shown: Shown) -> None:
         head = Text()
         marked = chunk is shown.chunk
         head.append("> " if marked else "  ", style="bold green")
-        head.append(chunk.chunk_id, style="bold magenta" if marked else "magenta")
+        head.append(term_safe(chunk.chunk_id),
+                    style="bold magenta" if marked else "magenta")  # fmt: skip
         head.append(f"  chunk {chunk.position} of {shown.total}", style="dim")
         loc = _where(chunk.start_line, chunk.end_line, chunk.page, chunk.slide,
                      chunk.sheet)  # fmt: skip
-        head.append(f"  {loc}", style="cyan")
+        head.append(f"  {term_safe(loc)}", style="cyan")
         console.print(head, soft_wrap=True)
-        console.print(Text(chunk.text), soft_wrap=True)
+        console.print(Text(_clean(chunk.text)), soft_wrap=True)
 
 
 def print_section(console: Console, section: Section) -> None:
@@ -360,18 +387,18 @@ def print_section(console: Console, section: Section) -> None:
     from rich.text import Text
 
     unit = f"  {section.unit}" if section.unit else ""
-    head = Text(f"{section.rel_path}:{section.start_line}-{section.end_line}{unit}",
-                style="bold magenta")  # fmt: skip
-    head.append(f"  {section.heading}", style="dim")
+    where = f"{section.rel_path}:{section.start_line}-{section.end_line}{unit}"
+    head = Text(term_safe(where), style="bold magenta")
+    head.append(f"  {term_safe(section.heading)}", style="dim")
     console.print(head, soft_wrap=True)
-    console.print(Text(section.text), soft_wrap=True)
+    console.print(Text(_clean(section.text)), soft_wrap=True)
 
 
 def document_rows(listing: DocumentList) -> list[str]:
     """Piped ``list``: absolute path, type, bytes, segments, title; tab-separated."""
     return [
         "\t".join(
-            _clean(str(v)).replace("\t", " ")
+            term_safe(v)
             for v in (doc.path, doc.type, doc.size, doc.segments, doc.title)
         )
         for doc in listing.documents
@@ -390,7 +417,7 @@ def print_documents(
         return
     table = Table(box=None)
     # Paths are what people copy: the title gives way first (issue #20).
-    longest = max((len(d.rel_path) for d in listing.documents), default=4)
+    longest = max((len(term_safe(d.rel_path)) for d in listing.documents), default=4)
     for name in ("path", "type", "size", "segments", "title"):
         wide = min(longest, max(20, console.width - 40)) if name == "path" else None
         table.add_column(
@@ -400,9 +427,10 @@ def print_documents(
             overflow="ellipsis" if name == "title" else "fold",
         )
     for doc in listing.documents:
-        table.add_row(
-            doc.rel_path, doc.type, human_size(doc.size), str(doc.segments), doc.title
-        )
+        table.add_row(  # Text: a "[" in a name is not markup
+            Text(term_safe(doc.rel_path)), Text(term_safe(doc.type)),
+            human_size(doc.size), str(doc.segments), Text(term_safe(doc.title)),
+        )  # fmt: skip
     console.print(table)
     console.print(Text(_list_footer(listing, offset), style="dim"))
 
@@ -428,11 +456,11 @@ def print_related(console: Console, related: Related) -> None:
     for hit in related.hits:
         head = Text()
         head.append(f"{hit.score:.3f} ", style="bold green")
-        head.append(hit.rel_path, style="bold magenta")
+        head.append(term_safe(hit.rel_path), style="bold magenta")
         head.append(f":{hit.line}", style="cyan")
-        head.append(f"  {hit.chunk_id}", style="dim")
+        head.append(f"  {term_safe(hit.chunk_id)}", style="dim")
         console.print(head, soft_wrap=True)
-        console.print(Text(f"    {hit.snippet}"), soft_wrap=False)
+        console.print(Text(f"    {_clean(hit.snippet)}"), soft_wrap=False)
 
 
 def print_eval(console: Console, report: EvalReport) -> None:
@@ -477,7 +505,7 @@ def print_roots(console: Console, data_record: object) -> None:
         table.add_column(name, justify="right" if name == "documents" else "left")
     for root in data["roots"]:
         folder = Text("ok") if root["exists"] else Text("missing", style="bold red")
-        table.add_row(root["path"], f"{root['documents']:,}", folder)
+        table.add_row(Text(term_safe(root["path"])), f"{root['documents']:,}", folder)
     console.print(table)
     moved = data.get("relocated")
     if moved:

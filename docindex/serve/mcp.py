@@ -643,16 +643,76 @@ async def _answer_unparsable(
                     answers.asked(item)
                 await sink.send(item)
                 continue
-            kinds = {e.get("type") for e in getattr(item, "errors", list)()}
+            errors: list[Any] = getattr(item, "errors", list)()
+            kinds = {e.get("type") for e in errors}
             parse = "json_invalid" in kinds or not kinds
             code, text = (
                 (-32700, "Parse error") if parse else (-32600, "Invalid Request")
             )
-            reply = types.JSONRPCError(jsonrpc="2.0", id=None,
+            reply = types.JSONRPCError(jsonrpc="2.0", id=_request_id(errors),
                                        error=types.ErrorData(code=code, message=text))  # fmt: skip
             await write_stream.send(SessionMessage(reply))
         if answers is not None:
             await answers.all_answered(closing)
+
+
+def _request_id(errors: list[Any]) -> str | int | None:
+    """The id of a request that failed validation, when one can be read (#33).
+
+    A field the SDK rejects (a lone surrogate in a string, nesting deeper than
+    its parser goes) must not cost the caller its answer: the reply carries
+    the request's own id, found in the validated object or, for text the
+    parser gave up on, by scanning the line's top level.
+    """
+    for error in errors:
+        given = error.get("input") if isinstance(error, dict) else None
+        if isinstance(given, dict):
+            found = given.get("id")
+            if isinstance(found, str | int) and not isinstance(found, bool):
+                return found
+        elif isinstance(given, str | bytes):
+            text = given if isinstance(given, str) else given.decode("utf-8", "replace")
+            found = _scan_id(text)
+            if found is not None:
+                return found
+    return None
+
+
+def _scan_id(line: str) -> str | int | None:
+    """The ``id`` member of the JSON object ``line`` at its top level, without
+    parsing the rest (no recursion: a 100k-deep value costs one pass)."""
+    decoder = json.JSONDecoder()
+    depth, i, n = 0, 0, len(line)
+    while i < n:
+        char = line[i]
+        if char == '"':
+            try:
+                text, end = decoder.raw_decode(line, i)  # one string: flat
+            except ValueError:
+                return None
+            if depth == 1 and text == "id":
+                j = end
+                while j < n and line[j] in " \t\r\n":
+                    j += 1
+                if j < n and line[j] == ":":
+                    j += 1
+                    while j < n and line[j] in " \t\r\n":
+                        j += 1
+                    try:
+                        value, _ = decoder.raw_decode(line, j)
+                    except (ValueError, RecursionError):
+                        return None
+                    if isinstance(value, str | int) and not isinstance(value, bool):
+                        return value
+                    return None
+            i = end
+            continue
+        if char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth -= 1
+        i += 1
+    return None
 
 
 class CappedLines:
