@@ -138,11 +138,11 @@ def hits_text(
     return "\n".join(lines)
 
 
-def _notes(result: Any) -> list[str]:
+def _notes(result: QueryResult) -> list[str]:
     """ "did you mean" and "showing results for" lines (issue #37)."""
     out: list[str] = []
-    fixes = getattr(result, "did_you_mean", None) or {}
-    corrected = getattr(result, "corrected", None)
+    fixes = result.did_you_mean or {}
+    corrected = result.corrected
     if corrected:
         out.append(f"no hits for {result.query!r}; showing hits for {corrected!r}")
     elif fixes:

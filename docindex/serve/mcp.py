@@ -643,7 +643,7 @@ async def _answer_unparsable(
                     answers.asked(item)
                 await sink.send(item)
                 continue
-            errors: list[Any] = getattr(item, "errors", list)()
+            errors: list[dict[str, object]] = getattr(item, "errors", list)()
             kinds = {e.get("type") for e in errors}
             parse = "json_invalid" in kinds or not kinds
             code, text = (
@@ -656,7 +656,7 @@ async def _answer_unparsable(
             await answers.all_answered(closing)
 
 
-def _request_id(errors: list[Any]) -> str | int | None:
+def _request_id(errors: list[dict[str, object]]) -> str | int | None:
     """The id of a request that failed validation, when one can be read (#33).
 
     A field the SDK rejects (a lone surrogate in a string, nesting deeper than
