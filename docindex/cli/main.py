@@ -21,7 +21,6 @@ from docindex.cli.output import out_console as _out_console
 from docindex.cli.output import piped as _piped
 from docindex.cli.output import progress_bar as _progress
 from docindex.errors import DocindexError, IndexNotWritableError
-from docindex.store.location import ServerUrl
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -32,6 +31,7 @@ if TYPE_CHECKING:
     from docindex.ingest.watch import BatchReport
     from docindex.models import Progress, QueryResult, ScanResult
     from docindex.serve.server import Serving
+    from docindex.store.location import ServerUrl
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
