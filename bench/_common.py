@@ -158,3 +158,23 @@ def start_watcher(
             raise SystemExit(f"{label}: the watcher's server does not answer")
         time.sleep(0.2)
     return watcher
+
+
+def corpus_copies(corpus: Path, tree: Path, scale: int) -> Path:
+    """``scale`` copies of ``corpus`` under ``tree``/copyN (hard links, else copies),
+    made once: a ``.complete`` marker says the tree is whole."""
+    import shutil
+
+    marker = tree / ".complete"
+    if marker.exists():
+        return tree
+    shutil.rmtree(tree, ignore_errors=True)
+    for i in range(scale):
+        dest = tree / f"copy{i}"
+        try:
+            shutil.copytree(corpus, dest, copy_function=os.link)
+        except OSError:
+            shutil.rmtree(dest, ignore_errors=True)
+            shutil.copytree(corpus, dest)
+    marker.write_text("ok")
+    return tree

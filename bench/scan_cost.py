@@ -37,7 +37,7 @@ import venv
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import docindex_cmd, measure, mmm  # noqa: E402
+from _common import corpus_copies, docindex_cmd, measure, mmm  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "corpus" / "docs"
@@ -74,20 +74,7 @@ def make_tree(scale: int) -> Path:
     """``scale`` copies of the corpus under renamed folders (hard links, else copies)."""
     if scale == 1:
         return CORPUS
-    tree = WORK / f"x{scale}"
-    marker = tree / ".complete"
-    if marker.exists():
-        return tree
-    shutil.rmtree(tree, ignore_errors=True)
-    for i in range(scale):
-        dest = tree / f"copy{i}"
-        try:
-            shutil.copytree(CORPUS, dest, copy_function=os.link)
-        except OSError:
-            shutil.rmtree(dest, ignore_errors=True)
-            shutil.copytree(CORPUS, dest)
-    marker.write_text("ok")
-    return tree
+    return corpus_copies(CORPUS, WORK / f"x{scale}", scale)
 
 
 def tree_bytes(tree: Path) -> tuple[int, int]:

@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import signal
 import sqlite3
 import subprocess
@@ -47,7 +46,15 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import SHARED_DIR, docindex_cmd, measure, mmm, start_watcher, wall  # noqa: E402
+from _common import (  # noqa: E402
+    SHARED_DIR,
+    corpus_copies,
+    docindex_cmd,
+    measure,
+    mmm,
+    start_watcher,
+    wall,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = SHARED_DIR / "corpus" / "docs"
@@ -120,20 +127,7 @@ def _python() -> str:
 
 def make_tree(scale: int) -> Path:
     """``scale`` copies of the corpus under distinct paths (hard links, else copies)."""
-    tree = WORK / f"x{scale}"
-    marker = tree / ".complete"
-    if marker.exists():
-        return tree
-    shutil.rmtree(tree, ignore_errors=True)
-    for i in range(scale):
-        dest = tree / f"copy{i}"
-        try:
-            shutil.copytree(CORPUS, dest, copy_function=os.link)
-        except OSError:
-            shutil.rmtree(dest, ignore_errors=True)
-            shutil.copytree(CORPUS, dest)
-    marker.write_text("ok")
-    return tree
+    return corpus_copies(CORPUS, WORK / f"x{scale}", scale)
 
 
 def _size(path: Path) -> int:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Callable
+import subprocess
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -155,3 +157,16 @@ def pg_url(pg_server: str) -> str:
     import pgcluster
 
     return pgcluster.new_schema(pg_server)
+
+
+@contextlib.contextmanager
+def mounted(target: Path, *args: str) -> Iterator[None]:
+    """``mount ARGS TARGET`` for the block (root only: skips when it cannot)."""
+    target.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run(["mount", *args, str(target)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount here: {proc.stderr.strip()}")
+    try:
+        yield
+    finally:
+        subprocess.run(["umount", "-l", str(target)], check=False)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import run, write_tree
+from conftest import mounted, run, write_tree
 
 from docindex.cli.main import cli
 
@@ -54,18 +54,6 @@ def _can_mount() -> bool:
 needs_root = pytest.mark.skipif(
     not _can_mount(), reason="read-only mounts, tmpfs and other users need root"
 )
-
-
-@contextlib.contextmanager
-def mounted(target: Path, *args: str) -> Iterator[None]:
-    target.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run(["mount", *args, str(target)], capture_output=True, text=True)
-    if proc.returncode != 0:
-        pytest.skip(f"cannot mount here: {proc.stderr.strip()}")
-    try:
-        yield
-    finally:
-        subprocess.run(["umount", "-l", str(target)], check=False)
 
 
 @contextlib.contextmanager

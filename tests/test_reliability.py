@@ -18,13 +18,12 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run
+from conftest import mounted, run
 
 # -- helpers --------------------------------------------------------------------
 
@@ -316,18 +315,6 @@ def _can_mount() -> bool:
     )
 
 
-@contextlib.contextmanager
-def _mounted(target: Path, *args: str) -> Iterator[None]:
-    target.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run(["mount", *args, str(target)], capture_output=True, text=True)
-    if proc.returncode != 0:
-        pytest.skip(f"cannot mount here: {proc.stderr.strip()}")
-    try:
-        yield
-    finally:
-        subprocess.run(["umount", "-l", str(target)], check=False)
-
-
 @pytest.mark.skipif(
     not _can_mount(), reason="a real full disk needs root to mount a tmpfs"
 )
@@ -337,7 +324,7 @@ def test_full_tmpfs_scan_fails_cleanly(tmp_path: Path) -> None:
     write_variant(root, 4, 0)
     db = mnt / "index.db"
     env = child_env()
-    with _mounted(mnt, "-t", "tmpfs", "-o", "size=1m", "tmpfs"):
+    with mounted(mnt, "-t", "tmpfs", "-o", "size=1m", "tmpfs"):
         subprocess.run(scan_cmd(root, db), env=env, check=True, timeout=60)
         before = check_index(db)
         for i in range(30):  # ~2.5 MB of new text: its index cannot fit in 1 MB
@@ -367,7 +354,7 @@ def test_read_only_index_folder(tmp_path: Path) -> None:
     digest = hashlib.sha256(db.read_bytes()).hexdigest()
     (root / "more.md").write_text("# more\n\nnew text\n")
     if os.geteuid() == 0:
-        ctx: Any = _mounted(folder, "--bind", "-o", "ro", str(folder))
+        ctx: Any = mounted(folder, "--bind", "-o", "ro", str(folder))
         if not _can_mount():
             pytest.skip("root ignores permission bits and cannot bind-mount read-only")
     else:
