@@ -158,6 +158,10 @@ def test_mcp_server_end_to_end(
                 )
                 assert not err and related["hits"]
                 assert all(h["rel_path"] != "guide.md" for h in related["hits"])
+                files = [h["rel_path"] for h in related["hits"]]  # issue #37
+                assert len(files) == len(set(files))
+                assert all("folded_count" in h and h["heading_path"] is not None
+                           for h in related["hits"])  # fmt: skip
                 err, related = await call(
                     "find_related",
                     {"path": "guide.md", "chunk_id": "install", "same_file": True},

@@ -9,18 +9,21 @@ the roots (``..``, absolute paths elsewhere, symlinks pointing out) raises
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shlex
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+from docindex.config import Config
 from docindex.errors import (
     BadInputError,
     DocindexError,
     MisuseError,
     OutsideRootsError,
 )
+from docindex.models import FoldedHit
 from docindex.models.limits import (
     MAX_CHUNK_ID_CHARS,
     MAX_GLOB_CHARS,
@@ -301,14 +304,6 @@ def _headings(text: str) -> list[tuple[int, str, int]]:
     return [(lvl, txt, i) for i, lvl, txt in markdown_headings(text.split("\n"))]
 
 
-def _opening_chunk(segments: list[SegmentRow], line: int) -> str:
-    """Id of the first chunk at or after ``line`` (a bare heading opens its child)."""
-    for seg in segments:
-        if seg.end_line >= line:
-            return seg.chunk_id
-    return segments[-1].chunk_id if segments else ""
-
-
 class _Heading(NamedTuple):
     """A heading of a document: where it starts and, past Markdown, its segment."""
 
@@ -317,12 +312,6 @@ class _Heading(NamedTuple):
     line: int  # 1-based, within ``unit`` when there is one
     unit: str | None = None  # EPUB chapter file: its lines restart at 1
     segment: int | None = None  # index of the first segment under it
-
-
-def _heading_chunk(segments: list[SegmentRow], head: _Heading) -> str:
-    if head.segment is not None:
-        return segments[head.segment].chunk_id
-    return _opening_chunk(segments, head.line)
 
 
 def _doc_headings(
@@ -380,12 +369,46 @@ def outline(
     # --depth counts from the shallowest level the file has: React's pages keep
     # their title in front matter and start at "##" (issue #37).
     top = min((h.level for h in heads), default=1)
-    entries = [
-        OutlineEntry(h.level, h.text, h.line, _heading_chunk(segments, h), h.unit)
-        for h in heads
-        if h.level - top < depth
-    ]
+    paths = _heading_paths(heads)
+    entries = []
+    for h, path in zip(heads, paths, strict=True):
+        if h.level - top >= depth:
+            continue
+        opening = _heading_segment(segments, h)
+        chunk_id = opening.chunk_id if opening else ""
+        entries.append(OutlineEntry(
+            h.level, h.text, h.line, chunk_id, h.unit, heading_path=path,
+            anchor=_own_anchor(opening, len(path)),
+        ))  # fmt: skip
     return Outline(doc.path, doc.rel_path, doc.title, entries)
+
+
+def _heading_segment(segments: list[SegmentRow], head: _Heading) -> SegmentRow | None:
+    """The first segment under ``head`` (a bare heading opens its child's)."""
+    if not segments:
+        return None
+    if head.segment is not None:
+        return segments[head.segment]
+    return next((s for s in segments if s.end_line >= head.line), segments[-1])
+
+
+def _own_anchor(opening: SegmentRow | None, depth: int) -> str:
+    """The heading's own chunk-id form: its first chunk's id, cut to its depth.
+
+    A heading followed directly by a subheading has no chunk of its own; its
+    first chunk is its child's (``#reference/useeffect``), but ``show``
+    and Markdown links name it ``#reference`` (issue #37).
+    """
+    if opening is None:
+        return ""
+    file, _, anchor = opening.chunk_id.partition("#")
+    extra = len(opening.heading) - depth
+    if not anchor or extra <= 0:
+        return opening.chunk_id
+    parts = _without_part(anchor).split("/")
+    if len(parts) <= extra:
+        return opening.chunk_id
+    return f"{file}#{'/'.join(parts[:-extra])}"
 
 
 def section(
@@ -407,7 +430,7 @@ def section(
     segments = store.segments_of(doc.id)
     heads = _doc_headings(store, doc, segments)
     index = _find_heading(heads, heading, doc.rel_path)
-    head = heads[index]
+    head, path = heads[index], _heading_paths(heads)[index]
     after = next(
         (
             h
@@ -418,7 +441,8 @@ def section(
     )
     if head.segment is not None:
         body = store.body(doc.id)
-        return _segment_section(doc, segments, head, after, include_subsections, body)
+        found = _segment_section(doc, segments, head, after, include_subsections, body)
+        return dataclasses.replace(found, heading_path=path)
     body_lines = store.body(doc.id).split("\n")
     start, end = head.line, len(body_lines) if after is None else after.line - 1
     while end > start and not body_lines[end - 1].strip():
@@ -430,6 +454,7 @@ def section(
         path=doc.path, rel_path=doc.rel_path, heading=head.text, level=head.level,
         start_line=start, end_line=end, include_subsections=include_subsections,
         chunk_ids=chunk_ids, text="\n".join(body_lines[start - 1 : end]),
+        heading_path=path,
     )  # fmt: skip
 
 
@@ -666,17 +691,26 @@ def _doc_filter(
 
 def related(
     store: Index, roots: Sequence[str], target: str, *, top: int = 10,
-    same_file: bool = False, cwd: Path | None = None,
+    same_file: bool = False, cwd: Path | None = None, cfg: Config | None = None,
+    cache_key: Hashable | None = None,
 ) -> Related:  # fmt: skip
-    """Chunks nearest by vector to a chunk, or to a file's centroid.
+    """Documents nearest by vector to a chunk, or to a file's centroid.
+
+    One entry per document, its best chunk, as ``query`` shows hits (issue
+    #37): the document's other chunks among the nearest ``FOLD_POOL`` fold
+    behind it (``folded_count``, the best ``FOLD_SHOWN`` in ``folded``).
+    With ``same_file`` the source file's own chunks are each listed.
 
     Args:
         store: the index (built with an embedding provider).
         roots: the configured roots; results stay inside them.
         target: ``FILE`` or ``FILE#CHUNK`` (a chunk id).
-        top: how many chunks to return.
+        top: how many entries to return.
         same_file: also return chunks of the source file (never the source chunk).
         cwd: also resolve relative paths against this directory.
+        cfg: the settings snippets follow (defaults when None).
+        cache_key: identifies the index's current state; with it the decoded
+            vectors are kept for the next call (``search.vectors``).
 
     Raises:
         OutsideRootsError: the path part escapes the roots.
@@ -685,18 +719,21 @@ def related(
     import numpy as np
 
     from docindex.embed.ngram import dequantize
+    from docindex.search.vectors import vector_matrix
 
     check_range("top", top, 1, MAX_TOP)
     emb = store.get_meta("embedder")
     if not emb:
         raise DocindexError("this index has no vectors (embedding provider none)")
     rows = _chunk_rows(store, roots, target, cwd)
+    own = []
     if rows:
         doc_id, source, source_ids = rows[0].doc_id, rows[0].chunk_id, [rows[0].id]
     else:
         doc = resolve_file(store, roots, target, cwd=cwd)
         doc_id, source = doc.id, doc.rel_path
-        source_ids = [s.id for s in store.segments_of(doc_id)]
+        own = store.segments_of(doc_id)
+        source_ids = [s.id for s in own]
     dim = int(emb["dim"])
     _, blobs = store.vectors(source_ids)
     if not blobs:
@@ -706,33 +743,94 @@ def related(
     if norm == 0:
         return Related(source, [])
     query /= norm
-    only = _doc_filter(store, roots, None, ())
-    if not same_file:
-        only = only._replace(except_doc=doc_id)
-    ids, cand = store.all_vectors(only)
-    if not ids:
+    matrix = vector_matrix(store, _doc_filter(store, roots, None, ()), dim, cache_key)
+    if not len(matrix.ids):
         return Related(source, [])
-    sims = dequantize(cand, dim) @ query
-    order = np.lexsort((np.asarray(ids), -sims))
-    skip = set(source_ids) if len(source_ids) == 1 else set()
-    best = [
-        (ids[i], float(sims[i])) for i in order if sims[i] > 0 and ids[i] not in skip
+    sims = matrix.cosines(query)
+    if not same_file:
+        own = own or store.segments_of(doc_id)
+        skip = {s.id for s in own}
+    else:
+        skip = set(source_ids) if len(source_ids) == 1 else set()
+    if skip:
+        sims[np.isin(matrix.ids, np.fromiter(skip, dtype=np.int64))] = -1.0
+    pool = min(len(sims), max(FOLD_POOL, 4 * top))
+    keep = np.argpartition(-sims, pool - 1)[:pool] if pool < len(sims) else None
+    cand_ids = matrix.ids if keep is None else matrix.ids[keep]
+    cand_sims = sims if keep is None else sims[keep]
+    order = np.lexsort((cand_ids, -cand_sims))
+    ranked = [
+        (int(cand_ids[i]), float(cand_sims[i])) for i in order if cand_sims[i] > 0
     ]
-    best = best[: max(0, top)]
-    found = store.segments_by_id([sid for sid, _ in best])
+    doc_of = store.doc_ids_of([sid for sid, _ in ranked])
+    shown, folded = _fold(ranked, doc_of, top, doc_id if same_file else None)
+    wanted = [sid for sid, _ in shown]
+    wanted += [f for sid, _ in shown for f, _ in folded.get(sid, [])[:FOLD_SHOWN]]
+    found = store.segments_by_id(wanted)
+    cfg = cfg or Config()
     hits = [
-        _related_hit(store, found[sid], score) for sid, score in best if sid in found
+        _related_hit(store, found[sid], score, cfg, folded.get(sid, []), found)
+        for sid, score in shown
+        if sid in found
     ]
     return Related(source, hits)
 
 
-def _related_hit(store: Index, row: SegmentRow, score: float) -> RelatedHit:
-    text = store.body(row.doc_id)[row.char_start : row.char_end]
-    snippet = " ".join(text.split())[:200]
+FOLD_POOL = 200  # nearest chunks folded by document; "+ N more here" counts these
+FOLD_SHOWN = 5  # folded chunks an entry lists, as query's hits do
+
+
+def _fold(
+    ranked: list[tuple[int, float]], doc_of: dict[int, int], top: int,
+    unfolded: int | None,
+) -> tuple[list[tuple[int, float]], dict[int, list[tuple[int, float]]]]:  # fmt: skip
+    """The first ``top`` documents' best chunks, and the chunks folded behind each.
+
+    Chunks of document ``unfolded`` (``--same-file``'s source) are each shown.
+    """
+    shown: list[tuple[int, float]] = []
+    first: dict[int, int] = {}  # doc -> its shown segment
+    folded: dict[int, list[tuple[int, float]]] = {}
+    for sid, score in ranked:
+        doc = doc_of.get(sid, -sid)
+        if doc in first and doc != unfolded:
+            folded.setdefault(first[doc], []).append((sid, score))
+        elif len(shown) < top:
+            first[doc] = sid
+            shown.append((sid, score))
+    return shown, folded
+
+
+SNIPPET_CHARS = 200  # as ``query``'s default ``snippet_chars``
+
+
+def _related_hit(
+    store: Index, row: SegmentRow, score: float, cfg: Config,
+    folded: list[tuple[int, float]], rows: dict[int, SegmentRow],
+) -> RelatedHit:  # fmt: skip
+    from docindex.search.snippet import open_fence, snippet_with_highlights
+
+    body = store.body(row.doc_id)
+    text = body[row.char_start : row.char_end]
+    fence = ""
+    if row.char_start and ("```" in text or "~~~" in text):
+        fence = open_fence(body[: row.char_start])  # as query's hits (#19)
+    # No query terms: the window opens on the chunk's first prose line, with
+    # fences, heading marks and anchors gone and "…" where it is cut (#37).
+    snippet, _ = snippet_with_highlights(
+        text, set(), SNIPPET_CHARS, False, cfg, [], fence
+    )
+    title = row.title or row.rel_path.rsplit("/", 1)[-1]
     return RelatedHit(
         path=_join(row.root, row.rel_path), rel_path=row.rel_path,
         chunk_id=row.chunk_id, line=row.start_line, start_line=row.start_line,
-        end_line=row.end_line, title=row.title or row.rel_path.rsplit("/", 1)[-1],
+        end_line=row.end_line, title=title,
         heading_path=list(row.heading), score=round(min(1.0, score), 4),
-        snippet=snippet, page=row.page, slide=row.slide, sheet=row.sheet,
+        snippet=snippet or title, page=row.page, slide=row.slide, sheet=row.sheet,
+        folded=[
+            FoldedHit(r.chunk_id, r.start_line, round(min(1.0, s), 4), list(r.heading))
+            for sid, s in folded[:FOLD_SHOWN]
+            if (r := rows.get(sid)) is not None
+        ],
+        folded_count=len(folded),
     )  # fmt: skip
