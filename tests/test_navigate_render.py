@@ -125,3 +125,14 @@ def test_outline_names_headings_by_their_own_anchor(corpus: Path) -> None:
     assert props["heading_path"] == ["Guide", "Props"]
     assert props["chunk_id"]  # the chunk it opens, as before
     json.dumps(data)
+
+
+def test_related_to_a_heading_without_a_chunk_of_its_own(corpus: Path) -> None:
+    # `outline` names "Props" guide.md#guide/props; its first chunk is its child's
+    data = run_json("related", "guide.md#guide/props", "--same-file")
+    assert data["source"] == "guide.md#guide/props"
+    ids = [h["chunk_id"] for h in data["hits"]]
+    assert not any(i.startswith("guide.md#guide/props/") for i in ids)  # itself
+    assert "source.md" in [h["rel_path"] for h in data["hits"]]
+    missing = run("related", "guide.md#nope", ok=False)
+    assert missing.exit_code != 0 and "docindex outline" in missing.stderr

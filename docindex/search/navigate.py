@@ -726,14 +726,29 @@ def related(
     if not emb:
         raise DocindexError("this index has no vectors (embedding provider none)")
     rows = _chunk_rows(store, roots, target, cwd)
-    own = []
+    own: list[SegmentRow] = []
+    own_file = ""  # the source's rel_path when it is a whole file
     if rows:
         doc_id, source, source_ids = rows[0].doc_id, rows[0].chunk_id, [rows[0].id]
+    elif "#" in target:
+        # A heading with no chunk of its own (``outline`` names it): the
+        # centroid of the chunks under it, as ``show`` opens it (issue #37).
+        doc = resolve_file(store, roots, _chunk_file(target), cwd=cwd)
+        doc_id, own = doc.id, store.segments_of(doc.id)
+        source = f"{doc.rel_path}#{target.rpartition('#')[2]}"
+        first = _opening_of(own, doc.rel_path, target)
+        if first is None:
+            raise MisuseError(
+                f"{doc.rel_path} has no chunk {target!r}; list its chunk ids "
+                f"with `docindex outline {doc.rel_path}`"
+            )
+        source_ids = [s.id for s in own if s.chunk_id.startswith(f"{source}/")]
     else:
         doc = resolve_file(store, roots, target, cwd=cwd)
         doc_id, source = doc.id, doc.rel_path
         own = store.segments_of(doc_id)
         source_ids = [s.id for s in own]
+        own_file = source
     dim = int(emb["dim"])
     _, blobs = store.vectors(source_ids)
     if not blobs:
@@ -751,7 +766,8 @@ def related(
         own = own or store.segments_of(doc_id)
         skip = {s.id for s in own}
     else:
-        skip = set(source_ids) if len(source_ids) == 1 else set()
+        # the source chunk (or section) itself never; a whole file's chunks do
+        skip = set() if source == own_file else set(source_ids)
     if skip:
         sims[np.isin(matrix.ids, np.fromiter(skip, dtype=np.int64))] = -1.0
     pool = min(len(sims), max(FOLD_POOL, 4 * top))
