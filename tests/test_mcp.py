@@ -28,7 +28,7 @@ Run pip install docindex.
 ## On Linux
 Use pip3 install docindex.
 
-# Usage
+# Usage {#usage}
 Query the index.
 """
 
@@ -152,6 +152,13 @@ def test_mcp_server_end_to_end(
                     5,
                     9,
                 )
+
+                err, usage = await call("get_section", {"path": "guide.md",
+                                                        "section": "usage"})  # fmt: skip
+                assert not err and usage["heading_path"] == ["Usage"]  # issue #37
+                assert usage["text"].startswith("# Usage\n")  # no {#usage}
+                err, doc = await call("get_doc", {"chunk_id": "guide.md#usage"})
+                assert not err and "{#" not in doc["chunk"]["text"]
 
                 err, related = await call(
                     "find_related", {"path": "guide.md", "limit": 3}

@@ -528,6 +528,23 @@ def _segment_section(
     )  # fmt: skip
 
 
+def readable(found: Section | Shown) -> Section | Shown:
+    """``found`` with its text as a reader sees it (``snippet.reading_text``):
+    what MCP tools return, where an agent reads, not a script (issue #37)."""
+    from docindex.search.snippet import reading_text
+
+    if isinstance(found, Section):
+        return dataclasses.replace(found, text=reading_text(found.text))
+
+    def clean(chunk: Chunk) -> Chunk:
+        return dataclasses.replace(chunk, text=reading_text(chunk.text))
+
+    return dataclasses.replace(
+        found, chunk=clean(found.chunk), before=[clean(c) for c in found.before],
+        after=[clean(c) for c in found.after],
+    )  # fmt: skip
+
+
 # -- show -----------------------------------------------------------------------
 
 

@@ -414,9 +414,11 @@ class Tools:
         return self.plain.stats()
 
     def _tool_get_doc(self, args: JSONObject, stop: _Cancellable) -> object:
-        return self.index.show(
+        from docindex.search.navigate import readable  # headings' anchors go (#37)
+
+        return readable(self.index.show(
             _get_str(args, "chunk_id"), context=_get_int(args, "context", 0)
-        )
+        ))  # fmt: skip
 
     def _tool_get_outline(self, args: JSONObject, stop: _Cancellable) -> object:
         return self.index.outline(
@@ -424,10 +426,12 @@ class Tools:
         )
 
     def _tool_get_section(self, args: JSONObject, stop: _Cancellable) -> object:
-        return self.index.section(
+        from docindex.search.navigate import readable
+
+        return readable(self.index.section(
             _get_str(args, "path"), _get_str(args, "section"),
             subsections=_get_bool(args, "include_subsections", True),
-        )  # fmt: skip
+        ))  # fmt: skip
 
     def _tool_find_related(self, args: JSONObject, stop: _Cancellable) -> object:
         path = _get_str(args, "path")
