@@ -599,11 +599,11 @@ def related(
     roots: list[str] | None = None, cwd: Path | None = None,
 ) -> Related:  # fmt: skip
     """Nearest chunks by vector; see ``docindex related --help``."""
-    from docindex.search import navigate
+    from docindex.search import related as nearest
 
     ws = _nav_workspace(db, roots)
     with _open_for_reading(ws) as store:
-        return navigate.related(store, ws.config.roots, target, top=top,
+        return nearest.related(store, ws.config.roots, target, top=top,
                                 same_file=same_file, cwd=cwd, cfg=ws.config,
                                 cache_key=_file_state(ws.db))  # fmt: skip
 

@@ -12,25 +12,22 @@ from __future__ import annotations
 import dataclasses
 import os
 import shlex
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from docindex.config import Config
 from docindex.errors import (
     BadInputError,
     DocindexError,
     MisuseError,
     OutsideRootsError,
 )
-from docindex.models import FoldedHit
 from docindex.models.limits import (
     MAX_CHUNK_ID_CHARS,
     MAX_GLOB_CHARS,
     MAX_LIST,
     MAX_OFFSET,
     MAX_QUERY_CHARS,
-    MAX_TOP,
     check_length,
     check_path,
     check_range,
@@ -42,8 +39,6 @@ from docindex.models.navigation import (
     DocumentRef,
     Outline,
     OutlineEntry,
-    Related,
-    RelatedHit,
     Section,
     Shown,
 )
@@ -56,7 +51,8 @@ MARKDOWN_KINDS = ("md", "docx", "html", "odt")  # one unit whose text has ``#`` 
 # -- resolving arguments inside the roots ---------------------------------------
 
 
-def _join(root: str, rel_path: str) -> str:
+def join_path(root: str, rel_path: str) -> str:
+    """The absolute path of a root's ``rel_path`` (stored with ``/``)."""
     return str(Path(root, *rel_path.split("/")))
 
 
@@ -109,7 +105,7 @@ def resolve_inside(roots: Sequence[str], arg: str, cwd: Path | None = None) -> P
         OutsideRootsError: ``arg`` escapes every root.
     """
     root, rel = _candidates(roots, arg, cwd)[0]
-    return Path(_join(root, rel)) if rel != "." else Path(root)
+    return Path(join_path(root, rel)) if rel != "." else Path(root)
 
 
 _GLOB_CHARS = frozenset("*?[")
@@ -237,7 +233,7 @@ def resolve_file(
             doc_id = store.find_document(ids[root], rel)
             if doc_id is not None:
                 return _doc_of(store, doc_id)
-    places = [Path(_join(root, rel)) for root, rel in _candidates(roots, arg, cwd)]
+    places = [Path(join_path(root, rel)) for root, rel in _candidates(roots, arg, cwd)]
     if not any(os.path.exists(p) for p in places):  # False for ENAMETOOLONG too
         raise MisuseError(
             f"{arg} does not exist under the roots ({', '.join(roots)}); "
@@ -248,7 +244,7 @@ def resolve_file(
     )
 
 
-def _chunk_rows(
+def chunk_rows(
     store: Index, roots: Sequence[str], arg: str, cwd: Path | None
 ) -> list[SegmentRow]:
     """Segments whose chunk id is ``arg``; its path part is checked against the roots.
@@ -565,7 +561,7 @@ def show(
         OutsideRootsError: the path part escapes the roots.
         DocindexError: no such chunk, file or line.
     """
-    rows = _chunk_rows(store, roots, target, cwd)
+    rows = chunk_rows(store, roots, target, cwd)
     if rows:
         doc_id, ordinal = rows[0].doc_id, rows[0].ordinal
         segments = store.segments_of(doc_id)
@@ -575,9 +571,9 @@ def show(
         if "#" in file or _without_part(file) != file:
             # A chunk id whose file is indexed but which names no chunk of it
             # (issue #20: not "the file is not indexed").
-            doc = resolve_file(store, roots, _chunk_file(file), cwd=cwd)
+            doc = resolve_file(store, roots, chunk_file(file), cwd=cwd)
             segments = store.segments_of(doc.id)
-            opening = _opening_of(segments, doc.rel_path, target)
+            opening = opening_of(segments, doc.rel_path, target)
             if opening is None:
                 raise MisuseError(
                     f"{doc.rel_path} has no chunk {target!r}; list its chunk ids "
@@ -597,7 +593,7 @@ def show(
     )  # fmt: skip
 
 
-def _opening_of(segments: list[SegmentRow], rel_path: str, target: str) -> int | None:
+def opening_of(segments: list[SegmentRow], rel_path: str, target: str) -> int | None:
     """Index of the first chunk inside the section whose anchor ``target`` names.
 
     A heading followed directly by a subheading has no chunk of its own (its
@@ -631,7 +627,7 @@ def _file_line(
     return doc_id, segments, _segment_at(segments, line)
 
 
-def _chunk_file(chunk_id: str) -> str:
+def chunk_file(chunk_id: str) -> str:
     """The file part of a chunk id (``guide.md#install~2`` -> ``guide.md``)."""
     return _without_part(chunk_id.split("#", 1)[0])
 
@@ -649,7 +645,7 @@ def _segment_at(segments: list[SegmentRow], line: int | None) -> int:
     return len(segments) - 1
 
 
-# -- list and related -----------------------------------------------------------
+# -- list -----------------------------------------------------------------------
 
 
 def list_documents(
@@ -673,7 +669,7 @@ def list_documents(
     check_length("path", path_glob, MAX_GLOB_CHARS)
     check_range("limit", limit, 1, MAX_LIST)
     check_range("offset", offset, 0, MAX_OFFSET)
-    only = _doc_filter(store, roots, None, types)
+    only = roots_filter(store, roots, None, types)
     if path_glob:
         scope = path_scope(roots, path_glob, cwd)
         if scope.root is not None:
@@ -684,7 +680,7 @@ def list_documents(
     rows, total = store.documents(only, limit=limit, offset=offset)
     docs = [
         DocumentInfo(
-            path=_join(r.root, r.rel_path),
+            path=join_path(r.root, r.rel_path),
             rel_path=r.rel_path,
             title=r.title or r.rel_path.rsplit("/", 1)[-1],
             type=r.kind,
@@ -696,174 +692,12 @@ def list_documents(
     return DocumentList(docs, total, offset + len(docs) < total)
 
 
-def _doc_filter(
+def roots_filter(
     store: Index, roots: Sequence[str], path_glob: str | None, types: Sequence[str]
 ) -> DocFilter:
+    """The documents of ``roots`` (of ``types``, under ``path_glob``)."""
     return DocFilter(
         root_ids=tuple(_root_ids(store, roots).values()),
         kinds=tuple(types),
         path_glob=path_glob,
     )
-
-
-def related(
-    store: Index, roots: Sequence[str], target: str, *, top: int = 10,
-    same_file: bool = False, cwd: Path | None = None, cfg: Config | None = None,
-    cache_key: Hashable | None = None,
-) -> Related:  # fmt: skip
-    """Documents nearest by vector to a chunk, or to a file's centroid.
-
-    One entry per document, its best chunk, as ``query`` shows hits (issue
-    #37): the document's other chunks among the nearest ``FOLD_POOL`` fold
-    behind it (``folded_count``, the best ``FOLD_SHOWN`` in ``folded``).
-    With ``same_file`` the source file's own chunks are each listed.
-
-    Args:
-        store: the index (built with an embedding provider).
-        roots: the configured roots; results stay inside them.
-        target: ``FILE`` or ``FILE#CHUNK`` (a chunk id).
-        top: how many entries to return.
-        same_file: also return chunks of the source file (never the source chunk).
-        cwd: also resolve relative paths against this directory.
-        cfg: the settings snippets follow (defaults when None).
-        cache_key: identifies the index's current state; with it the decoded
-            vectors are kept for the next call (``search.vectors``).
-
-    Raises:
-        OutsideRootsError: the path part escapes the roots.
-        DocindexError: unknown file or chunk, or an index without vectors.
-    """
-    import numpy as np
-
-    from docindex.embed.ngram import dequantize
-    from docindex.search.vectors import vector_matrix
-
-    check_range("top", top, 1, MAX_TOP)
-    emb = store.get_meta("embedder")
-    if not emb:
-        raise DocindexError("this index has no vectors (embedding provider none)")
-    rows = _chunk_rows(store, roots, target, cwd)
-    own: list[SegmentRow] = []
-    own_file = ""  # the source's rel_path when it is a whole file
-    if rows:
-        doc_id, source, source_ids = rows[0].doc_id, rows[0].chunk_id, [rows[0].id]
-    elif "#" in target:
-        # A heading with no chunk of its own (``outline`` names it): the
-        # centroid of the chunks under it, as ``show`` opens it (issue #37).
-        doc = resolve_file(store, roots, _chunk_file(target), cwd=cwd)
-        doc_id, own = doc.id, store.segments_of(doc.id)
-        source = f"{doc.rel_path}#{target.rpartition('#')[2]}"
-        first = _opening_of(own, doc.rel_path, target)
-        if first is None:
-            raise MisuseError(
-                f"{doc.rel_path} has no chunk {target!r}; list its chunk ids "
-                f"with `docindex outline {doc.rel_path}`"
-            )
-        source_ids = [s.id for s in own if s.chunk_id.startswith(f"{source}/")]
-    else:
-        doc = resolve_file(store, roots, target, cwd=cwd)
-        doc_id, source = doc.id, doc.rel_path
-        own = store.segments_of(doc_id)
-        source_ids = [s.id for s in own]
-        own_file = source
-    dim = int(emb["dim"])
-    _, blobs = store.vectors(source_ids)
-    if not blobs:
-        raise DocindexError(f"{source} has no vectors")
-    query = dequantize(blobs, dim).mean(axis=0)
-    norm = float(np.linalg.norm(query))
-    if norm == 0:
-        return Related(source, [])
-    query /= norm
-    matrix = vector_matrix(store, _doc_filter(store, roots, None, ()), dim, cache_key)
-    if not len(matrix.ids):
-        return Related(source, [])
-    sims = matrix.cosines(query)
-    if not same_file:
-        own = own or store.segments_of(doc_id)
-        skip = {s.id for s in own}
-    else:
-        # the source chunk (or section) itself never; a whole file's chunks do
-        skip = set() if source == own_file else set(source_ids)
-    if skip:
-        sims[np.isin(matrix.ids, np.fromiter(skip, dtype=np.int64))] = -1.0
-    pool = min(len(sims), max(FOLD_POOL, 4 * top))
-    keep = np.argpartition(-sims, pool - 1)[:pool] if pool < len(sims) else None
-    cand_ids = matrix.ids if keep is None else matrix.ids[keep]
-    cand_sims = sims if keep is None else sims[keep]
-    order = np.lexsort((cand_ids, -cand_sims))
-    ranked = [
-        (int(cand_ids[i]), float(cand_sims[i])) for i in order if cand_sims[i] > 0
-    ]
-    doc_of = store.doc_ids_of([sid for sid, _ in ranked])
-    shown, folded = _fold(ranked, doc_of, top, doc_id if same_file else None)
-    wanted = [sid for sid, _ in shown]
-    wanted += [f for sid, _ in shown for f, _ in folded.get(sid, [])[:FOLD_SHOWN]]
-    found = store.segments_by_id(wanted)
-    cfg = cfg or Config()
-    hits = [
-        _related_hit(store, found[sid], score, cfg, folded.get(sid, []), found)
-        for sid, score in shown
-        if sid in found
-    ]
-    return Related(source, hits)
-
-
-FOLD_POOL = 200  # nearest chunks folded by document; "+ N more here" counts these
-FOLD_SHOWN = 5  # folded chunks an entry lists, as query's hits do
-
-
-def _fold(
-    ranked: list[tuple[int, float]], doc_of: dict[int, int], top: int,
-    unfolded: int | None,
-) -> tuple[list[tuple[int, float]], dict[int, list[tuple[int, float]]]]:  # fmt: skip
-    """The first ``top`` documents' best chunks, and the chunks folded behind each.
-
-    Chunks of document ``unfolded`` (``--same-file``'s source) are each shown.
-    """
-    shown: list[tuple[int, float]] = []
-    first: dict[int, int] = {}  # doc -> its shown segment
-    folded: dict[int, list[tuple[int, float]]] = {}
-    for sid, score in ranked:
-        doc = doc_of.get(sid, -sid)
-        if doc in first and doc != unfolded:
-            folded.setdefault(first[doc], []).append((sid, score))
-        elif len(shown) < top:
-            first[doc] = sid
-            shown.append((sid, score))
-    return shown, folded
-
-
-SNIPPET_CHARS = 200  # as ``query``'s default ``snippet_chars``
-
-
-def _related_hit(
-    store: Index, row: SegmentRow, score: float, cfg: Config,
-    folded: list[tuple[int, float]], rows: dict[int, SegmentRow],
-) -> RelatedHit:  # fmt: skip
-    from docindex.search.snippet import open_fence, snippet_with_highlights
-
-    body = store.body(row.doc_id)
-    text = body[row.char_start : row.char_end]
-    fence = ""
-    if row.char_start and ("```" in text or "~~~" in text):
-        fence = open_fence(body[: row.char_start])  # as query's hits (#19)
-    # No query terms: the window opens on the chunk's first prose line, with
-    # fences, heading marks and anchors gone and "…" where it is cut (#37).
-    snippet, _ = snippet_with_highlights(
-        text, set(), SNIPPET_CHARS, False, cfg, [], fence
-    )
-    title = row.title or row.rel_path.rsplit("/", 1)[-1]
-    return RelatedHit(
-        path=_join(row.root, row.rel_path), rel_path=row.rel_path,
-        chunk_id=row.chunk_id, line=row.start_line, start_line=row.start_line,
-        end_line=row.end_line, title=title,
-        heading_path=list(row.heading), score=round(min(1.0, score), 4),
-        snippet=snippet or title, page=row.page, slide=row.slide, sheet=row.sheet,
-        folded=[
-            FoldedHit(r.chunk_id, r.start_line, round(min(1.0, s), 4), list(r.heading))
-            for sid, s in folded[:FOLD_SHOWN]
-            if (r := rows.get(sid)) is not None
-        ],
-        folded_count=len(folded),
-    )  # fmt: skip
