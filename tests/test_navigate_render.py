@@ -136,3 +136,22 @@ def test_related_to_a_heading_without_a_chunk_of_its_own(corpus: Path) -> None:
     assert "source.md" in [h["rel_path"] for h in data["hits"]]
     missing = run("related", "guide.md#nope", ok=False)
     assert missing.exit_code != 0 and "docindex outline" in missing.stderr
+
+
+def test_related_looks_past_a_document_that_fills_the_nearest_chunks(
+    tree: Tree,
+) -> None:
+    # 210 sections nearer the source than anything else: more than related
+    # folds at first (200), yet the other documents still get their entries
+    crowd = "".join(f"## Props and components\n\n{PROSE * 3}\n\n" for _ in range(210))
+    root = tree({"source.md": SOURCE, "crowd.md": crowd, "other.md": OTHER,
+                 "guide.md": GUIDE})  # fmt: skip
+    run("scan", str(root), "-q")
+    data = run_json("related", "source.md", "--top", "3")
+    assert sorted(h["rel_path"] for h in data["hits"]) == [
+        "crowd.md",
+        "guide.md",
+        "other.md",
+    ]
+    crowd_hit = next(h for h in data["hits"] if h["rel_path"] == "crowd.md")
+    assert crowd_hit["folded_count"] == 209
