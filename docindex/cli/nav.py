@@ -185,13 +185,13 @@ def skipped(reason: str | None, db: str | None, as_json: bool) -> None:
 @click.option(
     "--same-file",
     is_flag=True,
-    help="Also return chunks of the same file (never the source chunk).",
+    help="Also return chunks of the same file, each listed (never the source).",
 )
 @db_option
 @json_option
 def related(target: str, top: int, same_file: bool, db: str | None,
             as_json: bool) -> None:  # fmt: skip
-    """Documents nearest by vector to a chunk, or to FILE's centroid.
+    """Documents nearest by vector to a chunk, a heading's section, or FILE.
 
     One entry per document (other files only, unless --same-file): its
     nearest chunk, with the document's other near chunks folded behind it
