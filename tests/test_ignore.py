@@ -314,7 +314,9 @@ def many_glob_trees(draw: st.DrawFn) -> dict[str, str]:
     for key in [k for k in files if k.endswith(".gitignore")] or [".gitignore"]:
         lines = draw(st.lists(patterns(), min_size=70, max_size=120))
         # literal pieces of every length around the key's 3..8 characters
-        lines += [f"*{draw(st.sampled_from(NAMES)).strip()}{'x' * n}*" for n in range(9)]
+        lines += [
+            f"*{draw(st.sampled_from(NAMES)).strip()}{'x' * n}*" for n in range(9)
+        ]
         files[key] = "\n".join(lines)
     return files
 
