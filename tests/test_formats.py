@@ -274,6 +274,30 @@ def test_pdf_over_its_file_budget_keeps_the_pages_read() -> None:
     assert got.meta["truncated"].startswith("time:0.5s at page ")
 
 
+def test_pdf_pages_sharing_a_16_mb_stream_are_refused_unparsed(
+    tmp_path: Path,
+) -> None:
+    # 2,000 pages drawing one 16 MB stream: ~360 KB on disk, 530 s of parsing
+    # before the bytes budget (issue #33); now no page is parsed at all.
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "shared.pdf").write_bytes(_formats.shared_stream_pdf(2000, 16 * 2**20))
+    (root / "note.md").write_text("# Note\n\nneighbourword\n", encoding="utf-8")
+    db = str(tmp_path / "i.db")
+    run("scan", str(root), "--db", db, "--json")
+    assert run("query", "neighbourword", "--db", db, "--json")["hits"]
+    skipped = json.dumps(run("skipped", "--db", db, "--json"))
+    assert "too-large" in skipped and "2000 over 4 MB of content" in skipped
+
+
+def test_pdf_over_its_content_bytes_keeps_the_pages_read() -> None:
+    data = _formats.shared_stream_pdf(50, 100_000)
+    limits = ExtractLimits(pdf_content_bytes=350_000)
+    got = extract("shared.pdf", data, limits)
+    assert [u.page for u in got.units] == [1, 2, 3]
+    assert got.meta["truncated"] == "content:0.334 MB at page 4/50"
+
+
 def test_pdf_page_alarm_lets_an_outer_deadline_fire() -> None:
     import gc
     import signal
