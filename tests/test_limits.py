@@ -336,3 +336,25 @@ def test_mcp_answers_the_id_of_a_request_with_a_malformed_field(
         assert not error and len(result["hits"]) == 1  # the session goes on
     finally:
         assert server.close() == 0
+
+
+def test_markdown_indexing_has_a_time_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue #33: extraction and segmentation of Markdown ran unbounded."""
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "many.md").write_text(
+        "".join(f"## heading {i}\nword{i} text\n" for i in range(60_000))
+    )
+    (root / "small.md").write_text("# Small\nsmallword here\n")
+    monkeypatch.setenv("DOCINDEX_EXTRACT_TIMEOUT_S", "0.05")
+    db = str(tmp_path / "i.db")
+    run("scan", str(root), "--db", db, "-q")
+    skipped = json.loads(run("skipped", "--db", db, "--json").stdout)["files"]
+    assert [(f["path"].rsplit("/", 1)[-1], f["reason"]) for f in skipped] == [
+        ("many.md", "timeout")
+    ]
+    assert "took over 0.05 s" in skipped[0]["message"]
+    hits = json.loads(run("query", "smallword", "--db", db, "--json").stdout)["hits"]
+    assert [h["path"].rsplit("/", 1)[-1] for h in hits] == ["small.md"]

@@ -80,8 +80,23 @@ class ExtractTimeout(BaseException):
     """Raised by the alarm; a BaseException so no library's ``except Exception`` eats it."""
 
 
+_limit = [0.0]  # the running deadline's seconds, for its message
+_installed = [0]  # the process that installed ``_fire`` (a fork inherits it)
+
+
+def _fire(signum: int, frame: object) -> None:
+    raise ExtractTimeout(f"extraction took over {_limit[0]:g} s")
+
+
 class deadline:
-    """Bound a call in time with SIGALRM (POSIX main thread only; else unbounded)."""
+    """Bound a call in time with SIGALRM (POSIX main thread only; else unbounded).
+
+    The handler stays installed after the first use: ``signal.signal`` and
+    even ``getsignal`` cost more than the two ``setitimer`` calls, and every
+    file of a scan passes two deadlines (extraction, then indexing its text:
+    issue #33). Not nested; code that replaces the SIGALRM handler must put
+    it back (the PDF extractor's page alarms do).
+    """
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
@@ -95,11 +110,10 @@ class deadline:
             return
         if threading.current_thread() is not threading.main_thread():
             return
-
-        def _fire(signum: int, frame: object) -> None:
-            raise ExtractTimeout(f"extraction took over {self.seconds:g} s")
-
-        self.previous = signal.signal(signal.SIGALRM, _fire)
+        if _installed[0] != os.getpid():
+            signal.signal(signal.SIGALRM, _fire)
+            _installed[0] = os.getpid()
+        _limit[0] = self.seconds
         signal.setitimer(signal.ITIMER_REAL, self.seconds)
         self.armed = True
 
@@ -108,7 +122,6 @@ class deadline:
             import signal
 
             signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, self.previous)
 
 
 def chunked(items: Sequence[T], size_of: Callable[[T], int]) -> Iterator[list[T]]:

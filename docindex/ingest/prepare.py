@@ -151,7 +151,15 @@ def prepare(job: Job, cfg: Config, *, bulk: bool = False) -> Prepared:
     except Exception as exc:  # one bad file is a skip reason, never an aborted scan
         return _failed(job, digest, exc)
     try:
-        return _index_parts(job, digest, extracted, cfg, bulk)
+        # Segmenting, tokenising and embedding have a budget of their own
+        # (issue #33: every step of a file is bounded, Markdown included).
+        with deadline(cfg.extract_timeout_s):
+            return _index_parts(job, digest, extracted, cfg, bulk)
+    except ExtractTimeout:
+        return Prepared(
+            job, hash=digest, skip="timeout",
+            message=f"indexing its text took over {cfg.extract_timeout_s:g} s",
+        )  # fmt: skip
     except Exception as exc:  # the same barrier after extraction (issue #17)
         return _failed(job, digest, exc)
 
@@ -262,7 +270,7 @@ def _extract(kind: str, data: bytes, name: str, cfg: Config) -> Extracted:
 
     extractor = get_extractor(kind)
     limits = _limits(cfg)
-    if kind in ("md", "txt", "pdf", "image"):
+    if kind in ("pdf", "image"):
         # PDF bounds itself per page and keeps the pages read (issue #23); so
         # does OCR, with its own budgets (issue #36).
         return clean_extracted(extractor(data, name, limits))
