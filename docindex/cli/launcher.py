@@ -134,16 +134,16 @@ def _ask(path: str, argv: list[str], prog_name: str | None, wait: float) -> int 
         sock.connect(addr)
         if not _ours(sock):
             raise ConnectionRefusedError("the server is another user's")
-        fds = b"".join(fd.to_bytes(4, sys.byteorder) for fd in (0, 1, 2))
-        sock.settimeout(_left(deadline))
-        sent = sock.sendmsg(
-            [data[:65536]], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)]
-        )
+        sent = 0
         while sent < len(data):
             sock.settimeout(_left(deadline))
             sent += sock.send(data[sent:])
         if _line(sock, deadline) == b"ok":
-            sock.sendall(b"g")  # from here the server runs it: no way back
+            # Our descriptors go with the confirmation, to a server that
+            # answered: a stopped one never holds our pipes open (#33).
+            fds = b"".join(fd.to_bytes(4, sys.byteorder) for fd in (0, 1, 2))
+            sock.sendmsg([b"g"], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
+            # From here the server runs it: no way back.
             return relay.wait()
     except OSError:
         pass

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-PROTOCOL = 2  # 2: NUL-separated fields (1 was a JSON line)
+PROTOCOL = 3  # 3: descriptors with the confirmation; 2: NUL-separated fields
 WATCHER_ENV = "DOCINDEX_WATCHER"  # auto (default), off, require
 SOCKET_SUFFIX = ".sock"
 MAX_REQUEST_BYTES = 1 << 20  # argv + environment; a real one is a few KiB

@@ -395,7 +395,6 @@ class _Pending:
         self.conn = conn
         self.pid = pid
         self.data = bytearray()
-        self.fds: list[int] = []
         self.deadline = time.monotonic() + REQUEST_TIMEOUT_S
 
 
@@ -418,10 +417,6 @@ def _drop(waiting: _Pending, pending: dict[int, _Pending], poller: select.poll) 
     with contextlib.suppress(KeyError, ValueError):
         poller.unregister(fd)
     pending.pop(fd, None)
-    for received in waiting.fds:
-        with contextlib.suppress(OSError):
-            os.close(received)
-    waiting.fds.clear()
     waiting.conn.close()
 
 
@@ -516,15 +511,13 @@ def _receive(
                 os.close(lock_fd)
             for other in pending.values():
                 other.conn.close()
-                for fd in other.fds:
-                    os.close(fd)
             # Let go of the pipe, keep its number taken: the received
             # descriptors must not land on 0-2 and be closed after use.
             null = os.open(os.devnull, os.O_RDWR)
             os.dup2(null, alive_fd)
             os.close(null)
             waiting.conn.setblocking(True)
-            code = _child(waiting.conn, run, stamp, request, waiting.fds, waiting.pid)
+            code = _child(waiting.conn, run, stamp, request, waiting.pid)
         finally:
             os._exit(code)
     children.add(pid)
@@ -535,17 +528,16 @@ def _read_more(waiting: _Pending) -> Request | None:
     """Take what the socket holds; the request once whole, else None.
 
     Raises ValueError for anything but one request (its length line, then
-    the fields) with exactly three descriptors; BlockingIOError when nothing
-    came; OSError when the connection broke.
+    the fields, and no descriptor: they come with the confirmation);
+    BlockingIOError when nothing came; OSError when the connection broke.
     """
     data, fds, flags, _ = socket.recv_fds(waiting.conn, 65536, 3)
-    waiting.fds.extend(fds)
-    if flags & getattr(socket, "MSG_CTRUNC", 0) or len(waiting.fds) > 3:
-        raise ValueError("too many descriptors")
+    for fd in fds:
+        os.close(fd)
+    if fds or flags & getattr(socket, "MSG_CTRUNC", 0):
+        raise ValueError("descriptors before the server took the request")
     if not data:
         raise ValueError("request cut short")
-    if not waiting.fds:
-        raise ValueError("the descriptors come with the first bytes")
     waiting.data += data
     head, newline, body = bytes(waiting.data).partition(b"\n")
     if not newline:
@@ -556,8 +548,8 @@ def _read_more(waiting: _Pending) -> Request | None:
         raise ValueError("no request length")
     if len(body) < int(head):
         return None
-    if len(body) != int(head) or len(waiting.fds) != 3:
-        raise ValueError("request too long, or not three descriptors")
+    if len(body) != int(head):
+        raise ValueError("request too long")
     return decode_request(body)
 
 
@@ -592,14 +584,19 @@ def _stop_children(children: set[int]) -> None:
 
 
 def _child(
-    conn: socket.socket, run: Runner, stamp: str, request: Request,
-    fds: list[int], peer: int,
-) -> int:  # fmt: skip
-    """Take the client's descriptors, run its command, send the status; the exit code."""
+    conn: socket.socket, run: Runner, stamp: str, request: Request, peer: int
+) -> int:
+    """Take the client's descriptors, run its command, send the status; the exit code.
+
+    The descriptors come with the client's confirmation (``g``), after our
+    ``ok``: a server that never answers (stopped) holds none of them, so the
+    caller's pipes still close when the caller runs the command itself.
+    """
     for num in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
         signal.signal(num, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     conn.settimeout(REQUEST_TIMEOUT_S)
+    fds: list[int] = []
     try:
         if request.stamp != stamp:
             conn.sendall(b"no stamp\n")
@@ -617,7 +614,8 @@ def _child(
             conn.sendall(b"no cwd\n")  # not the folder the caller is in
             return 1
         conn.sendall(b"ok\n")
-        if conn.recv(1) != b"g":
+        go, fds, flags, _ = socket.recv_fds(conn, 1, 3)
+        if go != b"g" or len(fds) != 3 or flags & getattr(socket, "MSG_CTRUNC", 0):
             return 1
         _take_over(request, fds)
     finally:
