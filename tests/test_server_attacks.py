@@ -173,18 +173,19 @@ def test_trickling_clients_hold_no_slot(served) -> None:
     payload = request(["docindex", "stats", "--db", str(db)], os.getcwd())
     null = os.open(os.devnull, os.O_RDWR)
     conns = []
+    first = payload.index(b"\n") + 2  # the length line and one byte
     try:
         for _ in range(16):
             s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             s.connect(f"{db}.sock")
-            s.send(payload[:1])
+            s.send(payload[:first])
             conns.append(s)
         time.sleep(0.3)
         normal = docindex("query", "keys", "--db", str(db), "--json", mode="require")
         assert normal.returncode == 0, normal.stderr
         assert json.loads(normal.stdout)["hits"]
         dropped: set[int] = set()
-        sent = 1
+        sent = first
         for _ in range(8):  # up to 12 s of trickling; the deadline is 2 s
             time.sleep(1.5)
             for i, s in enumerate(conns):

@@ -15,19 +15,29 @@ signals and the working folder, all process-wide; a forked child of a
 single-threaded parent (the server never starts a thread or opens SQLite)
 owns them safely.
 
-Safety:
+Safety (issues #24, #33):
 - The socket is created 0600 (umask at bind, then chmod), and every
   connection's peer uid (``SO_PEERCRED``) must be this process's uid.
+- The peer must see the world the watcher sees: the same mount and user
+  namespaces and root (``/proc/PID/ns/mnt``, ``ns/user``, ``root``), and the
+  request's folder must be the peer's own (``/proc/PID/cwd``). Otherwise the
+  connection is closed and the client runs the command itself.
+- Only ``rendezvous.servable`` commands run: the very list the client
+  forwards; anything else is answered ``not served``.
 - A request is one bounded message (``MAX_REQUEST_BYTES``: a length line,
-  then NUL-separated fields) with exactly three descriptors, read with a
-  timeout; anything else is dropped.
+  then NUL-separated fields), read by the server without blocking, with one
+  deadline for all its bytes; only a whole request gets a child. The
+  client's three descriptors come with its confirmation (``go``), after the
+  child accepted: a client that gave up never gets its command run twice,
+  and a stuck server holds none of the caller's pipes.
 - At most ``MAX_CHILDREN`` commands run at once; past that a client is
   turned away and runs the command itself.
-- The client must confirm (``go``) after the child accepted, so a client that
-  gave up waiting never gets its command run twice.
 - When the client goes away (killed), its child is stopped like a Ctrl-C;
   when ``watch`` goes away (even ``kill -9``), the server sees its pipe close,
   stops its children, removes the socket and exits.
+- One watcher's server per index: the lock file ``index.db.sock.lock``
+  (``flock``), held by the watcher and its server; the next watcher serves
+  once both are gone.
 
 Linux only (``SO_PEERCRED``); elsewhere ``serving`` does nothing and the CLI
 runs every command itself.
