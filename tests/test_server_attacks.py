@@ -165,6 +165,7 @@ def test_a_caller_in_another_mount_namespace_runs_the_command_itself(served) -> 
     assert warm.returncode == 0 and "Rotate the keys" in warm.stdout
 
 
+@pytest.mark.slow  # a few seconds of real waiting
 def test_trickling_clients_hold_no_slot(served) -> None:
     """Sixteen connections sending one byte every 1.5 s: a normal client is
     served meanwhile, and each trickler is dropped once its one deadline for
@@ -211,6 +212,7 @@ def _stop(pids: list[int], how: signal.Signals) -> None:
         os.kill(pid, how)
 
 
+@pytest.mark.slow  # a few seconds of real waiting
 def test_a_stopped_server_is_skipped(tmp_path: Path) -> None:
     """A SIGSTOPped watcher and server: a command still answers, by itself,
     well inside a ceiling a 5 s wait would pass (the figure is in
@@ -234,6 +236,7 @@ def test_a_stopped_server_is_skipped(tmp_path: Path) -> None:
         watcher.stop()
 
 
+@pytest.mark.slow  # a few seconds of real waiting
 def test_the_next_watcher_serves_once_the_last_server_is_gone(tmp_path: Path) -> None:
     """A watcher killed with -9 leaves its server behind for a while (here:
     stopped, then let go). The next watcher (#38 lets one watch at a time)
