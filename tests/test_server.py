@@ -52,7 +52,8 @@ def env(mode: str, **extra: str) -> dict[str, str]:
 
 
 def docindex(*args: str, mode: str, cwd: Path = NEUTRAL, input: str | None = None,
-             **extra: str) -> subprocess.CompletedProcess[str]:  # fmt: skip
+             timeout: float = 60, **extra: str,
+             ) -> subprocess.CompletedProcess[str]:  # fmt: skip
     """``python -m docindex ARGS`` in ``cwd``.
 
     Never in the checkout: ``-m`` would import its ``docindex/`` instead of the
@@ -61,7 +62,7 @@ def docindex(*args: str, mode: str, cwd: Path = NEUTRAL, input: str | None = Non
     """
     return subprocess.run(
         [sys.executable, "-m", "docindex", *args], env=env(mode, **extra), cwd=cwd,
-        input=input, capture_output=True, text=True, timeout=60,
+        input=input, capture_output=True, text=True, timeout=timeout,
     )  # fmt: skip
 
 
@@ -254,9 +255,10 @@ def test_malformed_oversized_and_foreign_requests_are_dropped(served) -> None:
             "another installation", ["docindex", "stats"], None, str(root),
             {}, 0o22, [("utf-8", "strict")] * 3,
         )  # fmt: skip
-        # A valid request without its three descriptors, then one from another install.
-        assert raw_request(path, good) == b""
-        assert raw_request(path, good, [null] * 3) == b"no stamp\n"
+        # Descriptors before the server took the request (they come with the
+        # confirmation), then a request from another installation.
+        assert raw_request(path, good, [null] * 3) == b""
+        assert raw_request(path, good) == b"no stamp\n"
         # A v1 (JSON) client is turned away too, and would run the command itself.
         v1 = {"v": 1, "stamp": "x", "argv": ["docindex", "stats"], "prog": None,
               "cwd": str(root), "env": {}, "umask": 0o22,

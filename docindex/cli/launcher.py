@@ -16,28 +16,17 @@ from __future__ import annotations
 import os
 import sys
 
-from docindex.serve.rendezvous import WATCHER_ENV, socket_path, watcher_mode
+from docindex.serve.rendezvous import WATCHER_ENV, servable, socket_path, watcher_mode
 
 TYPE_CHECKING = False  # typing costs a client 2 ms; mypy reads the name alone
 if TYPE_CHECKING:
     import _socket
 
-# Commands that gain from a warm process; the others (watch, mcp, reindex,
-# vacuum, roots, config, eval, --help) always run in the calling process.
-FORWARDED = frozenset(
-    {
-        "query",
-        "scan",
-        "show",
-        "outline",
-        "section",
-        "list",
-        "related",
-        "stats",
-        "skipped",
-    }
-)
-CONNECT_TIMEOUT_S = 5.0  # connect, send, and the server's first answer
+# Connect, send and the server's first answer, all within one deadline
+# (issue #33): a stuck server (a stopped watcher) costs a command 0.2 s at
+# most, then it runs here. `require` waits longer: it wants the server.
+CONNECT_TIMEOUT_S = 0.2
+REQUIRE_TIMEOUT_S = 5.0
 # config.DEFAULT_DB_DIR / DEFAULT_DB_NAME, not imported: config costs start-up.
 _INDEX_DIR, _INDEX_NAME = ".docindex", "index.db"
 
@@ -55,13 +44,14 @@ def main(prog_name: str | None = None) -> None:
 def forward(argv: list[str], prog_name: str | None = None) -> int | None:
     """The exit status of ``argv`` run by a watcher's server, or None to run it here."""
     how = watcher_mode()
-    if how == "off" or len(argv) < 2 or argv[1] not in FORWARDED:
+    if how == "off" or not servable(argv):
         return None
     if not sys.platform.startswith("linux"):  # no server there (SO_PEERCRED)
         path = None
     else:
         path = find_socket(argv[2:])
-    code = _ask(path, argv, prog_name) if path else None
+    wait = REQUIRE_TIMEOUT_S if how == "require" else CONNECT_TIMEOUT_S
+    code = _ask(path, argv, prog_name, wait) if path else None
     if code is None and how == "require":
         sys.stderr.write(
             f"Error: no watcher answers for this index ({WATCHER_ENV}=require)\n"
@@ -104,7 +94,7 @@ def find_socket(args: list[str]) -> str | None:
         folder = parent
 
 
-def _ask(path: str, argv: list[str], prog_name: str | None) -> int | None:
+def _ask(path: str, argv: list[str], prog_name: str | None, wait: float) -> int | None:
     """Send the command and our descriptors; None when the server does not take it.
 
     ``_socket`` and ``_signal``, not ``socket`` and ``signal``: the wrappers
@@ -138,18 +128,22 @@ def _ask(path: str, argv: list[str], prog_name: str | None) -> int | None:
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     relay = _Relay(sock)
     addr, folder_fd = address(path)
+    deadline = _monotonic() + wait
     try:
-        sock.settimeout(CONNECT_TIMEOUT_S)
+        sock.settimeout(wait)
         sock.connect(addr)
         if not _ours(sock):
             raise ConnectionRefusedError("the server is another user's")
-        fds = b"".join(fd.to_bytes(4, sys.byteorder) for fd in (0, 1, 2))
-        sent = sock.sendmsg(
-            [data[:65536]], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)]
-        )
-        sock.sendall(data[sent:])
-        if _line(sock) == b"ok":
-            sock.sendall(b"g")  # from here the server runs it: no way back
+        sent = 0
+        while sent < len(data):
+            sock.settimeout(_left(deadline))
+            sent += sock.send(data[sent:])
+        if _line(sock, deadline) == b"ok":
+            # Our descriptors go with the confirmation, to a server that
+            # answered: a stopped one never holds our pipes open (#33).
+            fds = b"".join(fd.to_bytes(4, sys.byteorder) for fd in (0, 1, 2))
+            sock.sendmsg([b"g"], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
+            # From here the server runs it: no way back.
             return relay.wait()
     except OSError:
         pass
@@ -158,6 +152,20 @@ def _ask(path: str, argv: list[str], prog_name: str | None) -> int | None:
             os.close(folder_fd)
     sock.close()
     return relay.give_up()
+
+
+def _monotonic() -> float:
+    import time  # built in: no import cost
+
+    return time.monotonic()
+
+
+def _left(deadline: float) -> float:
+    """The time left before ``deadline``; a timeout once it has passed."""
+    left = deadline - _monotonic()
+    if left <= 0:
+        raise TimeoutError("the watcher's server did not answer in time")
+    return left
 
 
 def _ours(sock: _socket.socket) -> bool:
@@ -232,10 +240,15 @@ class _Relay:
         return None
 
 
-def _line(sock: _socket.socket) -> bytes:
-    """One short line from ``sock`` (without its newline); b'' at end of stream."""
+def _line(sock: _socket.socket, deadline: float | None = None) -> bytes:
+    """One short line from ``sock`` (without its newline); b'' at end of stream.
+
+    With ``deadline`` (``time.monotonic``), the whole line must come before it.
+    """
     data = b""
     while not data.endswith(b"\n"):
+        if deadline is not None:
+            sock.settimeout(_left(deadline))
         more = sock.recv(64)
         if not more:
             return b""
@@ -257,9 +270,13 @@ def serve_main() -> None:
 
     fd = int(sys.argv[sys.argv.index("--fd") + 1])
     path = sys.argv[sys.argv.index("--socket") + 1]
+    lock = sys.argv.index("--lock-fd") + 1 if "--lock-fd" in sys.argv else 0
     listener = socket.socket(fileno=fd)
     _warm()
-    server.serve(listener, _run_cli, stamp=stamp(), path=path, alive_fd=0)
+    server.serve(
+        listener, _run_cli, stamp=stamp(), path=path, alive_fd=0,
+        lock_fd=int(sys.argv[lock]) if lock else None,
+    )  # fmt: skip
 
 
 def _warm() -> None:

@@ -8,12 +8,42 @@ from __future__ import annotations
 
 import os
 
-PROTOCOL = 2  # 2: NUL-separated fields (1 was a JSON line)
+PROTOCOL = 3  # 3: descriptors with the confirmation; 2: NUL-separated fields
 WATCHER_ENV = "DOCINDEX_WATCHER"  # auto (default), off, require
 SOCKET_SUFFIX = ".sock"
 MAX_REQUEST_BYTES = 1 << 20  # argv + environment; a real one is a few KiB
 # The sockaddr_un path limit on Linux (108 bytes with the NUL).
 _SUN_PATH_MAX = 107
+
+# The one list of commands a watcher's server runs (issue #33): the client
+# forwards exactly these and the server refuses anything else, so a
+# hand-crafted request cannot reach `config`, `roots`, `vacuum`, `--version`...
+# They gain from a warm process; the others (watch, mcp, reindex, vacuum,
+# roots, config, eval, --help) always run in the calling process.
+FORWARDED = frozenset(
+    {"query", "scan", "show", "outline", "section", "list", "related", "stats",
+     "skipped"}
+)  # fmt: skip
+# Options that would make a served command reach past the index's roots:
+# `scan --root DIR` adds a root, so it runs in the caller's own process.
+_NOT_SERVED_OPTIONS = {"scan": ("--root",)}
+
+
+def servable(argv: list[str]) -> bool:
+    """Whether a watcher's server may run ``argv`` (the client's ``sys.argv``).
+
+    The same rule on both sides: the client forwards only these, the server
+    refuses the rest and the client then runs the command itself.
+    """
+    if len(argv) < 2 or argv[1] not in FORWARDED:
+        return False
+    for arg in argv[2:]:
+        if arg == "--":
+            break
+        for option in _NOT_SERVED_OPTIONS.get(argv[1], ()):
+            if arg == option or arg.startswith(option + "="):
+                return False
+    return True
 
 
 def socket_path(db: str | os.PathLike[str]) -> str:

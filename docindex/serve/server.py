@@ -15,19 +15,29 @@ signals and the working folder, all process-wide; a forked child of a
 single-threaded parent (the server never starts a thread or opens SQLite)
 owns them safely.
 
-Safety:
+Safety (issues #24, #33):
 - The socket is created 0600 (umask at bind, then chmod), and every
   connection's peer uid (``SO_PEERCRED``) must be this process's uid.
+- The peer must see the world the watcher sees: the same mount and user
+  namespaces and root (``/proc/PID/ns/mnt``, ``ns/user``, ``root``), and the
+  request's folder must be the peer's own (``/proc/PID/cwd``). Otherwise the
+  connection is closed and the client runs the command itself.
+- Only ``rendezvous.servable`` commands run: the very list the client
+  forwards; anything else is answered ``not served``.
 - A request is one bounded message (``MAX_REQUEST_BYTES``: a length line,
-  then NUL-separated fields) with exactly three descriptors, read with a
-  timeout; anything else is dropped.
+  then NUL-separated fields), read by the server without blocking, with one
+  deadline for all its bytes; only a whole request gets a child. The
+  client's three descriptors come with its confirmation (``go``), after the
+  child accepted: a client that gave up never gets its command run twice,
+  and a stuck server holds none of the caller's pipes.
 - At most ``MAX_CHILDREN`` commands run at once; past that a client is
   turned away and runs the command itself.
-- The client must confirm (``go``) after the child accepted, so a client that
-  gave up waiting never gets its command run twice.
 - When the client goes away (killed), its child is stopped like a Ctrl-C;
   when ``watch`` goes away (even ``kill -9``), the server sees its pipe close,
   stops its children, removes the socket and exits.
+- One watcher's server per index: the lock file ``index.db.sock.lock``
+  (``flock``), held by the watcher and its server; the next watcher serves
+  once both are gone.
 
 Linux only (``SO_PEERCRED``); elsewhere ``serving`` does nothing and the CLI
 runs every command itself.
@@ -51,11 +61,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
-from docindex.serve.rendezvous import MAX_REQUEST_BYTES, PROTOCOL, address, socket_path
+from docindex.serve.rendezvous import (
+    MAX_REQUEST_BYTES,
+    PROTOCOL,
+    address,
+    servable,
+    socket_path,
+)
 
 MAX_ARGS = 4096
 MAX_CHILDREN = 16
-REQUEST_TIMEOUT_S = 2.0  # to send the request, and to confirm
+MAX_PENDING = 64  # requests still coming in
+REQUEST_TIMEOUT_S = 2.0  # all of a request's bytes; then, to confirm
 STOP_GRACE_S = 10.0  # a stopped command's time to finish before it is killed
 _SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _PEERCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
@@ -72,26 +89,122 @@ def supported() -> bool:
 
 
 class Serving:
-    """The server process of one ``watch``; ``stop()`` ends it and removes the socket."""
+    """The server of one ``watch``; ``stop()`` ends it and removes the socket.
 
-    def __init__(
-        self, path: str, proc: subprocess.Popen[bytes], ident: tuple[int, int]
-    ):
+    One watcher serves an index at a time: the one holding the lock file
+    (``index.db.sock.lock``, ``flock``). Another watcher of the same index
+    tries the lock every ``TAKEOVER_POLL_S`` and serves once the first one
+    has exited, however it exited (#33).
+    """
+
+    def __init__(self, path: str, command: list[str] | None = None) -> None:
         self.path = path
-        self.proc = proc
-        self._ident = ident
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._command = command
+        self._ident = (-1, -1)
+        self._lock_fd: int | None = None
+        self._stopped = threading.Event()
+        self._mutex = threading.Lock()
+        self._waiter: threading.Thread | None = None
+
+    def _try(self) -> bool:
+        """Serve if the lock is free; whether this watcher serves now."""
+        fd = _take_lock(self.path + LOCK_SUFFIX)
+        if fd is None:
+            return False
+        with self._mutex:
+            if self._stopped.is_set():
+                _release_lock(self.path + LOCK_SUFFIX, fd)
+                return True
+            self._lock_fd = fd
+            try:
+                self.proc, self._ident = _spawn(self.path, self._command, fd)
+            except BaseException:
+                self._lock_fd = None
+                _release_lock(self.path + LOCK_SUFFIX, fd)
+                raise
+        return True
+
+    def _wait_for_turn(self) -> None:
+        while not self._stopped.wait(TAKEOVER_POLL_S):
+            try:
+                if self._try():
+                    return
+            except OSError:
+                continue  # a socket that cannot be made yet: try again later
 
     def stop(self) -> None:
         """Close the server's pipe (it stops its children and exits), then wait."""
-        with contextlib.suppress(OSError):
-            if self.proc.stdin is not None:
-                self.proc.stdin.close()
+        with self._mutex:
+            self._stopped.set()
+        if self._waiter is not None:
+            self._waiter.join()
+        proc = self.proc
+        if proc is not None:
+            with contextlib.suppress(OSError):
+                if proc.stdin is not None:
+                    proc.stdin.close()
+            try:
+                proc.wait(timeout=STOP_GRACE_S + 2)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            remove_socket(self.path, self._ident)
+        if self._lock_fd is not None:
+            _release_lock(self.path + LOCK_SUFFIX, self._lock_fd)
+            self._lock_fd = None
+
+
+LOCK_SUFFIX = ".lock"
+TAKEOVER_POLL_S = 0.5
+
+
+def _take_lock(path: str) -> int | None:
+    """The lock file's descriptor, locked; None while another watcher holds it.
+
+    Raises:
+        OSError: the lock file cannot be made, or is another user's.
+    """
+    import fcntl  # POSIX only, as serving is
+
+    while True:
+        old = os.umask(0o177)
         try:
-            self.proc.wait(timeout=STOP_GRACE_S + 2)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        remove_socket(self.path, self._ident)
+            fd = os.open(
+                path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+            )
+        finally:
+            os.umask(old)
+        try:
+            st = os.fstat(fd)
+            if st.st_uid != os.getuid() or not stat.S_ISREG(st.st_mode):
+                raise PermissionError(f"{path} belongs to another user")
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                return None
+            # The holder removes the file on its way out: a lock taken on a
+            # removed file is no lock, take the one at the path now.
+            try:
+                now = os.lstat(path)
+            except FileNotFoundError:
+                now = None
+            if now is not None and (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino):
+                return fd
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)
+
+
+def _release_lock(path: str, fd: int) -> None:
+    """Remove the lock file (still holding it), then let it go."""
+    with contextlib.suppress(OSError):
+        st, now = os.fstat(fd), os.lstat(path)
+        if (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino):
+            os.unlink(path)
+    os.close(fd)
 
 
 def serve_command() -> list[str]:
@@ -110,19 +223,37 @@ def serve_command() -> list[str]:
 
 
 def start(db: Path, command: list[str] | None = None) -> Serving:
-    """Bind the socket for ``db`` and start ``command`` (``serve_command()``) to serve it.
+    """Serve ``db`` with ``command`` (``serve_command()``) now, or once it is our turn.
 
     The command gets the listening socket's descriptor as ``--fd N`` and its
     path as ``--socket PATH``, a pipe for stdin whose end is this process's
     end, and a session of its own (a Ctrl-C in the terminal of ``watch`` is
-    for ``watch``, which then stops the server).
+    for ``watch``, which then stops the server). While another watcher serves
+    the index, a thread takes over when it exits.
 
     Raises:
-        OSError: the socket cannot be made (read-only folder, a live server
-            already answers there, a file in the way).
+        OSError: the socket or its lock file cannot be made (read-only
+            folder, a file in the way, another user's).
     """
-    path = socket_path(db)
-    listener = _bind(path)
+    serving = Serving(socket_path(db), command)
+    if not serving._try():
+        serving._waiter = threading.Thread(
+            target=serving._wait_for_turn, name="docindex-serve-wait", daemon=True
+        )
+        serving._waiter.start()
+    return serving
+
+
+def _spawn(
+    path: str, command: list[str] | None, lock_fd: int
+) -> tuple[subprocess.Popen[bytes], tuple[int, int]]:
+    """Bind the socket and start the server; it shares our hold on the lock.
+
+    Shared, so that the lock is free only once both the watcher and its
+    server are gone: a watcher killed with -9 hands over only when its server
+    has stopped its commands and exited.
+    """
+    listener = _bind(path, replace=True)
     try:
         ident = _ident(path)
         proc = subprocess.Popen(
@@ -132,10 +263,12 @@ def start(db: Path, command: list[str] | None = None) -> Serving:
                 str(listener.fileno()),
                 "--socket",
                 path,
+                "--lock-fd",
+                str(lock_fd),
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
-            pass_fds=(listener.fileno(),),
+            pass_fds=(listener.fileno(), lock_fd),
             start_new_session=True,
         )
     except BaseException:
@@ -143,18 +276,23 @@ def start(db: Path, command: list[str] | None = None) -> Serving:
         remove_socket(path, _ident(path))
         raise
     listener.close()
-    return Serving(path, proc, ident)
+    return proc, ident
 
 
-def _bind(path: str) -> socket.socket:
-    """A listening socket at ``path``, mode 0600; a stale socket file is replaced."""
+def _bind(path: str, *, replace: bool = False) -> socket.socket:
+    """A listening socket at ``path``, mode 0600; a stale socket file is replaced.
+
+    ``replace``: we hold the lock, so a socket that still answers is a
+    server on its way out (its watcher is gone) or a server of an older
+    version, which holds no lock: ours takes its place.
+    """
     if os.path.lexists(path):
         st = os.lstat(path)
         if not stat.S_ISSOCK(st.st_mode):
             raise FileExistsError(f"{path} exists and is not a socket")
         if st.st_uid != os.getuid():
             raise FileExistsError(f"{path} belongs to another user")
-        if _answers(path):
+        if not replace and _answers(path):
             raise FileExistsError(f"another watcher already serves {path}")
         os.unlink(path)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -207,7 +345,13 @@ def remove_socket(path: str, ident: tuple[int, int]) -> None:
 
 
 def serve(
-    listener: socket.socket, run: Runner, *, stamp: str, path: str, alive_fd: int = 0
+    listener: socket.socket,
+    run: Runner,
+    *,
+    stamp: str,
+    path: str,
+    alive_fd: int = 0,
+    lock_fd: int | None = None,
 ) -> None:
     """Accept requests until ``alive_fd`` reads end-of-file; fork a child per request.
 
@@ -215,28 +359,75 @@ def serve(
     is safe. ``run(argv, prog_name)`` runs one command in the child and
     returns its exit status. ``stamp`` names this installation; a client
     with another one runs the command itself. ``path`` (the socket's file)
-    is removed on the way out if it is still this socket's.
+    is removed on the way out if it is still this socket's, and so is the
+    lock file held through ``lock_fd``.
+
+    Requests are read here, in the server, without blocking: a child is
+    forked only for a whole request, so connections that trickle bytes hold
+    no command slot, and each has one deadline for all its bytes (#33).
     """
     ident = _ident(path)
+    world = _world(os.getpid())
     listener.setblocking(False)
     children: set[int] = set()
+    pending: dict[int, _Pending] = {}
     poller = select.poll()
     poller.register(listener.fileno(), select.POLLIN)
     poller.register(alive_fd, select.POLLIN | select.POLLHUP)
     try:
         while True:
-            events = poller.poll(1000)
+            events = poller.poll(_poll_ms(pending))
             _reap(children)
-            if any(fd == alive_fd for fd, _ in events):
-                if not _readable_eof(alive_fd):
-                    continue
-                return
-            if events:
-                _accept(listener, run, stamp, alive_fd, children)
+            _expire(pending, poller)
+            for fd, _ in events:
+                if fd == alive_fd:
+                    if _readable_eof(alive_fd):
+                        return
+                elif fd == listener.fileno():
+                    _accept(listener, world, pending, poller)
+                elif fd in pending:
+                    _receive(pending[fd], pending, poller, (listener, lock_fd),
+                             alive_fd, children, run, stamp)  # fmt: skip
     finally:
+        for waiting in list(pending.values()):
+            _drop(waiting, pending, poller)
         _stop_children(children)
         remove_socket(path, ident)
         listener.close()
+        if lock_fd is not None:
+            _release_lock(path + LOCK_SUFFIX, lock_fd)
+
+
+class _Pending:
+    """A connection whose request is still coming in."""
+
+    def __init__(self, conn: socket.socket, pid: int) -> None:
+        self.conn = conn
+        self.pid = pid
+        self.data = bytearray()
+        self.deadline = time.monotonic() + REQUEST_TIMEOUT_S
+
+
+def _poll_ms(pending: dict[int, _Pending]) -> int:
+    if not pending:
+        return 1000
+    soonest = min(p.deadline for p in pending.values())
+    return max(0, min(1000, int((soonest - time.monotonic()) * 1000) + 1))
+
+
+def _expire(pending: dict[int, _Pending], poller: select.poll) -> None:
+    """Drop every connection whose request did not come whole in time."""
+    now = time.monotonic()
+    for waiting in [p for p in pending.values() if p.deadline <= now]:
+        _drop(waiting, pending, poller)
+
+
+def _drop(waiting: _Pending, pending: dict[int, _Pending], poller: select.poll) -> None:
+    fd = waiting.conn.fileno()
+    with contextlib.suppress(KeyError, ValueError):
+        poller.unregister(fd)
+    pending.pop(fd, None)
+    waiting.conn.close()
 
 
 def _readable_eof(fd: int) -> bool:
@@ -247,38 +438,129 @@ def _readable_eof(fd: int) -> bool:
 
 
 def _accept(
-    listener: socket.socket, run: Runner, stamp: str, alive_fd: int, children: set[int]
+    listener: socket.socket,
+    world: tuple[tuple[int, int], ...] | None,
+    pending: dict[int, _Pending],
+    poller: select.poll,
 ) -> None:
     try:
         conn, _ = listener.accept()
     except (BlockingIOError, InterruptedError, ConnectionAbortedError):
         return
-    with conn:
-        if not _same_user(conn) or len(children) >= MAX_CHILDREN:
-            return  # closed unanswered: the client runs the command itself
-        pid = os.fork()
-        if pid == 0:  # the child: never returns
-            code = 1
-            try:
-                listener.close()
-                # Let go of the pipe, keep its number taken: the received
-                # descriptors must not land on 0-2 and be closed after use.
-                null = os.open(os.devnull, os.O_RDWR)
-                os.dup2(null, alive_fd)
-                os.close(null)
-                code = _child(conn, run, stamp)
-            finally:
-                os._exit(code)
-        children.add(pid)
+    pid = _peer(conn)
+    # Another user, or a process that sees another world (a private mount
+    # namespace, a chroot): closed unanswered, the client runs the command
+    # itself, where it sees what its caller sees (#33).
+    if pid is None or world is None or _world(pid) != world:
+        conn.close()
+        return
+    if len(pending) >= MAX_PENDING:  # the oldest unfinished request gives way
+        _drop(min(pending.values(), key=lambda p: p.deadline), pending, poller)
+    conn.setblocking(False)
+    pending[conn.fileno()] = _Pending(conn, pid)
+    poller.register(conn.fileno(), select.POLLIN)
 
 
-def _same_user(conn: socket.socket) -> bool:
+def _peer(conn: socket.socket) -> int | None:
+    """The pid of the process behind ``conn``, if it runs as our user."""
     try:
         raw = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size)
     except OSError:
-        return False
-    _pid, uid, _gid = _PEERCRED.unpack(raw)
-    return bool(uid == os.getuid())
+        return None
+    pid, uid, _gid = _PEERCRED.unpack(raw)
+    return pid if uid == os.getuid() and pid > 0 else None
+
+
+def _world(pid: int) -> tuple[tuple[int, int], ...] | None:
+    """What process ``pid`` sees of the files: its mount and user namespaces, its root.
+
+    None when it cannot be read (a process gone, another user's): never the same.
+    """
+    out = []
+    for name in ("ns/mnt", "ns/user", "root"):
+        try:
+            st = os.stat(f"/proc/{pid}/{name}")
+        except OSError:
+            return None
+        out.append((st.st_dev, st.st_ino))
+    return tuple(out)
+
+
+def _receive(
+    waiting: _Pending,
+    pending: dict[int, _Pending],
+    poller: select.poll,
+    owned: tuple[socket.socket, int | None],
+    alive_fd: int,
+    children: set[int],
+    run: Runner,
+    stamp: str,
+) -> None:
+    """Read what came of a request; fork its child once it is whole."""
+    try:
+        request = _read_more(waiting)
+    except BlockingIOError:
+        return
+    except (OSError, ValueError):
+        _drop(waiting, pending, poller)
+        return
+    if request is None:
+        return
+    poller.unregister(waiting.conn.fileno())
+    pending.pop(waiting.conn.fileno())
+    if len(children) >= MAX_CHILDREN:  # the client runs the command itself
+        _drop(waiting, {}, poller)
+        return
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        code = 1
+        try:
+            listener, lock_fd = owned
+            listener.close()
+            if lock_fd is not None:  # a long command must not hold the lock
+                os.close(lock_fd)
+            for other in pending.values():
+                other.conn.close()
+            # Let go of the pipe, keep its number taken: the received
+            # descriptors must not land on 0-2 and be closed after use.
+            null = os.open(os.devnull, os.O_RDWR)
+            os.dup2(null, alive_fd)
+            os.close(null)
+            waiting.conn.setblocking(True)
+            code = _child(waiting.conn, run, stamp, request, waiting.pid)
+        finally:
+            os._exit(code)
+    children.add(pid)
+    _drop(waiting, {}, poller)
+
+
+def _read_more(waiting: _Pending) -> Request | None:
+    """Take what the socket holds; the request once whole, else None.
+
+    Raises ValueError for anything but one request (its length line, then
+    the fields, and no descriptor: they come with the confirmation);
+    BlockingIOError when nothing came; OSError when the connection broke.
+    """
+    data, fds, flags, _ = socket.recv_fds(waiting.conn, 65536, 3)
+    for fd in fds:
+        os.close(fd)
+    if fds or flags & getattr(socket, "MSG_CTRUNC", 0):
+        raise ValueError("descriptors before the server took the request")
+    if not data:
+        raise ValueError("request cut short")
+    waiting.data += data
+    head, newline, body = bytes(waiting.data).partition(b"\n")
+    if not newline:
+        if len(head) > len(str(MAX_REQUEST_BYTES)) or not head.isdigit():
+            raise ValueError("no request length")
+        return None
+    if not head.isdigit() or int(head) > MAX_REQUEST_BYTES:
+        raise ValueError("no request length")
+    if len(body) < int(head):
+        return None
+    if len(body) != int(head):
+        raise ValueError("request too long")
+    return decode_request(body)
 
 
 def _reap(children: set[int]) -> None:
@@ -311,27 +593,39 @@ def _stop_children(children: set[int]) -> None:
 # -- one request, in the forked child -------------------------------------------
 
 
-def _child(conn: socket.socket, run: Runner, stamp: str) -> int:
-    """Take the client's descriptors, run its command, send the status; the exit code."""
+def _child(
+    conn: socket.socket, run: Runner, stamp: str, request: Request, peer: int
+) -> int:
+    """Take the client's descriptors, run its command, send the status; the exit code.
+
+    The descriptors come with the client's confirmation (``g``), after our
+    ``ok``: a server that never answers (stopped) holds none of them, so the
+    caller's pipes still close when the caller runs the command itself.
+    """
     for num in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
         signal.signal(num, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     conn.settimeout(REQUEST_TIMEOUT_S)
-    try:
-        request, fds = _read_request(conn)
-    except (OSError, ValueError):
-        return 1
+    fds: list[int] = []
     try:
         if request.stamp != stamp:
             conn.sendall(b"no stamp\n")
             return 1
+        if not servable(request.argv):
+            conn.sendall(b"not served\n")  # the client runs it itself
+            return 1
         try:
             os.chdir(request.cwd)
+            here, theirs = os.stat("."), os.stat(f"/proc/{peer}/cwd")
         except OSError:
             conn.sendall(b"no cwd\n")
             return 1
+        if (here.st_dev, here.st_ino) != (theirs.st_dev, theirs.st_ino):
+            conn.sendall(b"no cwd\n")  # not the folder the caller is in
+            return 1
         conn.sendall(b"ok\n")
-        if conn.recv(1) != b"g":
+        go, fds, flags, _ = socket.recv_fds(conn, 1, 3)
+        if go != b"g" or len(fds) != 3 or flags & getattr(socket, "MSG_CTRUNC", 0):
             return 1
         _take_over(request, fds)
     finally:
@@ -355,34 +649,6 @@ class Request(NamedTuple):
     stdio: list[tuple[str, str]]
     argv: list[str]
     env: dict[str, str]
-
-
-def _read_request(conn: socket.socket) -> tuple[Request, list[int]]:
-    """One request (its length line, then the fields) and exactly three descriptors.
-
-    Raises ValueError (its descriptors closed) for anything else.
-    """
-    data, fds, flags, _ = socket.recv_fds(conn, 65536, 3)
-    try:
-        if flags & getattr(socket, "MSG_CTRUNC", 0) or len(fds) != 3:
-            raise ValueError("expected three descriptors")
-        head, newline, body = data.partition(b"\n")
-        if not newline or not head.isdigit() or int(head) > MAX_REQUEST_BYTES:
-            raise ValueError("no request length")
-        size = int(head)
-        while len(body) < size:
-            more = conn.recv(min(65536, size - len(body)))
-            if not more:
-                raise ValueError("request cut short")
-            body += more
-        if len(body) != size:
-            raise ValueError("request too long")
-        request = decode_request(body)
-    except (ValueError, OSError):
-        for fd in fds:
-            os.close(fd)
-        raise
-    return request, fds
 
 
 def decode_request(body: bytes) -> Request:
