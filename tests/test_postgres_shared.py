@@ -2,7 +2,8 @@
 
 Real processes against a real server (conftest ``pg_url``): MCP servers
 answering queries over stdio while another process scans, and a ``watch``
-on one root while another process scans a different root of the same index.
+on one root while another process scans a different root of the same index;
+``roots remove`` on one host removes the root for every host.
 """
 
 from __future__ import annotations
@@ -145,3 +146,20 @@ def test_watch_on_one_root_while_another_process_scans_another(
     # No lost update, no duplicate: every file of both roots once.
     assert _consistent(pg_url)[0] == len(DOCS) + 150
     assert len(_hits(pg_url, "bulkword")) == 10
+
+
+def test_roots_remove_on_one_host_removes_the_root_for_every_host(
+    tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    one = write_tree(tmp_path / "h1" / "docs", DOCS)
+    two = write_tree(tmp_path / "h2" / "mnt" / "docs", DOCS)
+    for root, host in ((one, "h1"), (two, "h2")):
+        monkeypatch.setenv("DOCINDEX_HOST", host)
+        assert invoke(["scan", str(root), "--db", pg_url, "-q"]).exit_code == 0
+    monkeypatch.setenv("DOCINDEX_HOST", "h1")
+    gone = invoke(["roots", "remove", str(one), "--db", pg_url])
+    assert gone.exit_code == 0, gone.output
+    monkeypatch.setenv("DOCINDEX_HOST", "h2")
+    listed = json.loads(invoke(["roots", "--db", pg_url, "--json"]).stdout)
+    assert listed["roots"] == []
+    assert _consistent(pg_url)[0] == 0

@@ -242,6 +242,8 @@ class PgStore(DocumentRows):
         self._segs: Counter[str] = Counter()
         self._docs: Counter[str] = Counter()
         self._failed: BaseException | None = None  # first error of this transaction
+        # (match, filter, documents?) -> count_matches, from document_lexical
+        self._matches: dict[tuple[str, DocFilter, bool], int] = {}
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -341,6 +343,7 @@ class PgStore(DocumentRows):
         try:
             if self._depth == 0:
                 self._bodies.clear()
+                self._matches.clear()
                 self._totals = None
                 self.pg.execute(
                     "BEGIN" if immediate else "BEGIN ISOLATION LEVEL REPEATABLE READ"
@@ -788,6 +791,9 @@ class PgStore(DocumentRows):
     ) -> int:
         """Segments (or distinct documents) matching an FTS5-syntax query among
         the documents ``only`` selects, without ranking (issue #37)."""
+        known = self._matches.get((match, only, documents))
+        if known is not None:
+            return known
         tree, _ = ranking.parse_match(match)
         cond, cparams = ranking.match_sql(tree, "s.tf")
         where, fparams = filter_sql(only)
@@ -830,6 +836,12 @@ class PgStore(DocumentRows):
         )
         zeros = ", ".join(f"0::float8 AS b{i}" for i in range(len(terms)))
         sums = ", ".join(f"sum(b{i}) AS b{i}" for i in range(len(terms)))
+        # A query of terms joined by OR matches the segments read here, so
+        # their count (``count_matches``: the hits' total) comes with the
+        # ranking instead of reading every matching segment again.
+        counts_too = tree.op == "term" or (
+            tree.op == "or" and all(k.op == "term" for k in tree.kids)
+        )
         freqs = []
         for p in phrases:
             sql, params = ranking.packed_freq(
@@ -846,17 +858,24 @@ class PgStore(DocumentRows):
         cond, cparams = ranking.bool_sql(tree, present)
         where, fparams = filter_sql(only)
         sql = (
-            f"WITH a AS (SELECT id, {sums} FROM ("
-            f"SELECT s.doc_id AS id, {body} FROM segments s WHERE s.tf ?| %s "
-            f"UNION ALL SELECT d.id, {zeros} FROM documents d WHERE d.ftf ?| %s"
+            f"WITH a AS (SELECT id, sum(n) AS n, {sums} FROM ("
+            f"SELECT s.doc_id AS id, 1 AS n, {body} FROM segments s WHERE s.tf ?| %s "
+            f"UNION ALL SELECT d.id, 0, {zeros} FROM documents d WHERE d.ftf ?| %s"
             ") u GROUP BY id) "
-            f"SELECT d.id, {score} AS score, d.first_segment, d.n_segments "
-            "FROM a JOIN documents d ON d.id = a.id "
-            f"CROSS JOIN LATERAL (SELECT {lateral}) v WHERE {cond}"
+            f"SELECT d.id, {score} AS score, d.first_segment, d.n_segments, "
+            "t.segs, t.docs FROM a JOIN documents d ON d.id = a.id "
+            f"CROSS JOIN LATERAL (SELECT {lateral}) v "
+            "CROSS JOIN (SELECT coalesce(sum(x.n), 0) AS segs, count(*) FILTER "
+            "(WHERE x.n > 0) AS docs FROM a x JOIN documents d ON d.id = x.id"
+            f"{' WHERE ' + where if where else ''}) t WHERE {cond}"
             f"{' AND ' + where if where else ''} ORDER BY score DESC, d.id LIMIT %s"
         )
-        params = [*terms, terms, terms, *sparams, *lparams, *cparams, *fparams, limit]
-        rows = self.pg.execute(sql, params)
+        params = [*terms, terms, terms, *sparams, *lparams, *fparams, *cparams,
+                  *fparams, limit]  # fmt: skip
+        rows = self.pg.execute(sql, params).fetchall()
+        if counts_too and rows and self._depth:
+            self._matches[(match, only, False)] = int(rows[0][4])
+            self._matches[(match, only, True)] = int(rows[0][5])
         return [DocHit(int(r[0]), float(r[1]), int(r[2]), int(r[3])) for r in rows]
 
     def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
