@@ -27,13 +27,21 @@ from typing import TYPE_CHECKING, Any
 from docindex.errors import (
     DocindexError,
     ForeignDatabaseError,
-    IndexBusyError,
     IndexNotFoundError,
     SchemaTooNewError,
 )
 from docindex.store.documents import DocumentRows
-from docindex.store.location import INSTALL_HINT, ServerUrl, mask
+from docindex.store.location import ServerUrl
 from docindex.store.postgres import ranking, schema
+from docindex.store.postgres.connection import (
+    READ_ONLY_HINT,
+    Adapter,
+    driver,
+    host_name,
+    scratch_schema,
+    translate,
+)
+from docindex.store.postgres.filters import ALL_DOCS, filter_sql, glob_regex
 from docindex.store.postgres.schema import one
 from docindex.store.records import (
     SEGMENT_COLUMNS,
@@ -46,172 +54,21 @@ from docindex.store.records import (
 )
 
 if TYPE_CHECKING:
-    from types import ModuleType
-
-    from psycopg import Connection, Cursor
+    from psycopg import Connection
     from psycopg.rows import TupleRow
 
     from docindex.store.encoding import NewDocument
     from docindex.store.interface import Index
 
-ALL_DOCS = DocFilter()
 # A document's segments have consecutive ids (``first_segment``); here they are
 # its id shifted left by this many bits plus their ordinal, so concurrent
 # writers never share a block and no lock is needed (16.7 M segments per
 # document; ``max_segments`` caps a whole index far below that).
 SEGMENT_BITS = 24
-READ_ONLY_HINT = (
-    "this PostgreSQL role may only read the index; write with a role that has "
-    "the writer GRANTs (README: Share an index with a team)"
-)
+__all__ = ["READ_ONLY_HINT", "PgStore", "filter_sql", "glob_regex", "scratch_schema",
+           "translate"]  # fmt: skip
 _TABLES = ("docindex_meta", "roots", "root_paths", "documents", "segments",
            "facets", "skipped", "vocab")  # fmt: skip
-
-
-def _psycopg() -> ModuleType:
-    try:
-        import psycopg
-    except ImportError:
-        raise DocindexError(
-            f"a PostgreSQL index needs the driver: {INSTALL_HINT}"
-        ) from None
-    return psycopg
-
-
-def translate(exc: BaseException, where: ServerUrl | str) -> DocindexError:
-    """A psycopg error as a one-line DocindexError; the password stays masked."""
-    psycopg = _psycopg()
-    msg = mask(str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc))
-    errors = psycopg.errors
-    if isinstance(exc, errors.InsufficientPrivilege | errors.ReadOnlySqlTransaction):
-        return DocindexError(f"cannot write index {where}: {READ_ONLY_HINT} ({msg})")
-    if isinstance(exc, errors.LockNotAvailable | errors.QueryCanceled):
-        return IndexBusyError(f"index is busy (another docindex is writing): {where}")
-    if isinstance(exc, psycopg.OperationalError):
-        return DocindexError(f"cannot reach index {where}: {msg}")
-    return DocindexError(f"error in index {where}: {msg}")
-
-
-class _Rows:
-    """What ``DocumentRows`` reads of an sqlite3 cursor, over a psycopg one."""
-
-    def __init__(self, cur: Cursor[TupleRow]) -> None:
-        self._cur = cur
-        self.rowcount = cur.rowcount
-        self.lastrowid = None
-
-    def fetchone(self) -> TupleRow | None:
-        return self._cur.fetchone() if self._cur.description else None
-
-    def fetchall(self) -> list[TupleRow]:
-        return list(self._cur.fetchall()) if self._cur.description else []
-
-    def __iter__(self) -> Iterator[TupleRow]:
-        return iter(self.fetchall())
-
-
-class _Adapter:
-    """sqlite3-style ``execute`` for ``DocumentRows``' statements.
-
-    ``?`` becomes ``%s``, and ``JOIN roots r ON`` joins this host's view of
-    the roots (id, path), so the shared statements need no copy.
-    """
-
-    def __init__(self, conn: Connection[TupleRow], roots_here: str) -> None:
-        self.conn = conn
-        self.roots_here = roots_here
-
-    def _sql(self, sql: str) -> str:
-        sql = sql.replace("%", "%%").replace("?", "%s")
-        return sql.replace("JOIN roots r ON", f"JOIN {self.roots_here} r ON")
-
-    def execute(self, sql: str, params: Sequence[object] = ()) -> _Rows:
-        return _Rows(self.conn.execute(self._sql(sql), tuple(params)))
-
-    def executemany(self, sql: str, rows: Iterable[Sequence[object]]) -> None:
-        with self.conn.cursor() as cur:
-            cur.executemany(self._sql(sql), [tuple(r) for r in rows])
-
-
-def term_freqs(columns: Sequence[str]) -> tuple[str, int]:
-    """(jsonb of term -> packed hits per column, tokens in all columns) of one
-    FTS row of two columns: ``hits(first) << 24 | hits(second)``
-    (``ranking.HIT_BITS``), one number read with one lookup per term.
-
-    Columns hold pre-tokenised terms separated by spaces, which FTS5's
-    ``unicode61`` keeps whole (``text.tokenize``): splitting on spaces counts
-    what FTS5 counts.
-    """
-    first, second = (Counter(text.split()) for text in columns)
-    packed = {t: n << ranking.HIT_BITS for t, n in first.items()}
-    for t, n in second.items():
-        packed[t] = packed.get(t, 0) | n
-    total = first.total() + second.total()
-    return json.dumps(packed, ensure_ascii=False, separators=(",", ":")), total
-
-
-def glob_regex(pattern: str) -> str:
-    """A SQLite GLOB pattern as an anchored PostgreSQL regex (``*`` crosses ``/``)."""
-    out = ["^"]
-    i = 0
-    while i < len(pattern):
-        ch = pattern[i]
-        if ch == "*":
-            out.append(".*")
-        elif ch == "?":
-            out.append(".")
-        elif ch == "[":
-            end = pattern.find("]", i + 2)
-            if end < 0:
-                out.append(r"\[")
-            else:
-                body = pattern[i + 1 : end]
-                neg = body.startswith("^")
-                body = body[1:] if neg else body
-                body = body.replace("\\", "\\\\")
-                out.append("[" + ("^" if neg else "") + body + "]")
-                i = end
-        else:
-            out.append("\\" + ch if not ch.isalnum() else ch)
-        i += 1
-    out.append("$")
-    return "".join(out)
-
-
-def filter_sql(only: DocFilter) -> tuple[str, list[object]]:
-    """SQL over ``documents d`` for a DocFilter (``_sql.filter_sql`` for PostgreSQL)."""
-    clauses: list[str] = []
-    params: list[object] = []
-    if only.root_ids is not None:
-        clauses.append("d.root_id = ANY(%s)")
-        params.append(list(only.root_ids))
-    if only.kinds:
-        clauses.append("d.kind = ANY(%s)")
-        params.append([t.lower().lstrip(".") for t in only.kinds])
-    if only.path_glob:
-        clauses.append("d.rel_path ~ %s")
-        params.append(glob_regex(only.path_glob))
-    if only.path:
-        path = only.path.replace("\\", "/")
-        while path.startswith("./"):
-            path = path[2:]
-        if set("*?[") & set(path):
-            clauses.append("d.rel_path ~ %s")
-            params.append(glob_regex(path))
-        elif path.rstrip("/"):
-            folder = path.rstrip("/")
-            clauses.append("(d.rel_path = %s OR left(d.rel_path, %s) = %s)")
-            params.extend((folder, len(folder) + 1, folder + "/"))
-    for key, value in only.facets:
-        clauses.append(
-            "EXISTS (SELECT 1 FROM facets x WHERE x.doc_id = d.id AND x.key = %s "
-            "AND x.value = %s)"
-        )
-        params.extend((key, value))
-    if only.except_doc is not None:
-        clauses.append("d.id <> %s")
-        params.append(only.except_doc)
-    return " AND ".join(clauses), params
 
 
 class PgStore(DocumentRows):
@@ -231,7 +88,7 @@ class PgStore(DocumentRows):
             "(SELECT x.id, coalesce(h.path, x.path) AS path FROM roots x "
             f"LEFT JOIN root_paths h ON h.root_id = x.id AND h.host = {here})"
         )
-        self.conn = _Adapter(pg, self.roots_here)  # type: ignore[assignment]
+        self.conn = Adapter(pg, self.roots_here)  # type: ignore[assignment]
         self.halves = None
         self.outdated = False
         self._depth = 0
@@ -259,7 +116,7 @@ class PgStore(DocumentRows):
             SchemaTooNewError: written by a newer docindex.
             ForeignDatabaseError: another application's ``documents`` table.
         """
-        psycopg = _psycopg()
+        psycopg = driver()
         try:
             pg = psycopg.connect(
                 location.url, autocommit=True, application_name="docindex",
@@ -274,7 +131,7 @@ class PgStore(DocumentRows):
             )
             if readonly:
                 pg.execute("SET default_transaction_read_only = on")
-            store = cls(pg, location, host or _host())
+            store = cls(pg, location, host or host_name())
             store._setup(create and not readonly)
         except BaseException as exc:
             pg.close()
@@ -334,7 +191,7 @@ class PgStore(DocumentRows):
         writing one is READ COMMITTED: concurrent writers of other roots
         never fail on a serialization conflict.
         """
-        psycopg = _psycopg()
+        psycopg = driver()
         # ``savepoint=False`` is a SQLite speed-up (issue #7); here every
         # nested block is a SAVEPOINT, so one document's failed statement
         # rolls back that document alone, as a failed statement does in
@@ -555,9 +412,9 @@ class PgStore(DocumentRows):
         rows = doc.segments.rows
         vectors = doc.vectors
         n_vec = len(vectors)
-        seg_tf = [term_freqs(pair) for pair in doc.fts]
+        seg_tf = [ranking.term_freqs(pair) for pair in doc.fts]
         body = " ".join(b for _, b in doc.fts if b)
-        doc_tf, fields_len = term_freqs(doc.fields)
+        doc_tf, fields_len = ranking.term_freqs(doc.fields)
         body_len = len(body.split())
         doc_len = fields_len + body_len
         seg_len = sum(n for _, n in seg_tf)
@@ -1045,40 +902,12 @@ class PgStore(DocumentRows):
         try:
             for table in _TABLES:
                 self.pg.execute(f"VACUUM (ANALYZE) {table}")
-        except _psycopg().Error as exc:
+        except driver().Error as exc:
             raise translate(exc, self.location) from None
         return Vacuumed(before, self._bytes(), (time.perf_counter() - started) * 1000)
 
     def checkpoint(self) -> None:
         """Nothing to do: a commit is durable on the server."""
-
-
-@contextlib.contextmanager
-def scratch_schema(location: ServerUrl) -> Iterator[ServerUrl]:
-    """A new, empty schema on the server, dropped afterwards (``docindex eval``)."""
-    import uuid
-
-    from docindex.store.location import with_search_path
-
-    psycopg = _psycopg()
-    name = "docindex_eval_" + uuid.uuid4().hex[:10]
-    try:
-        with psycopg.connect(location.url, autocommit=True) as conn:
-            conn.execute(f"CREATE SCHEMA {name}")
-    except psycopg.Error as exc:
-        raise translate(exc, location) from None
-    try:
-        yield ServerUrl(with_search_path(location.url, name))
-    finally:
-        with contextlib.suppress(psycopg.Error):
-            with psycopg.connect(location.url, autocommit=True) as conn:
-                conn.execute(f"DROP SCHEMA {name} CASCADE")
-
-
-def _host() -> str:
-    from docindex import config
-
-    return config.host_name()
 
 
 def _implements_index(store: PgStore) -> Index:
