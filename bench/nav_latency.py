@@ -1,9 +1,15 @@
 """Median in-process latency of outline, section, show and related (issue #37).
 
-Usage: python bench/nav_latency.py --db INDEX.db FILE [HEADING] [--runs 7]
+Usage: python bench/nav_latency.py --db INDEX.db [--runs 7] [--top 10]
+       [--case FILE HEADING TARGET] ...
 
-Prints one line per command: its median and min/max in milliseconds over
-``--runs`` calls (after one warm-up call), each on the open process.
+Runs each navigation command through the public API (``docindex.open``) in
+this one process, as MCP, the warm server or a library user does: per case
+(a file, a heading of it, a ``show`` target), one first call (the cold
+figure: imports, page cache, the decoded vectors ``related`` keeps), then
+``--runs`` calls whose median, min and max are printed in milliseconds. The
+default cases are React pages of ``../shared/corpus/docs``; run it from that
+folder's parent or give absolute paths.
 """
 
 from __future__ import annotations
@@ -13,40 +19,54 @@ import statistics
 import time
 from collections.abc import Callable
 
-from docindex.api import commands
+import docindex
+
+REACT = "en/react.dev/src/content/reference/react"
+CASES = [
+    (f"{REACT}/useEffect.md", "useEffect(setup, dependencies?) > Parameters",
+     f"{REACT}/useEffect.md#reference"),
+    (f"{REACT}/useState.md", "useState(initialState) > Parameters",
+     f"{REACT}/useState.md#usage"),
+    (f"{REACT}/hooks.md", "Effect Hooks", f"{REACT}/hooks.md:60"),
+]  # fmt: skip
 
 
-def _time(call: Callable[[], object], runs: int) -> list[float]:
-    call()  # warm-up: imports and the page cache
+def _time(call: Callable[[], object], runs: int) -> tuple[float, list[float]]:
+    started = time.perf_counter()
+    call()
+    first = (time.perf_counter() - started) * 1000
     out = []
     for _ in range(runs):
         started = time.perf_counter()
         call()
         out.append((time.perf_counter() - started) * 1000)
-    return out
+    return first, out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--db", required=True)
-    parser.add_argument("file")
-    parser.add_argument("heading", nargs="?", default=None)
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--top", type=int, default=10)
+    parser.add_argument("--case", nargs=3, action="append",
+                        metavar=("FILE", "HEADING", "TARGET"))  # fmt: skip
     args = parser.parse_args()
-    db, file = args.db, args.file
-    calls: dict[str, Callable[[], object]] = {
-        "outline": lambda: commands.outline(db, file),
-        "show": lambda: commands.show(db, file),
-        "related": lambda: commands.related(db, file, top=5),
-    }
-    if args.heading:
-        calls["section"] = lambda: commands.section(db, file, args.heading)
-    for name, call in calls.items():
-        times = _time(call, args.runs)
-        print(
-            f"{name:8} median {statistics.median(times):7.1f} ms"
-            f"  (min {min(times):.1f}, max {max(times):.1f}, {args.runs} runs)"
-        )
+    index = docindex.open(args.db)
+    print(f"{'command':8} {'case':28} {'first':>8} {'median':>8} {'min':>7} {'max':>7}")
+    for file, heading, target in args.case or CASES:
+        calls: dict[str, Callable[[], object]] = {
+            "related": lambda f=file: index.related(f, top=args.top),
+            "outline": lambda f=file: index.outline(f),
+            "section": lambda f=file, h=heading: index.section(f, h),
+            "show": lambda t=target: index.show(t, context=1),
+        }
+        for name, call in calls.items():
+            first, times = _time(call, args.runs)
+            print(
+                f"{name:8} {file.rsplit('/', 1)[-1][:28]:28} {first:8.1f}"
+                f" {statistics.median(times):8.1f} {min(times):7.1f}"
+                f" {max(times):7.1f}  ms ({args.runs} runs)"
+            )
 
 
 if __name__ == "__main__":

@@ -70,6 +70,40 @@ def test_headings_match_markdown_it(lines: list[str]) -> None:
     assert our_headings(text) == reference_headings(text)
 
 
+DEF_LINE = st.sampled_from([
+    "", "text", "more words here", "# H", "## H2 ##", "```", "~~~",
+    "[a]: /url", "[//]: <TODO: add the link>", "[//]: # (a comment)",
+    '[b]: http://x.y "Title"', "   [c]: <>", "[d]: /u junk after", "[]: /x",
+    "[e]: /u 'T'", "[a b]: /x", "[link](/x) is text", "[f] not a definition",
+])  # fmt: skip
+
+
+def reference_definition_lines(text: str) -> set[int]:
+    """0-based lines markdown-it-py renders nothing for: link reference
+    definitions (no other hidden construct is in DEF_LINE)."""
+    shown: set[int] = set()
+    for tok in _MD.parse(text):
+        if tok.map and tok.type in {"inline", "fence", "code_block", "hr"}:
+            shown.update(range(*tok.map))
+    lines = text.split("\n")
+    return {i for i, line in enumerate(lines) if line.strip() and i not in shown}
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(lines=st.lists(DEF_LINE, max_size=20))
+def test_link_reference_definitions_are_hidden_as_markdown_it_does(
+    lines: list[str],
+) -> None:
+    """Issue #37: ``[//]: <TODO: ...>`` comments showed in the first hit's snippet."""
+    text = "\n".join(lines)
+    body = extract(text.encode(), "a.md", ExtractLimits()).units[0].text
+    hidden = {
+        i for i, (a, b) in enumerate(zip(text.split("\n"), body.split("\n"), strict=True))
+        if a.strip() and not b.strip()
+    }  # fmt: skip
+    assert hidden == reference_definition_lines(text)
+
+
 def test_setext_after_list_item_is_a_rule_not_a_heading() -> None:
     text = "- item\n---\n\npara\n---\n\n1. one\n===\n"
     assert our_headings(text) == reference_headings(text) == [(3, 2)]

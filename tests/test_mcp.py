@@ -28,7 +28,7 @@ Run pip install docindex.
 ## On Linux
 Use pip3 install docindex.
 
-# Usage
+# Usage {#usage}
 Query the index.
 """
 
@@ -153,11 +153,22 @@ def test_mcp_server_end_to_end(
                     9,
                 )
 
+                err, usage = await call("get_section", {"path": "guide.md",
+                                                        "section": "usage"})  # fmt: skip
+                assert not err and usage["heading_path"] == ["Usage"]  # issue #37
+                assert usage["text"].startswith("# Usage\n")  # no {#usage}
+                err, doc = await call("get_doc", {"chunk_id": "guide.md#usage"})
+                assert not err and "{#" not in doc["chunk"]["text"]
+
                 err, related = await call(
                     "find_related", {"path": "guide.md", "limit": 3}
                 )
                 assert not err and related["hits"]
                 assert all(h["rel_path"] != "guide.md" for h in related["hits"])
+                files = [h["rel_path"] for h in related["hits"]]  # issue #37
+                assert len(files) == len(set(files))
+                assert all("folded_count" in h and h["heading_path"] is not None
+                           for h in related["hits"])  # fmt: skip
                 err, related = await call(
                     "find_related",
                     {"path": "guide.md", "chunk_id": "install", "same_file": True},

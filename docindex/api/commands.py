@@ -599,12 +599,32 @@ def related(
     roots: list[str] | None = None, cwd: Path | None = None,
 ) -> Related:  # fmt: skip
     """Nearest chunks by vector; see ``docindex related --help``."""
-    from docindex.search import navigate
+    from docindex.search import related as nearest
 
     ws = _nav_workspace(db, roots)
     with _open_for_reading(ws) as store:
-        return navigate.related(store, ws.config.roots, target, top=top,
-                                same_file=same_file, cwd=cwd)  # fmt: skip
+        return nearest.related(store, ws.config.roots, target, top=top,
+                                same_file=same_file, cwd=cwd, cfg=ws.config,
+                                cache_key=_file_state(ws.db))  # fmt: skip
+
+
+def _file_state(db: Path | ServerUrl) -> tuple[str, ...] | None:
+    """The index file's and its WAL's identity, size and mtime: what a write
+    changes (issue #37: ``related`` keeps decoded vectors while it holds)."""
+    if isinstance(db, ServerUrl):
+        return None  # the server's rows can change without a file to watch
+    state = [str(db)]
+    for path in (db, db.with_name(db.name + "-wal")):
+        try:
+            st = path.stat()
+        except OSError:
+            state.append("-")
+            continue
+        # An empty WAL is no change: SQLite deletes and recreates it as
+        # connections close and open.
+        empty = st.st_size == 0 and path != db
+        state.append("-" if empty else f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}")
+    return tuple(state)
 
 
 def index_vocabulary(db: str | None, roots: list[str] | None = None) -> Vocabulary:

@@ -180,24 +180,29 @@ def skipped(reason: str | None, db: str | None, as_json: bool) -> None:
     type=click.IntRange(1, 1000),
     default=10,
     show_default=True,
-    help="Number of related chunks.",
+    help="Number of related documents.",
 )
 @click.option(
     "--same-file",
     is_flag=True,
-    help="Also return chunks of the same file (never the source chunk).",
+    help="Also return chunks of the same file, each listed (never the source).",
 )
 @db_option
 @json_option
 def related(target: str, top: int, same_file: bool, db: str | None,
             as_json: bool) -> None:  # fmt: skip
-    """Chunks nearest by vector to a chunk, or to FILE's centroid (other files only)."""
+    """Documents nearest by vector to a chunk, a heading's section, or FILE.
+
+    One entry per document (other files only, unless --same-file): its
+    nearest chunk, with the document's other near chunks folded behind it
+    ("+ N more here"), as `query` shows hits.
+    """
     from docindex.api.index import Index
-    from docindex.cli.render import print_related
+    from docindex.cli.render import related_text
 
     result = Index(find_db(db)).related(target, top=top, same_file=same_file,
                          cwd=Path.cwd())  # fmt: skip
     if as_json:
         echo_json(result)
     else:
-        print_related(out_console(), result)
+        click.echo(related_text(result))

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from docindex.models import Hit, ScanResult
+from docindex.models import FoldedHit, Hit, ScanResult
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -107,9 +108,9 @@ def hits_text(
         loc = location(hit)
         if loc:
             head += style(f"  {term_safe(loc)}", fg="yellow")
-        trail = " > ".join(hit.heading_path) if hit.heading_path else hit.title
+        trail = heading_trail(hit.heading_path, hit.title)
         if trail:
-            head += style(f"  {term_safe(trail)}", dim=True)
+            head += style(f"  {trail}", dim=True)
         lines.append(head)
         if context is not None and context[number]:
             for n, text in context[number]:
@@ -124,10 +125,7 @@ def hits_text(
             pos = end
         lines.append("".join([*out, _clean(snippet[pos:])]))
         if hit.folded_count:  # issue #19: more of this document, folded behind it
-            more = ", ".join(f":{f.line}" for f in hit.folded)
-            more += ", …" if hit.folded_count > len(hit.folded) else ""
-            note = f"    + {hit.folded_count} more here ({more})"
-            lines.append(style(note, dim=True))
+            lines.append(style(folded_note(hit.folded_count, hit.folded), dim=True))
         if explain and hit.explain:
             lines.append(style(f"    {json.dumps(hit.explain)}", dim=True))
     total = f"{result.total}" + ("" if result.total_exact else "+")
@@ -136,6 +134,56 @@ def hits_text(
     footer += ", degraded)" if result.degraded else ")"
     lines.append(style(footer, dim=True))
     return "\n".join(lines)
+
+
+def heading_trail(heading_path: Sequence[str], title: str = "") -> str:
+    """``Guide > Props > Passing props`` (or the title), safe for a terminal.
+
+    The one way every command shows where a chunk sits (issue #37).
+    """
+    return term_safe(" > ".join(heading_path) if heading_path else title)
+
+
+def folded_note(count: int, folded: Sequence[FoldedHit]) -> str:
+    """``    + 3 more here (:12, :40, :77)``: a document's other hits, folded."""
+    more = ", ".join(f":{f.line}" for f in folded)
+    more += ", …" if count > len(folded) else ""
+    return f"    + {count} more here ({more})"
+
+
+def related_text(related: Related, *, full_paths: bool = False) -> str:
+    """Related documents as ``query`` prints its hits (issue #37): score,
+    path:line, heading path, the cleaned snippet, and the document's other
+    near chunks folded behind it."""
+    import click
+
+    style = click.style
+    if not related.hits:
+        return style("nothing related", dim=True)
+    lines = []
+    for hit in related.hits:
+        head = style(f"{hit.score:.3f} ", fg="green", bold=True)
+        head += style(term_safe(hit.path if full_paths else hit.rel_path),
+                      fg="magenta", bold=True)  # fmt: skip
+        head += style(f":{hit.line}", fg="cyan")
+        loc = _where_short(hit.page, hit.slide, hit.sheet)
+        if loc:
+            head += style(f"  {term_safe(loc)}", fg="yellow")
+        trail = heading_trail(hit.heading_path, hit.title)
+        if trail:
+            head += style(f"  {trail}", dim=True)
+        lines += [head, f"    {_clean(hit.snippet)}"]
+        if hit.folded_count:
+            lines.append(style(folded_note(hit.folded_count, hit.folded), dim=True))
+    return "\n".join(lines)
+
+
+def _where_short(page: int | None, slide: int | None, sheet: str | None) -> str:
+    if page is not None:
+        return f"p. {page}"
+    if slide is not None:
+        return f"slide {slide}"
+    return sheet or ""
 
 
 def _notes(result: QueryResult) -> list[str]:
@@ -346,6 +394,13 @@ def _where(start: int, end: int, page: int | None = None, slide: int | None = No
     return f"lines {lines}"
 
 
+def reading_text(text: str) -> str:
+    """``search.snippet.reading_text``, imported when a command prints text."""
+    from docindex.search.snippet import reading_text as clean
+
+    return clean(text)
+
+
 def print_outline(console: Console, outline: Outline) -> None:
     """A document's headings, indented by level, with their lines."""
     from rich.text import Text
@@ -360,7 +415,12 @@ def print_outline(console: Console, outline: Outline) -> None:
         where = f"{entry.unit}:{entry.line}" if entry.unit else f":{entry.line}"
         where = term_safe(where)
         line.append(f"  {where}", style="cyan")
-        line.append(f"  {term_safe(entry.chunk_id)}", style="dim")
+        # The heading's own id, without the path the title line already
+        # names: `docindex show FILE#anchor` takes it (issue #37).
+        anchor = entry.anchor or entry.chunk_id
+        if anchor.startswith(f"{outline.rel_path}#"):
+            anchor = anchor[len(outline.rel_path) :]
+        line.append(f"  {term_safe(anchor)}", style="dim")
         console.print(line, soft_wrap=True)
 
 
@@ -378,8 +438,11 @@ def print_shown(console: Console, shown: Shown) -> None:
         loc = _where(chunk.start_line, chunk.end_line, chunk.page, chunk.slide,
                      chunk.sheet)  # fmt: skip
         head.append(f"  {term_safe(loc)}", style="cyan")
+        trail = heading_trail(chunk.heading_path)
+        if trail:  # issue #37: where the chunk sits, as query shows it
+            head.append(f"  {trail}", style="dim")
         console.print(head, soft_wrap=True)
-        console.print(Text(_clean(chunk.text)), soft_wrap=True)
+        console.print(Text(_clean(reading_text(chunk.text))), soft_wrap=True)
 
 
 def print_section(console: Console, section: Section) -> None:
@@ -389,9 +452,10 @@ def print_section(console: Console, section: Section) -> None:
     unit = f"  {section.unit}" if section.unit else ""
     where = f"{section.rel_path}:{section.start_line}-{section.end_line}{unit}"
     head = Text(term_safe(where), style="bold magenta")
-    head.append(f"  {term_safe(section.heading)}", style="dim")
+    trail = heading_trail(section.heading_path, section.heading)
+    head.append(f"  {trail}", style="dim")
     console.print(head, soft_wrap=True)
-    console.print(Text(_clean(section.text)), soft_wrap=True)
+    console.print(Text(_clean(reading_text(section.text))), soft_wrap=True)
 
 
 def document_rows(listing: DocumentList) -> list[str]:
@@ -445,22 +509,6 @@ def _list_footer(listing: DocumentList, offset: int) -> str:
         else ""
     )
     return f"{shown} of {listing.total} documents{more}"
-
-
-def print_related(console: Console, related: Related) -> None:
-    """Related chunks: score, path:line, chunk id and a snippet."""
-    from rich.text import Text
-
-    if not related.hits:
-        console.print(Text("nothing related", style="dim"))
-    for hit in related.hits:
-        head = Text()
-        head.append(f"{hit.score:.3f} ", style="bold green")
-        head.append(term_safe(hit.rel_path), style="bold magenta")
-        head.append(f":{hit.line}", style="cyan")
-        head.append(f"  {term_safe(hit.chunk_id)}", style="dim")
-        console.print(head, soft_wrap=True)
-        console.print(Text(f"    {_clean(hit.snippet)}"), soft_wrap=False)
 
 
 def print_eval(console: Console, report: EvalReport) -> None:

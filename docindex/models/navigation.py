@@ -6,7 +6,9 @@ query never needs them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from docindex.models import FoldedHit
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +24,11 @@ class OutlineEntry:
     line: int
     chunk_id: str
     unit: str | None = None
+    # issue #37: its ancestors' texts and its own, and its own id
+    # (``guide.md#install``), which ``show`` takes even when the heading
+    # has no chunk of its own and ``chunk_id`` names its first child's
+    heading_path: list[str] = field(default_factory=list)
+    anchor: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +85,7 @@ class Section:
     chunk_ids: list[str]
     text: str
     unit: str | None = None  # as in OutlineEntry
+    heading_path: list[str] = field(default_factory=list)  # issue #37
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +111,11 @@ class DocumentList:
 
 @dataclass(frozen=True, slots=True)
 class RelatedHit:
-    """A chunk near the source by vector, with its cosine score in [0, 1]."""
+    """A document's chunk nearest the source by vector, its cosine in [0, 1].
+
+    ``snippet`` is cleaned as ``query``'s are; the document's other near
+    chunks fold behind it (``folded_count``; the best in ``folded``, #37).
+    """
 
     path: str
     rel_path: str
@@ -118,6 +130,8 @@ class RelatedHit:
     page: int | None = None
     slide: int | None = None
     sheet: str | None = None
+    folded: list[FoldedHit] = field(default_factory=list)
+    folded_count: int = 0
 
 
 @dataclass(frozen=True, slots=True)

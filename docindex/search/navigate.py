@@ -9,6 +9,7 @@ the roots (``..``, absolute paths elsewhere, symlinks pointing out) raises
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shlex
 from collections.abc import Sequence
@@ -27,7 +28,6 @@ from docindex.models.limits import (
     MAX_LIST,
     MAX_OFFSET,
     MAX_QUERY_CHARS,
-    MAX_TOP,
     check_length,
     check_path,
     check_range,
@@ -39,8 +39,6 @@ from docindex.models.navigation import (
     DocumentRef,
     Outline,
     OutlineEntry,
-    Related,
-    RelatedHit,
     Section,
     Shown,
 )
@@ -53,7 +51,8 @@ MARKDOWN_KINDS = ("md", "docx", "html", "odt")  # one unit whose text has ``#`` 
 # -- resolving arguments inside the roots ---------------------------------------
 
 
-def _join(root: str, rel_path: str) -> str:
+def join_path(root: str, rel_path: str) -> str:
+    """The absolute path of a root's ``rel_path`` (stored with ``/``)."""
     return str(Path(root, *rel_path.split("/")))
 
 
@@ -106,7 +105,7 @@ def resolve_inside(roots: Sequence[str], arg: str, cwd: Path | None = None) -> P
         OutsideRootsError: ``arg`` escapes every root.
     """
     root, rel = _candidates(roots, arg, cwd)[0]
-    return Path(_join(root, rel)) if rel != "." else Path(root)
+    return Path(join_path(root, rel)) if rel != "." else Path(root)
 
 
 _GLOB_CHARS = frozenset("*?[")
@@ -234,7 +233,7 @@ def resolve_file(
             doc_id = store.find_document(ids[root], rel)
             if doc_id is not None:
                 return _doc_of(store, doc_id)
-    places = [Path(_join(root, rel)) for root, rel in _candidates(roots, arg, cwd)]
+    places = [Path(join_path(root, rel)) for root, rel in _candidates(roots, arg, cwd)]
     if not any(os.path.exists(p) for p in places):  # False for ENAMETOOLONG too
         raise MisuseError(
             f"{arg} does not exist under the roots ({', '.join(roots)}); "
@@ -245,7 +244,7 @@ def resolve_file(
     )
 
 
-def _chunk_rows(
+def chunk_rows(
     store: Index, roots: Sequence[str], arg: str, cwd: Path | None
 ) -> list[SegmentRow]:
     """Segments whose chunk id is ``arg``; its path part is checked against the roots.
@@ -301,14 +300,6 @@ def _headings(text: str) -> list[tuple[int, str, int]]:
     return [(lvl, txt, i) for i, lvl, txt in markdown_headings(text.split("\n"))]
 
 
-def _opening_chunk(segments: list[SegmentRow], line: int) -> str:
-    """Id of the first chunk at or after ``line`` (a bare heading opens its child)."""
-    for seg in segments:
-        if seg.end_line >= line:
-            return seg.chunk_id
-    return segments[-1].chunk_id if segments else ""
-
-
 class _Heading(NamedTuple):
     """A heading of a document: where it starts and, past Markdown, its segment."""
 
@@ -317,12 +308,6 @@ class _Heading(NamedTuple):
     line: int  # 1-based, within ``unit`` when there is one
     unit: str | None = None  # EPUB chapter file: its lines restart at 1
     segment: int | None = None  # index of the first segment under it
-
-
-def _heading_chunk(segments: list[SegmentRow], head: _Heading) -> str:
-    if head.segment is not None:
-        return segments[head.segment].chunk_id
-    return _opening_chunk(segments, head.line)
 
 
 def _doc_headings(
@@ -380,12 +365,46 @@ def outline(
     # --depth counts from the shallowest level the file has: React's pages keep
     # their title in front matter and start at "##" (issue #37).
     top = min((h.level for h in heads), default=1)
-    entries = [
-        OutlineEntry(h.level, h.text, h.line, _heading_chunk(segments, h), h.unit)
-        for h in heads
-        if h.level - top < depth
-    ]
+    paths = _heading_paths(heads)
+    entries = []
+    for h, path in zip(heads, paths, strict=True):
+        if h.level - top >= depth:
+            continue
+        opening = _heading_segment(segments, h)
+        chunk_id = opening.chunk_id if opening else ""
+        entries.append(OutlineEntry(
+            h.level, h.text, h.line, chunk_id, h.unit, heading_path=path,
+            anchor=_own_anchor(opening, len(path)),
+        ))  # fmt: skip
     return Outline(doc.path, doc.rel_path, doc.title, entries)
+
+
+def _heading_segment(segments: list[SegmentRow], head: _Heading) -> SegmentRow | None:
+    """The first segment under ``head`` (a bare heading opens its child's)."""
+    if not segments:
+        return None
+    if head.segment is not None:
+        return segments[head.segment]
+    return next((s for s in segments if s.end_line >= head.line), segments[-1])
+
+
+def _own_anchor(opening: SegmentRow | None, depth: int) -> str:
+    """The heading's own chunk-id form: its first chunk's id, cut to its depth.
+
+    A heading followed directly by a subheading has no chunk of its own; its
+    first chunk is its child's (``#reference/useeffect``), but ``show``
+    and Markdown links name it ``#reference`` (issue #37).
+    """
+    if opening is None:
+        return ""
+    file, _, anchor = opening.chunk_id.partition("#")
+    extra = len(opening.heading) - depth
+    if not anchor or extra <= 0:
+        return opening.chunk_id
+    parts = _without_part(anchor).split("/")
+    if len(parts) <= extra:
+        return opening.chunk_id
+    return f"{file}#{'/'.join(parts[:-extra])}"
 
 
 def section(
@@ -407,7 +426,7 @@ def section(
     segments = store.segments_of(doc.id)
     heads = _doc_headings(store, doc, segments)
     index = _find_heading(heads, heading, doc.rel_path)
-    head = heads[index]
+    head, path = heads[index], _heading_paths(heads)[index]
     after = next(
         (
             h
@@ -418,7 +437,8 @@ def section(
     )
     if head.segment is not None:
         body = store.body(doc.id)
-        return _segment_section(doc, segments, head, after, include_subsections, body)
+        found = _segment_section(doc, segments, head, after, include_subsections, body)
+        return dataclasses.replace(found, heading_path=path)
     body_lines = store.body(doc.id).split("\n")
     start, end = head.line, len(body_lines) if after is None else after.line - 1
     while end > start and not body_lines[end - 1].strip():
@@ -430,6 +450,7 @@ def section(
         path=doc.path, rel_path=doc.rel_path, heading=head.text, level=head.level,
         start_line=start, end_line=end, include_subsections=include_subsections,
         chunk_ids=chunk_ids, text="\n".join(body_lines[start - 1 : end]),
+        heading_path=path,
     )  # fmt: skip
 
 
@@ -503,6 +524,23 @@ def _segment_section(
     )  # fmt: skip
 
 
+def readable(found: Section | Shown) -> Section | Shown:
+    """``found`` with its text as a reader sees it (``snippet.reading_text``):
+    what MCP tools return, where an agent reads, not a script (issue #37)."""
+    from docindex.search.snippet import reading_text
+
+    if isinstance(found, Section):
+        return dataclasses.replace(found, text=reading_text(found.text))
+
+    def clean(chunk: Chunk) -> Chunk:
+        return dataclasses.replace(chunk, text=reading_text(chunk.text))
+
+    return dataclasses.replace(
+        found, chunk=clean(found.chunk), before=[clean(c) for c in found.before],
+        after=[clean(c) for c in found.after],
+    )  # fmt: skip
+
+
 # -- show -----------------------------------------------------------------------
 
 
@@ -523,7 +561,7 @@ def show(
         OutsideRootsError: the path part escapes the roots.
         DocindexError: no such chunk, file or line.
     """
-    rows = _chunk_rows(store, roots, target, cwd)
+    rows = chunk_rows(store, roots, target, cwd)
     if rows:
         doc_id, ordinal = rows[0].doc_id, rows[0].ordinal
         segments = store.segments_of(doc_id)
@@ -533,9 +571,9 @@ def show(
         if "#" in file or _without_part(file) != file:
             # A chunk id whose file is indexed but which names no chunk of it
             # (issue #20: not "the file is not indexed").
-            doc = resolve_file(store, roots, _chunk_file(file), cwd=cwd)
+            doc = resolve_file(store, roots, chunk_file(file), cwd=cwd)
             segments = store.segments_of(doc.id)
-            opening = _opening_of(segments, doc.rel_path, target)
+            opening = opening_of(segments, doc.rel_path, target)
             if opening is None:
                 raise MisuseError(
                     f"{doc.rel_path} has no chunk {target!r}; list its chunk ids "
@@ -555,7 +593,7 @@ def show(
     )  # fmt: skip
 
 
-def _opening_of(segments: list[SegmentRow], rel_path: str, target: str) -> int | None:
+def opening_of(segments: list[SegmentRow], rel_path: str, target: str) -> int | None:
     """Index of the first chunk inside the section whose anchor ``target`` names.
 
     A heading followed directly by a subheading has no chunk of its own (its
@@ -589,7 +627,7 @@ def _file_line(
     return doc_id, segments, _segment_at(segments, line)
 
 
-def _chunk_file(chunk_id: str) -> str:
+def chunk_file(chunk_id: str) -> str:
     """The file part of a chunk id (``guide.md#install~2`` -> ``guide.md``)."""
     return _without_part(chunk_id.split("#", 1)[0])
 
@@ -607,7 +645,7 @@ def _segment_at(segments: list[SegmentRow], line: int | None) -> int:
     return len(segments) - 1
 
 
-# -- list and related -----------------------------------------------------------
+# -- list -----------------------------------------------------------------------
 
 
 def list_documents(
@@ -631,7 +669,7 @@ def list_documents(
     check_length("path", path_glob, MAX_GLOB_CHARS)
     check_range("limit", limit, 1, MAX_LIST)
     check_range("offset", offset, 0, MAX_OFFSET)
-    only = _doc_filter(store, roots, None, types)
+    only = roots_filter(store, roots, None, types)
     if path_glob:
         scope = path_scope(roots, path_glob, cwd)
         if scope.root is not None:
@@ -642,7 +680,7 @@ def list_documents(
     rows, total = store.documents(only, limit=limit, offset=offset)
     docs = [
         DocumentInfo(
-            path=_join(r.root, r.rel_path),
+            path=join_path(r.root, r.rel_path),
             rel_path=r.rel_path,
             title=r.title or r.rel_path.rsplit("/", 1)[-1],
             type=r.kind,
@@ -654,85 +692,12 @@ def list_documents(
     return DocumentList(docs, total, offset + len(docs) < total)
 
 
-def _doc_filter(
+def roots_filter(
     store: Index, roots: Sequence[str], path_glob: str | None, types: Sequence[str]
 ) -> DocFilter:
+    """The documents of ``roots`` (of ``types``, under ``path_glob``)."""
     return DocFilter(
         root_ids=tuple(_root_ids(store, roots).values()),
         kinds=tuple(types),
         path_glob=path_glob,
     )
-
-
-def related(
-    store: Index, roots: Sequence[str], target: str, *, top: int = 10,
-    same_file: bool = False, cwd: Path | None = None,
-) -> Related:  # fmt: skip
-    """Chunks nearest by vector to a chunk, or to a file's centroid.
-
-    Args:
-        store: the index (built with an embedding provider).
-        roots: the configured roots; results stay inside them.
-        target: ``FILE`` or ``FILE#CHUNK`` (a chunk id).
-        top: how many chunks to return.
-        same_file: also return chunks of the source file (never the source chunk).
-        cwd: also resolve relative paths against this directory.
-
-    Raises:
-        OutsideRootsError: the path part escapes the roots.
-        DocindexError: unknown file or chunk, or an index without vectors.
-    """
-    import numpy as np
-
-    from docindex.embed.ngram import dequantize
-
-    check_range("top", top, 1, MAX_TOP)
-    emb = store.get_meta("embedder")
-    if not emb:
-        raise DocindexError("this index has no vectors (embedding provider none)")
-    rows = _chunk_rows(store, roots, target, cwd)
-    if rows:
-        doc_id, source, source_ids = rows[0].doc_id, rows[0].chunk_id, [rows[0].id]
-    else:
-        doc = resolve_file(store, roots, target, cwd=cwd)
-        doc_id, source = doc.id, doc.rel_path
-        source_ids = [s.id for s in store.segments_of(doc_id)]
-    dim = int(emb["dim"])
-    _, blobs = store.vectors(source_ids)
-    if not blobs:
-        raise DocindexError(f"{source} has no vectors")
-    query = dequantize(blobs, dim).mean(axis=0)
-    norm = float(np.linalg.norm(query))
-    if norm == 0:
-        return Related(source, [])
-    query /= norm
-    only = _doc_filter(store, roots, None, ())
-    if not same_file:
-        only = only._replace(except_doc=doc_id)
-    ids, cand = store.all_vectors(only)
-    if not ids:
-        return Related(source, [])
-    sims = dequantize(cand, dim) @ query
-    order = np.lexsort((np.asarray(ids), -sims))
-    skip = set(source_ids) if len(source_ids) == 1 else set()
-    best = [
-        (ids[i], float(sims[i])) for i in order if sims[i] > 0 and ids[i] not in skip
-    ]
-    best = best[: max(0, top)]
-    found = store.segments_by_id([sid for sid, _ in best])
-    hits = [
-        _related_hit(store, found[sid], score) for sid, score in best if sid in found
-    ]
-    return Related(source, hits)
-
-
-def _related_hit(store: Index, row: SegmentRow, score: float) -> RelatedHit:
-    text = store.body(row.doc_id)[row.char_start : row.char_end]
-    snippet = " ".join(text.split())[:200]
-    return RelatedHit(
-        path=_join(row.root, row.rel_path), rel_path=row.rel_path,
-        chunk_id=row.chunk_id, line=row.start_line, start_line=row.start_line,
-        end_line=row.end_line, title=row.title or row.rel_path.rsplit("/", 1)[-1],
-        heading_path=list(row.heading), score=round(min(1.0, score), 4),
-        snippet=snippet, page=row.page, slide=row.slide, sheet=row.sheet,
-    )  # fmt: skip

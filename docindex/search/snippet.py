@@ -113,6 +113,24 @@ def display_text(text: str) -> str:
     return "\n".join(line for line, _ in _display_lines(text))
 
 
+_HEADING_LINE = re.compile(r"^ {0,3}#{1,6}[ \t].*$", re.M)
+
+
+def reading_text(text: str) -> str:
+    """A chunk or section as ``show`` and ``section`` print it (issue #37).
+
+    The document's own text, line for line (code fences and all), without
+    the explicit anchors of its headings (``{/*id*/}``, ``{#id}``) and the
+    trailing blanks that MDX tags leave where the index blanked them.
+    """
+    if "{" in text:
+        text = _HEADING_LINE.sub(lambda m: _ANCHOR.sub("", m.group()), text)
+    return _TRAILING.sub("", text)
+
+
+_TRAILING = re.compile(r"[ \t]+$", re.M)
+
+
 _FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 

@@ -175,11 +175,12 @@ def tool_schemas(vocab: Vocabulary) -> dict[str, tuple[str, Schema]]:
                                  "include_subsections": _bool("Include sub-headings.",
                                                               True)},
                                 ("path", "section"))),
-        "find_related": ("Chunks nearest by vector to a chunk or a whole file.",
+        "find_related": ("Documents nearest by vector to a chunk or a whole file: "
+                         "one hit each, its other near chunks in folded.",
                          _object({"path": path,
                                   "chunk_id": _str("Optional chunk of that file.",
                                                    MAX_CHUNK_ID_CHARS),
-                                  "limit": _int("Number of chunks.", 10, 1, 100),
+                                  "limit": _int("Number of documents.", 10, 1, 100),
                                   "same_file": _bool("Include the same file.", False)},
                                  ("path",))),
         "list_documents": ("Indexed documents with title, type, size and segments.",
@@ -413,9 +414,11 @@ class Tools:
         return self.plain.stats()
 
     def _tool_get_doc(self, args: JSONObject, stop: _Cancellable) -> object:
-        return self.index.show(
+        from docindex.search.navigate import readable  # headings' anchors go (#37)
+
+        return readable(self.index.show(
             _get_str(args, "chunk_id"), context=_get_int(args, "context", 0)
-        )
+        ))  # fmt: skip
 
     def _tool_get_outline(self, args: JSONObject, stop: _Cancellable) -> object:
         return self.index.outline(
@@ -423,10 +426,12 @@ class Tools:
         )
 
     def _tool_get_section(self, args: JSONObject, stop: _Cancellable) -> object:
-        return self.index.section(
+        from docindex.search.navigate import readable
+
+        return readable(self.index.section(
             _get_str(args, "path"), _get_str(args, "section"),
             subsections=_get_bool(args, "include_subsections", True),
-        )  # fmt: skip
+        ))  # fmt: skip
 
     def _tool_find_related(self, args: JSONObject, stop: _Cancellable) -> object:
         path = _get_str(args, "path")

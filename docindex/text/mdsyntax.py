@@ -16,7 +16,11 @@ character offsets still match the file. Outside fenced code, these are hidden:
   (``<Tabs>``, ``<TabItem value="adc">``, ``</DeepDive>``); the text between
   the tags stays;
 - admonition markers: ``:::note``, ``:::`` (VitePress, Docusaurus), ``!!! tip``
-  and ``???+ note`` (MkDocs; a quoted title stays).
+  and ``???+ note`` (MkDocs; a quoted title stays);
+- link reference definitions on one line (``[id]: /url "title"``), which
+  pages also use as comments (``[//]: <TODO: ...>``, ``[//]: # (note)``),
+  where one may start: after a blank line, a heading, a closing fence or
+  something hidden, not inside a paragraph.
 """
 
 from __future__ import annotations
@@ -34,7 +38,8 @@ _HIDDEN = re.compile(
     r"|(?:import|export)[ \t{*]"  # MDX ESM
     r"|[ \t]*<[/A-Za-z][^\n]*>[ \t]*$"  # a line that may be one tag
     r"|[ \t]*<[A-Za-z][\w.:-]*(?:[ \t][^\n>]*)?$"  # a tag that goes on below
-    r"|[ \t]*(?::::+|!!!|\?\?\?\+?))"  # an admonition marker
+    r"|[ \t]*(?::::+|!!!|\?\?\?\+?)"  # an admonition marker
+    r"| {0,3}\[(?!\]))"  # a link reference definition
     r"|\{/\*",  # an MDX comment
     re.M,
 )
@@ -51,6 +56,15 @@ _ADMONITION = re.compile(
     r"[\w-]*(?:[ \t]+[\w-]+)*[ \t]*(?=\"|$))"
 )
 _ANCHOR_COMMENT = re.compile(r"\{/\*\s*[\w-]+\s*\*/\}")
+# CommonMark 4.7 on one line: label, destination, optional quoted title.
+_LINK_DEF = re.compile(
+    r" {0,3}\[((?:[^\[\]\\\n]|\\.){1,999})\]:[ \t]*(?:<[^<>\n]*>|[^\s<]\S*)"
+    r"(?:[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^()\n]*\)))?[ \t]*"
+)
+# A line after which a link reference definition may start.
+_BLOCK_END = re.compile(
+    r"[ \t]*| {0,3}#{1,6}(?:[ \t][^\n]*)?| {0,3}(?:`{3,}|~{3,})[ \t]*"
+)
 
 
 def _blank(text: str) -> str:
@@ -140,6 +154,11 @@ def hide_unrendered(text: str) -> str:
                 if tag_end is not None:
                     pieces += [text[done:at], _blank(text[at:tag_end])]
                     done = tag_end
+        elif token.startswith("["):
+            link_def = _LINK_DEF.fullmatch(text, at, line_end)
+            if link_def and link_def[1].strip() and _may_define(text, at, done):
+                pieces += [text[done:at], _blank(text[at:line_end])]
+                done = line_end
         else:
             marker = _ADMONITION.match(text, at, line_end)
             if marker is not None:
@@ -155,6 +174,15 @@ def hide_unrendered(text: str) -> str:
         return text
     pieces.append(text[done:])
     return "".join(pieces)
+
+
+def _may_define(text: str, at: int, hidden_to: int) -> bool:
+    """True when a link reference definition may start at ``at`` (a line
+    start): it cannot interrupt a paragraph (CommonMark 4.7)."""
+    if at == 0 or at - 1 == hidden_to:
+        return True  # the file's first line, or the line below hidden text
+    prev = text.rfind("\n", 0, at - 1) + 1
+    return _BLOCK_END.fullmatch(text, prev, at - 1) is not None
 
 
 _MAX_TAG_CHARS = 4000  # a multi-line JSX tag longer than this is left as text
