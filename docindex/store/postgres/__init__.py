@@ -1,11 +1,13 @@
 """The PostgreSQL index: a team's shared index on a server (issue #34).
 
 ``PgStore`` implements ``store.interface.Index`` on a PostgreSQL database,
-selected by a ``postgresql://`` URL (``store.location``). It reuses the
-SQLite store's row statements (``documents.DocumentRows``) through a small
-adapter (``?`` placeholders, roots seen from this host) and has its own
-search side (``ranking.py``: FTS5's bm25 over stored term frequencies) and
-writes (segment-id blocks from a sequence, upserts, COPY).
+selected by a ``postgresql://`` URL (``store.location``). This module holds
+the connection's life, transactions, roots and writes (segment-id blocks
+from a sequence, upserts, COPY); ``search.py`` the reads (FTS5's bm25 over
+stored term frequencies, ``ranking.py``), ``connection.py`` the driver and
+its errors, ``filters.py`` the document filters, ``schema.py`` the
+migrations. Row statements shared with SQLite (``documents.DocumentRows``)
+run through a small adapter (``?`` placeholders, roots seen from this host).
 
 Roots belong to the index: each has a name (its folder's name when it was
 added) and a path per host (``root_paths``), so two machines that mount the
@@ -19,6 +21,7 @@ import contextlib
 import json
 import time
 import zlib
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -26,200 +29,49 @@ from typing import TYPE_CHECKING, Any
 from docindex.errors import (
     DocindexError,
     ForeignDatabaseError,
-    IndexBusyError,
     IndexNotFoundError,
     SchemaTooNewError,
 )
-from docindex.store.documents import DocumentRows
-from docindex.store.location import INSTALL_HINT, ServerUrl, mask
+from docindex.store.location import ServerUrl
 from docindex.store.postgres import ranking, schema
+from docindex.store.postgres.connection import (
+    READ_ONLY_HINT,
+    Adapter,
+    driver,
+    host_name,
+    scratch_schema,
+    translate,
+)
+from docindex.store.postgres.filters import ALL_DOCS, filter_sql, glob_regex
 from docindex.store.postgres.schema import one
+from docindex.store.postgres.search import PgReader
 from docindex.store.records import (
     SEGMENT_COLUMNS,
     DocFilter,
-    DocHit,
-    SegmentRow,
     Space,
     StoredDocument,
     Vacuumed,
 )
 
 if TYPE_CHECKING:
-    from types import ModuleType
-
-    from psycopg import Connection, Cursor
+    from psycopg import Connection
     from psycopg.rows import TupleRow
 
     from docindex.store.encoding import NewDocument
     from docindex.store.interface import Index
 
-ALL_DOCS = DocFilter()
 # A document's segments have consecutive ids (``first_segment``); here they are
 # its id shifted left by this many bits plus their ordinal, so concurrent
 # writers never share a block and no lock is needed (16.7 M segments per
 # document; ``max_segments`` caps a whole index far below that).
 SEGMENT_BITS = 24
-READ_ONLY_HINT = (
-    "this PostgreSQL role may only read the index; write with a role that has "
-    "the writer GRANTs (README: Share an index with a team)"
-)
+__all__ = ["READ_ONLY_HINT", "PgStore", "filter_sql", "glob_regex", "scratch_schema",
+           "translate"]  # fmt: skip
 _TABLES = ("docindex_meta", "roots", "root_paths", "documents", "segments",
            "facets", "skipped", "vocab")  # fmt: skip
 
 
-def _psycopg() -> ModuleType:
-    try:
-        import psycopg
-    except ImportError:
-        raise DocindexError(
-            f"a PostgreSQL index needs the driver: {INSTALL_HINT}"
-        ) from None
-    return psycopg
-
-
-def translate(exc: BaseException, where: ServerUrl | str) -> DocindexError:
-    """A psycopg error as a one-line DocindexError; the password stays masked."""
-    psycopg = _psycopg()
-    msg = mask(str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc))
-    errors = psycopg.errors
-    if isinstance(exc, errors.InsufficientPrivilege | errors.ReadOnlySqlTransaction):
-        return DocindexError(f"cannot write index {where}: {READ_ONLY_HINT} ({msg})")
-    if isinstance(exc, errors.LockNotAvailable | errors.QueryCanceled):
-        return IndexBusyError(f"index is busy (another docindex is writing): {where}")
-    if isinstance(exc, psycopg.OperationalError):
-        return DocindexError(f"cannot reach index {where}: {msg}")
-    return DocindexError(f"error in index {where}: {msg}")
-
-
-class _Rows:
-    """What ``DocumentRows`` reads of an sqlite3 cursor, over a psycopg one."""
-
-    def __init__(self, cur: Cursor[TupleRow]) -> None:
-        self._cur = cur
-        self.rowcount = cur.rowcount
-        self.lastrowid = None
-
-    def fetchone(self) -> TupleRow | None:
-        return self._cur.fetchone() if self._cur.description else None
-
-    def fetchall(self) -> list[TupleRow]:
-        return list(self._cur.fetchall()) if self._cur.description else []
-
-    def __iter__(self) -> Iterator[TupleRow]:
-        return iter(self.fetchall())
-
-
-class _Adapter:
-    """sqlite3-style ``execute`` for ``DocumentRows``' statements.
-
-    ``?`` becomes ``%s``, and ``JOIN roots r ON`` joins this host's view of
-    the roots (id, path), so the shared statements need no copy.
-    """
-
-    def __init__(self, conn: Connection[TupleRow], roots_here: str) -> None:
-        self.conn = conn
-        self.roots_here = roots_here
-
-    def _sql(self, sql: str) -> str:
-        sql = sql.replace("%", "%%").replace("?", "%s")
-        return sql.replace("JOIN roots r ON", f"JOIN {self.roots_here} r ON")
-
-    def execute(self, sql: str, params: Sequence[object] = ()) -> _Rows:
-        return _Rows(self.conn.execute(self._sql(sql), tuple(params)))
-
-    def executemany(self, sql: str, rows: Iterable[Sequence[object]]) -> None:
-        with self.conn.cursor() as cur:
-            cur.executemany(self._sql(sql), [tuple(r) for r in rows])
-
-
-def term_freqs(columns: Sequence[str]) -> tuple[str, int]:
-    """(jsonb of term -> packed hits per column, tokens in all columns) of one
-    FTS row of two columns: ``hits(first) << 24 | hits(second)``
-    (``ranking.HIT_BITS``), one number read with one lookup per term.
-
-    Columns hold pre-tokenised terms separated by spaces, which FTS5's
-    ``unicode61`` keeps whole (``text.tokenize``): splitting on spaces counts
-    what FTS5 counts.
-    """
-    n = len(columns)
-    counts: dict[str, list[int]] = {}
-    total = 0
-    for c, text in enumerate(columns):
-        for term in text.split():
-            row = counts.get(term)
-            if row is None:
-                row = counts[term] = [0] * n
-            row[c] += 1
-            total += 1
-    packed = {t: (c[0] << ranking.HIT_BITS) | c[1] for t, c in counts.items()}
-    return json.dumps(packed, ensure_ascii=False, separators=(",", ":")), total
-
-
-def glob_regex(pattern: str) -> str:
-    """A SQLite GLOB pattern as an anchored PostgreSQL regex (``*`` crosses ``/``)."""
-    out = ["^"]
-    i = 0
-    while i < len(pattern):
-        ch = pattern[i]
-        if ch == "*":
-            out.append(".*")
-        elif ch == "?":
-            out.append(".")
-        elif ch == "[":
-            end = pattern.find("]", i + 2)
-            if end < 0:
-                out.append(r"\[")
-            else:
-                body = pattern[i + 1 : end]
-                neg = body.startswith("^")
-                body = body[1:] if neg else body
-                body = body.replace("\\", "\\\\")
-                out.append("[" + ("^" if neg else "") + body + "]")
-                i = end
-        else:
-            out.append("\\" + ch if not ch.isalnum() else ch)
-        i += 1
-    out.append("$")
-    return "".join(out)
-
-
-def filter_sql(only: DocFilter) -> tuple[str, list[object]]:
-    """SQL over ``documents d`` for a DocFilter (``_sql.filter_sql`` for PostgreSQL)."""
-    clauses: list[str] = []
-    params: list[object] = []
-    if only.root_ids is not None:
-        clauses.append("d.root_id = ANY(%s)")
-        params.append(list(only.root_ids))
-    if only.kinds:
-        clauses.append("d.kind = ANY(%s)")
-        params.append([t.lower().lstrip(".") for t in only.kinds])
-    if only.path_glob:
-        clauses.append("d.rel_path ~ %s")
-        params.append(glob_regex(only.path_glob))
-    if only.path:
-        path = only.path.replace("\\", "/")
-        while path.startswith("./"):
-            path = path[2:]
-        if set("*?[") & set(path):
-            clauses.append("d.rel_path ~ %s")
-            params.append(glob_regex(path))
-        elif path.rstrip("/"):
-            folder = path.rstrip("/")
-            clauses.append("(d.rel_path = %s OR left(d.rel_path, %s) = %s)")
-            params.extend((folder, len(folder) + 1, folder + "/"))
-    for key, value in only.facets:
-        clauses.append(
-            "EXISTS (SELECT 1 FROM facets x WHERE x.doc_id = d.id AND x.key = %s "
-            "AND x.value = %s)"
-        )
-        params.extend((key, value))
-    if only.except_doc is not None:
-        clauses.append("d.id <> %s")
-        params.append(only.except_doc)
-    return " AND ".join(clauses), params
-
-
-class PgStore(DocumentRows):
+class PgStore(PgReader):
     """An open PostgreSQL index. Always close it (or use it as a context manager)."""
 
     def __init__(
@@ -236,15 +88,19 @@ class PgStore(DocumentRows):
             "(SELECT x.id, coalesce(h.path, x.path) AS path FROM roots x "
             f"LEFT JOIN root_paths h ON h.root_id = x.id AND h.host = {here})"
         )
-        self.conn = _Adapter(pg, self.roots_here)  # type: ignore[assignment]
+        self.conn = Adapter(pg, self.roots_here)  # type: ignore[assignment]
         self.halves = None
         self.outdated = False
         self._depth = 0
         self._bodies: dict[int, str] = {}
         self._bodies_version = None
         self._totals: tuple[int, int, int, int, int] | None = None
-        self._delta: dict[str, list[int]] = {}  # vocab changes of this transaction
+        # vocab changes of this transaction: segments and documents per term
+        self._segs: Counter[str] = Counter()
+        self._docs: Counter[str] = Counter()
         self._failed: BaseException | None = None  # first error of this transaction
+        # (match, filter, documents?) -> count_matches, from document_lexical
+        self._matches: dict[tuple[str, DocFilter, bool], int] = {}
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -260,7 +116,7 @@ class PgStore(DocumentRows):
             SchemaTooNewError: written by a newer docindex.
             ForeignDatabaseError: another application's ``documents`` table.
         """
-        psycopg = _psycopg()
+        psycopg = driver()
         try:
             pg = psycopg.connect(
                 location.url, autocommit=True, application_name="docindex",
@@ -275,7 +131,7 @@ class PgStore(DocumentRows):
             )
             if readonly:
                 pg.execute("SET default_transaction_read_only = on")
-            store = cls(pg, location, host or _host())
+            store = cls(pg, location, host or host_name())
             store._setup(create and not readonly)
         except BaseException as exc:
             pg.close()
@@ -335,7 +191,7 @@ class PgStore(DocumentRows):
         writing one is READ COMMITTED: concurrent writers of other roots
         never fail on a serialization conflict.
         """
-        psycopg = _psycopg()
+        psycopg = driver()
         # ``savepoint=False`` is a SQLite speed-up (issue #7); here every
         # nested block is a SAVEPOINT, so one document's failed statement
         # rolls back that document alone, as a failed statement does in
@@ -344,6 +200,7 @@ class PgStore(DocumentRows):
         try:
             if self._depth == 0:
                 self._bodies.clear()
+                self._matches.clear()
                 self._totals = None
                 self.pg.execute(
                     "BEGIN" if immediate else "BEGIN ISOLATION LEVEL REPEATABLE READ"
@@ -366,7 +223,8 @@ class PgStore(DocumentRows):
             if isinstance(exc, psycopg.Error) and self._failed is None:
                 self._failed = exc  # the cause, not "transaction is aborted" later
             if self._depth == 0:
-                self._delta.clear()
+                self._segs.clear()
+                self._docs.clear()
                 first, self._failed = self._failed, None
                 if isinstance(exc, psycopg.Error):
                     raise translate(first or exc, self.location) from None
@@ -379,23 +237,23 @@ class PgStore(DocumentRows):
             else:
                 self.pg.execute(f"RELEASE sp{self._depth}")
         except psycopg.Error as exc:
-            self._delta.clear()
+            self._segs.clear()
+            self._docs.clear()
             with contextlib.suppress(psycopg.Error):
                 self.pg.execute("ROLLBACK")
             raise translate(exc, self.location) from None
 
     def _count(self, term: str, segs: int, docs: int) -> None:
-        row = self._delta.get(term)
-        if row is None:
-            self._delta[term] = [segs, docs]
-        else:
-            row[0] += segs
-            row[1] += docs
+        self._segs[term] += segs
+        self._docs[term] += docs
 
     def _flush_vocab(self) -> None:
         """Append this transaction's term and total changes to ``vocab``."""
-        rows = [(t, s, d) for t, (s, d) in self._delta.items() if s or d]
-        self._delta.clear()
+        segs, docs = self._segs, self._docs
+        rows = [(t, segs[t], docs[t]) for t in segs.keys() | docs.keys()]
+        rows = [row for row in rows if row[1] or row[2]]
+        segs.clear()
+        docs.clear()
         if not rows:
             return
         with (
@@ -554,9 +412,9 @@ class PgStore(DocumentRows):
         rows = doc.segments.rows
         vectors = doc.vectors
         n_vec = len(vectors)
-        seg_tf = [term_freqs(pair) for pair in doc.fts]
+        seg_tf = [ranking.term_freqs(pair) for pair in doc.fts]
         body = " ".join(b for _, b in doc.fts if b)
-        doc_tf, fields_len = term_freqs(doc.fields)
+        doc_tf, fields_len = ranking.term_freqs(doc.fields)
         body_len = len(body.split())
         doc_len = fields_len + body_len
         seg_len = sum(n for _, n in seg_tf)
@@ -618,15 +476,22 @@ class PgStore(DocumentRows):
         seg_len: int, doc_len: int, body_len: int, sign: int,
     ) -> None:  # fmt: skip
         """Count a document's terms in (``sign`` 1) or out (-1) of ``vocab``."""
+        # Counter.update/subtract count an iterable in C (issue #34: counting
+        # term by term in Python was a third of the writer's time).
+        held: list[str] = []
         in_doc: set[str] = set()
         for title, body in fts:
-            for term in set(title.split()) | set(body.split()):
-                self._count(term, sign, 0)
-            in_doc.update(body.split())
+            words = body.split()
+            held.extend(set(title.split()).union(words))
+            in_doc.update(words)
         for text in fields:
             in_doc.update(text.split())
-        for term in in_doc:
-            self._count(term, 0, sign)
+        if sign > 0:
+            self._segs.update(held)
+            self._docs.update(in_doc)
+        else:
+            self._segs.subtract(held)
+            self._docs.subtract(in_doc)
         self._count(" rows", sign * n_segs, sign)
         self._count(" tokens", sign * seg_len, sign * doc_len)
         self._count(" body", 0, sign * body_len)
@@ -710,244 +575,6 @@ class PgStore(DocumentRows):
         ]  # fmt: skip
         return docs, int(total)
 
-    # -- search --------------------------------------------------------------
-
-    def _vocab(self, terms: Sequence[str], column: str) -> dict[str, int]:
-        rows = self.pg.execute(
-            f"SELECT term, sum({column}) FROM vocab WHERE term = ANY(%s) GROUP BY term",
-            (list(dict.fromkeys(terms)),),
-        )
-        return {str(t): int(n) for t, n in rows if n}
-
-    def _stats(self) -> tuple[int, int, int, int, int]:
-        """(documents, segments, segment tokens, document tokens, body tokens)."""
-        if self._totals is None or not self._depth:
-            rows = {
-                str(t): (int(a or 0), int(b or 0))
-                for t, a, b in self.pg.execute(
-                    "SELECT term, sum(segs), sum(docs) FROM vocab "
-                    "WHERE term = ANY(%s) GROUP BY term",
-                    ([" rows", " tokens", " body"],),
-                )
-            }
-            segs, docs = rows.get(" rows", (0, 0))
-            seg_tokens, doc_tokens = rows.get(" tokens", (0, 0))
-            body = rows.get(" body", (0, 0))[1]
-            self._totals = (docs, segs, seg_tokens, doc_tokens, body)
-        return self._totals
-
-    def lexical(
-        self, match: str, limit: int, title_weight: float,
-        only: DocFilter = ALL_DOCS, within: Sequence[int] | None = None,
-    ) -> list[tuple[int, float]]:  # fmt: skip
-        """(segment id, bm25) best first, as FTS5's ``bm25(fts, title_weight, 1)``."""
-        _, n_rows, n_tokens, _, _ = self._stats()
-        tree, phrases = ranking.parse_match(match)
-        counts = self.doc_freqs(phrases)
-        idfs = [ranking.idf(n_rows, counts.get(p, 0)) for p in phrases]
-        terms = list(dict.fromkeys(phrases))
-        slot = {t: i for i, t in enumerate(terms)}
-        # One lookup per term and row (OFFSET 0 keeps the planner from copying
-        # the lookup into every use): jsonb lookups are most of the cost.
-        looks = ", ".join(f"(s.tf ->> %s)::bigint AS x{i}" for i in range(len(terms)))
-        freqs = [
-            ranking.packed_freq(f"u.x{slot[p]}", [], (title_weight, 1.0))
-            for p in phrases
-        ]
-        lateral, lparams, score, sparams = ranking.bm25_sql(
-            freqs, idfs, n_tokens / max(1, n_rows), "s.len"
-        )
-        cond, cparams = ranking.match_sql(tree, "s.tf")
-        join, extra = "", ""
-        params: list[object] = []
-        if within is not None:
-            extra, params = " AND s.id = ANY(%s)", [list(within)]
-        else:
-            where, fparams = filter_sql(only)
-            if where:
-                join = "JOIN documents d ON d.id = s.doc_id"
-                extra, params = f" AND {where}", fparams
-        sql = (
-            f"SELECT s.id, {score} AS score FROM segments s {join} "
-            f"CROSS JOIN LATERAL (SELECT {looks} OFFSET 0) u "
-            f"CROSS JOIN LATERAL (SELECT {lateral}) v WHERE {cond}{extra} "
-            "ORDER BY score DESC, s.id LIMIT %s"
-        )
-        rows = self.pg.execute(
-            sql, [*sparams, *terms, *lparams, *cparams, *params, limit]
-        )
-        return [(int(r[0]), float(r[1])) for r in rows]
-
-    def count_matches(
-        self, match: str, only: DocFilter = ALL_DOCS, *, documents: bool = False
-    ) -> int:
-        """Segments (or distinct documents) matching an FTS5-syntax query among
-        the documents ``only`` selects, without ranking (issue #37)."""
-        tree, _ = ranking.parse_match(match)
-        cond, cparams = ranking.match_sql(tree, "s.tf")
-        where, fparams = filter_sql(only)
-        what = "count(DISTINCT s.doc_id)" if documents else "count(*)"
-        join = "JOIN documents d ON d.id = s.doc_id " if where else ""
-        sql = (
-            f"SELECT {what} FROM segments s {join}WHERE {cond}"
-            f"{' AND ' + where if where else ''}"
-        )
-        row = self.pg.execute(sql, [*cparams, *fparams]).fetchone()
-        return int(row[0]) if row else 0
-
-    def vocabulary(self, first: str, last: str) -> list[tuple[str, int]]:
-        """(term, segments holding it) for terms ``first <= term < last``."""
-        rows = self.pg.execute(
-            "SELECT term, sum(segs) FROM vocab WHERE term >= %s AND term < %s "
-            "GROUP BY term HAVING sum(segs) > 0",
-            (first, last),
-        )
-        return [(str(t), int(n)) for t, n in rows]
-
-    def document_lexical(
-        self, match: str, limit: int, weights: tuple[float, float, float],
-        only: DocFilter = ALL_DOCS,
-    ) -> list[DocHit]:  # fmt: skip
-        """The best documents by ``bm25(doc_fts, *weights)``, as FTS5 ranks them.
-
-        A document's title and heading hits are in its row (``ftf``); its body
-        hits are summed over its segments' body column.
-        """
-        n_docs, _, _, n_tokens, _ = self._stats()
-        tree, phrases = ranking.parse_match(match)
-        terms = list(dict.fromkeys(phrases))
-        slot = {t: i for i, t in enumerate(terms)}
-        counts = self.document_freqs(terms)
-        idfs = [ranking.idf(n_docs, counts.get(p, 0)) for p in phrases]
-        body = ", ".join(
-            f"coalesce(((s.tf ->> %s)::bigint & {ranking.HIT_MASK})::float8, 0) AS b{i}"
-            for i in range(len(terms))
-        )
-        zeros = ", ".join(f"0::float8 AS b{i}" for i in range(len(terms)))
-        sums = ", ".join(f"sum(b{i}) AS b{i}" for i in range(len(terms)))
-        freqs = []
-        for p in phrases:
-            sql, params = ranking.packed_freq(
-                "(d.ftf ->> %s)::bigint", [p], weights[:2]
-            )
-            freqs.append((f"{sql} + %s::float8 * a.b{slot[p]}", [*params, weights[2]]))
-        lateral, lparams, score, sparams = ranking.bm25_sql(
-            freqs, idfs, n_tokens / max(1, n_docs), "d.len"
-        )
-
-        def present(term: str) -> tuple[str, list[object]]:
-            return f"(d.ftf ? %s OR a.b{slot[term]} > 0)", [term]
-
-        cond, cparams = ranking.bool_sql(tree, present)
-        where, fparams = filter_sql(only)
-        sql = (
-            f"WITH a AS (SELECT id, {sums} FROM ("
-            f"SELECT s.doc_id AS id, {body} FROM segments s WHERE s.tf ?| %s "
-            f"UNION ALL SELECT d.id, {zeros} FROM documents d WHERE d.ftf ?| %s"
-            ") u GROUP BY id) "
-            f"SELECT d.id, {score} AS score, d.first_segment, d.n_segments "
-            "FROM a JOIN documents d ON d.id = a.id "
-            f"CROSS JOIN LATERAL (SELECT {lateral}) v WHERE {cond}"
-            f"{' AND ' + where if where else ''} ORDER BY score DESC, d.id LIMIT %s"
-        )
-        params = [*terms, terms, terms, *sparams, *lparams, *cparams, *fparams, limit]
-        rows = self.pg.execute(sql, params)
-        return [DocHit(int(r[0]), float(r[1]), int(r[2]), int(r[3])) for r in rows]
-
-    def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
-        """Segments holding each term (absent terms left out)."""
-        return self._vocab([t for t in terms if t.strip()], "segs")
-
-    def document_freqs(self, terms: Sequence[str]) -> dict[str, int]:
-        """Documents holding each term in a field or in a segment's body."""
-        return self._vocab([t for t in terms if t.strip()], "docs")
-
-    def max_segment_id(self) -> int:
-        """The segment count (``vocab`` totals): ids have gaps here (a sequence)
-        and callers use this as a cheap count."""
-        return self._stats()[1]
-
-    def document_stats(self) -> tuple[int, float]:
-        """(documents, mean body terms per document)."""
-        n_docs, _, _, _, body = self._stats()
-        return n_docs, body / max(1, n_docs)
-
-    def document_terms(self, doc_ids: Sequence[int]) -> dict[int, str]:
-        """doc id -> its stored salient terms."""
-        rows = self.pg.execute(
-            "SELECT id, terms FROM documents WHERE id = ANY(%s) AND terms IS NOT NULL",
-            (list(doc_ids),),
-        )
-        return {int(i): str(t) for i, t in rows}
-
-    def doc_ids_of(self, segment_ids: Sequence[int]) -> dict[int, int]:
-        """segment id -> doc id."""
-        rows = self.pg.execute(
-            "SELECT id, doc_id FROM segments WHERE id = ANY(%s)", (list(segment_ids),)
-        )
-        return {int(s): int(d) for s, d in rows}
-
-    def tune_fts_for_bulk(self) -> None:
-        """Nothing to tune: the GIN indexes buffer inserts in their pending lists."""
-
-    # -- vectors -------------------------------------------------------------
-
-    def vectors(self, ids: Sequence[int]) -> tuple[list[int], list[bytes]]:
-        """Vector blobs of the given segments (those that have one)."""
-        rows = self.pg.execute(
-            "SELECT id, vec FROM segments WHERE id = ANY(%s) AND vec IS NOT NULL",
-            (list(ids),),
-        )
-        out_ids: list[int] = []
-        blobs: list[bytes] = []
-        for sid, blob in rows:
-            out_ids.append(int(sid))
-            blobs.append(bytes(blob))
-        return out_ids, blobs
-
-    def all_vectors(self, only: DocFilter = ALL_DOCS) -> tuple[list[int], list[bytes]]:
-        """Every stored vector (of the documents ``only`` selects)."""
-        where, params = filter_sql(only)
-        sql = "SELECT s.id, s.vec FROM segments s"
-        if where:
-            sql += f" JOIN documents d ON d.id = s.doc_id WHERE s.vec IS NOT NULL AND {where}"
-        else:
-            sql += " WHERE s.vec IS NOT NULL"
-        ids: list[int] = []
-        blobs: list[bytes] = []
-        for sid, blob in self.pg.execute(sql + " ORDER BY s.id", params):
-            ids.append(int(sid))
-            blobs.append(bytes(blob))
-        return ids, blobs
-
-    def pending_vectors(self, after: int, limit: int) -> list[SegmentRow]:
-        """Segments without a vector and id > ``after``, in id order."""
-        ids = [
-            int(r[0])
-            for r in self.pg.execute(
-                "SELECT id FROM segments WHERE id > %s AND vec IS NULL ORDER BY id "
-                "LIMIT %s",
-                (after, limit),
-            )
-        ]
-        found = self.segments_by_id(ids)
-        return [found[i] for i in ids if i in found]
-
-    def set_vectors(self, ids: Sequence[int], blobs: Sequence[bytes]) -> None:
-        """Store each segment's vector blob."""
-        with self.pg.cursor() as cur:
-            cur.executemany(
-                "UPDATE segments SET vec = %s WHERE id = %s",
-                list(zip(blobs, ids, strict=True)),
-            )
-
-    def segments_by_id(self, ids: Sequence[int]) -> dict[int, SegmentRow]:
-        """Segments for the given ids."""
-        if not ids:
-            return {}
-        rows = self._segment_rows("s.id = ANY(?)", (list(ids),))
-        return {row.id: row for row in rows}
-
     # -- maintenance ---------------------------------------------------------
 
     def reclaim(self, min_free: float = 0.01) -> int:
@@ -999,40 +626,12 @@ class PgStore(DocumentRows):
         try:
             for table in _TABLES:
                 self.pg.execute(f"VACUUM (ANALYZE) {table}")
-        except _psycopg().Error as exc:
+        except driver().Error as exc:
             raise translate(exc, self.location) from None
         return Vacuumed(before, self._bytes(), (time.perf_counter() - started) * 1000)
 
     def checkpoint(self) -> None:
         """Nothing to do: a commit is durable on the server."""
-
-
-@contextlib.contextmanager
-def scratch_schema(location: ServerUrl) -> Iterator[ServerUrl]:
-    """A new, empty schema on the server, dropped afterwards (``docindex eval``)."""
-    import uuid
-
-    from docindex.store.location import with_search_path
-
-    psycopg = _psycopg()
-    name = "docindex_eval_" + uuid.uuid4().hex[:10]
-    try:
-        with psycopg.connect(location.url, autocommit=True) as conn:
-            conn.execute(f"CREATE SCHEMA {name}")
-    except psycopg.Error as exc:
-        raise translate(exc, location) from None
-    try:
-        yield ServerUrl(with_search_path(location.url, name))
-    finally:
-        with contextlib.suppress(psycopg.Error):
-            with psycopg.connect(location.url, autocommit=True) as conn:
-                conn.execute(f"DROP SCHEMA {name} CASCADE")
-
-
-def _host() -> str:
-    from docindex import config
-
-    return config.host_name()
 
 
 def _implements_index(store: PgStore) -> Index:

@@ -18,8 +18,10 @@ with k1 = 1.2, b = 0.75, N the rows of the table, n(p) the rows holding p,
 
 from __future__ import annotations
 
+import json
 import math
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -178,3 +180,20 @@ def bm25_sql(
     for value in idfs:
         score_params.extend((float(value), float(avgdl) or 1.0))
     return lateral, lateral_params, score, score_params
+
+
+def term_freqs(columns: Sequence[str]) -> tuple[str, int]:
+    """(jsonb of term -> packed hits per column, tokens in all columns) of one
+    FTS row of two columns: ``hits(first) << 24 | hits(second)``
+    (``HIT_BITS``), one number read with one lookup per term.
+
+    Columns hold pre-tokenised terms separated by spaces, which FTS5's
+    ``unicode61`` keeps whole (``text.tokenize``): splitting on spaces counts
+    what FTS5 counts.
+    """
+    first, second = (Counter(text.split()) for text in columns)
+    packed = {t: n << HIT_BITS for t, n in first.items()}
+    for t, n in second.items():
+        packed[t] = packed.get(t, 0) | n
+    total = first.total() + second.total()
+    return json.dumps(packed, ensure_ascii=False, separators=(",", ":")), total
