@@ -288,3 +288,45 @@ if __name__ == "__main__":  # write one of each into a folder, to look at them
     (out / "minutes.rtf").write_bytes(RTF)
     (out / "big.pdf").write_bytes(pdf(1000))
     print(f"wrote 7 files to {out}")
+
+
+def shared_stream_pdf(pages: int, stream_bytes: int) -> bytes:
+    """``pages`` pages that all draw one Flate content stream of ``stream_bytes``.
+
+    The attack of issue #33: 2,000 pages and 16 MB of decoded content make a
+    ~340 KB file whose text extraction decodes and parses 32 GB.
+    """
+    import zlib
+
+    line = b"BT /F1 11 Tf 72 720 Td (sharedword filler text) Tj ET\n"
+    packed = zlib.compress(line * (stream_bytes // len(line)), 9)
+    objects: list[bytes] = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"",  # the page tree, filled in below
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(packed)
+        + packed
+        + b"\nendstream",
+    ]
+    kids = []
+    for _ in range(pages):
+        objects.append(
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+            b"/Resources << /Font << /F1 3 0 R >> >> /Contents 4 0 R >>"
+        )
+        kids.append(len(objects))
+    objects[1] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (
+        b" ".join(b"%d 0 R" % k for k in kids), len(kids)
+    )  # fmt: skip
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for i, obj in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % i + obj + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % off for off in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1, xref
+    )  # fmt: skip
+    return bytes(out)

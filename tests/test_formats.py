@@ -274,6 +274,30 @@ def test_pdf_over_its_file_budget_keeps_the_pages_read() -> None:
     assert got.meta["truncated"].startswith("time:0.5s at page ")
 
 
+def test_pdf_pages_sharing_a_16_mb_stream_are_refused_unparsed(
+    tmp_path: Path,
+) -> None:
+    # 2,000 pages drawing one 16 MB stream: ~360 KB on disk, 530 s of parsing
+    # before the bytes budget (issue #33); now no page is parsed at all.
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "shared.pdf").write_bytes(_formats.shared_stream_pdf(2000, 16 * 2**20))
+    (root / "note.md").write_text("# Note\n\nneighbourword\n", encoding="utf-8")
+    db = str(tmp_path / "i.db")
+    run("scan", str(root), "--db", db, "--json")
+    assert run("query", "neighbourword", "--db", db, "--json")["hits"]
+    skipped = json.dumps(run("skipped", "--db", db, "--json"))
+    assert "too-large" in skipped and "2000 over 4 MB of content" in skipped
+
+
+def test_pdf_over_its_content_bytes_keeps_the_pages_read() -> None:
+    data = _formats.shared_stream_pdf(50, 100_000)
+    limits = ExtractLimits(pdf_content_bytes=350_000)
+    got = extract("shared.pdf", data, limits)
+    assert [u.page for u in got.units] == [1, 2, 3]
+    assert got.meta["truncated"] == "content:0.334 MB at page 4/50"
+
+
 def test_pdf_page_alarm_lets_an_outer_deadline_fire() -> None:
     import gc
     import signal
@@ -360,12 +384,40 @@ def test_new_extractors_survive_mutated_files() -> None:
 def test_deeply_nested_html_and_xml_do_not_overflow() -> None:
     deep = "<div>" * 100_000 + "deepword" + "</div>" * 100_000
     got = extract("deep.html", deep.encode())
-    assert "deepword" in got.units[0].text or got.units[0].text == ""
+    assert "deepword" in got.units[0].text
     rtf = b"{\\rtf1 " + b"{" * 50_000 + b"x" + b"}" * 50_000 + b"}"
     try:
         extract("deep.rtf", rtf)
     except ExtractionError as exc:
         assert exc.reason == "corrupt"
+
+
+@pytest.mark.parametrize("depth", [300, pytest.param(180_000, marks=pytest.mark.slow)])
+def test_html_nested_past_the_parser_limit_is_read_whole(
+    tmp_path: Path, depth: int
+) -> None:
+    """Issue #33: libxml2 stops at 256 levels and the rest of the page was lost."""
+    page = _formats.HTML_PAGE.replace(
+        "<body>", "<body>" + "<div>" * depth + "\n<p>nestedword here</p>\n", 1
+    ).replace("</body>", "</div>" * depth + "</body>", 1)
+    assert page != _formats.HTML_PAGE
+    shallow = extract("page.html", _formats.HTML_PAGE.encode()).units[0].text
+    deep = extract("page.html", page.encode()).units[0].text
+    assert "nestedword here" in deep
+    # every block of the page is read, on its source line
+    for needle in ("Fill the kettle", "Unplug before", "Boil | 5"):
+        assert source_line(deep, needle) == source_line(page, needle.split(" |")[0])
+    assert "citric acid" in deep and "# Descaling the kettle" in deep
+    assert "footerword" not in deep and "footerword" not in shallow
+    root = tmp_path / "site"
+    root.mkdir()
+    (root / "deep.html").write_text(page, encoding="utf-8")
+    db = str(tmp_path / "i.db")
+    run("scan", str(root), "--db", db, "--json")
+    assert run("skipped", "--db", db, "--json")["files"] == []
+    hit = run("query", "citric acid", "--db", db, "--json")["hits"][0]
+    assert hit["line"] == source_line(page, "Fill the kettle")
+    assert hit["title"] == "Kettle manual"
 
 
 def test_outline_of_html_and_odt_lists_their_headings(tmp_path: Path) -> None:

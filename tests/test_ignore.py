@@ -305,3 +305,43 @@ def test_odd_character_classes_never_break_the_walk(tmp_path: Path) -> None:
                 "[]]", "[!a-y]", "[[:bogus:]]", "é"]  # fmt: skip
     (root / ".gitignore").write_text("\n".join(patterns) + "\n")
     assert walk_set(root) == git_set(root)
+
+
+@st.composite
+def many_glob_trees(draw: st.DrawFn) -> dict[str, str]:
+    """A tree whose .gitignore files hold more globs than are tried in turn."""
+    files = draw(trees())
+    for key in [k for k in files if k.endswith(".gitignore")] or [".gitignore"]:
+        lines = draw(st.lists(patterns(), min_size=70, max_size=120))
+        # literal pieces of every length around the key's 3..8 characters
+        lines += [
+            f"*{draw(st.sampled_from(NAMES)).strip()}{'x' * n}*" for n in range(9)
+        ]
+        files[key] = "\n".join(lines)
+    return files
+
+
+@settings(max_examples=15, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+@given(files=many_glob_trees())
+def test_many_globs_match_git(files: dict[str, str], scratch_repo: Path) -> None:
+    """Issue #33: a layer of many globs finds them by a literal piece; same verdicts."""
+    _compare(files, scratch_repo)
+
+
+@pytest.mark.slow
+@settings(max_examples=300, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+@given(files=many_glob_trees())
+def test_many_globs_match_git_slow(files: dict[str, str], scratch_repo: Path) -> None:
+    _compare(files, scratch_repo)
+
+
+def test_hundred_thousand_globs_are_decided_like_git(tmp_path: Path) -> None:
+    lines = [f"*x{i}*" for i in range(30_000)] + ["!*x17777.md", "docs/**/y*"]
+    root = git_init(tmp_path / "r")
+    names = ["ax17777.md", "bx5y.md", "keep.md", "x29999z.md", "x1.md", "ax7777.md"]
+    write_tree(root, {".gitignore": "\n".join(lines) + "\n",
+                      **{n: "x" for n in names}, "docs/a/yes.md": "x",
+                      "docs/no.md": "x"})  # fmt: skip
+    assert walk_set(root) == git_set(root) == {"ax17777.md", "keep.md", "docs/no.md"}

@@ -380,3 +380,15 @@ def test_a_query_with_no_hits_costs_what_one_with_hits_does(many: Path) -> None:
         every_vector = [s for s in statements if "s.vec FROM segments" in s]
         assert every_vector == [], every_vector
         assert len(statements) <= 3 * with_hits, statements
+
+
+def test_a_bare_file_name_suggests_the_indexed_paths_ending_with_it(
+    docs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``section useState.md Parameters`` from outside the file's folder (#37)."""
+    monkeypatch.chdir(docs.parent)
+    for cmd in (["show", "zh.md"], ["outline", "zh.md"], ["section", "zh.md", "x"]):
+        result = run(*cmd, ok=False)
+        assert result.exit_code != 0
+        assert "did you mean sub/zh.md" in result.stderr
+    assert "did you mean" not in run("show", "absent.md", ok=False).stderr

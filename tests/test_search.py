@@ -412,3 +412,17 @@ def test_human_query_output_without_rich_and_without_control_codes(tree) -> None
     plain = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            env=dict(os.environ, NO_COLOR="1"), check=True).stdout  # fmt: skip
     assert "\x1b" not in plain and "indexing" in plain
+
+
+def test_snippets_show_links_and_images_as_their_text() -> None:
+    """Issue #37: ``1. Complete the [Get APISIX](./README.md) step`` in a first hit."""
+    text = (
+        "1. Complete the [Get APISIX](./README.md) step to install APISIX first.\n"
+        'See [`watchEffect()`](/api/core#watcheffect "API") and ![a diagram](d.png),\n'
+        "the [guide][ref], code `arr[i](x)` stays, and [shortcut] stays.\n"
+    )
+    snippet = make_snippet(text, {"apisix", "install"}, 400, False, CFG)
+    assert "Complete the Get APISIX step" in snippet
+    assert "See `watchEffect()` and a diagram," in snippet
+    assert "the guide, code `arr[i](x)` stays, and [shortcut] stays." in snippet
+    assert "](" not in snippet.replace("arr[i](x)", "")

@@ -243,3 +243,26 @@ def test_ctrl_c_during_reindex_full_keeps_the_old_index(
     subprocess.run(cmd, env=child_env(), check=True, timeout=300)
     assert check_index(db) == big_tree.reference
     assert not Path(f"{db}.rebuild").exists()
+
+
+@pytest.mark.slow
+def test_sigterm_kills_a_worker_stuck_in_one_pdf(tmp_path: Path) -> None:
+    """Issue #33: two files, one a PDF whose pages share a 3 MB stream (~95 s of
+    parsing); the scan ran it in its own process and exited 100 s after SIGTERM.
+    """
+    import _formats
+
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "slow.pdf").write_bytes(_formats.shared_stream_pdf(2000, 3 * 2**20))
+    (root / "a.md").write_text("# A\n\nalphaword\n", encoding="utf-8")
+    tree = Tree(root, Snapshot((), ()))
+    code, err, took = signal_scan(tree, tmp_path, signal.SIGTERM)
+    assert code == 128 + signal.SIGTERM, err
+    assert took < 5, took  # loose on a loaded machine; ~2 s idle, 100 s before
+    db = tmp_path / "idx" / "index.db"
+    out = subprocess.run(
+        [sys.executable, "-m", "docindex", "stats", "--db", str(db), "--json"],
+        env=child_env(), capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr

@@ -280,7 +280,7 @@ class Workers(Generic[A]):
     def map_ordered(
         self, fn: Callable[[T, A], R], items: Sequence[T], arg: A,
         size_of: Callable[[T], int], stop: Callable[[], bool] | None = None,
-        failed: Callable[[T, str], R] | None = None,
+        failed: Callable[[T, str], R] | None = None, isolate: bool = False,
     ) -> Iterator[R]:  # fmt: skip
         """``fn(item, arg)`` for each item, in order, in worker processes when it pays.
 
@@ -295,12 +295,16 @@ class Workers(Generic[A]):
                 (a crash in a C library, the OOM killer); the worker is
                 replaced and the other chunks it owed go to the new one.
                 Without it a dead worker raises RuntimeError.
+            isolate: use the workers even below ``POOL_THRESHOLD`` items, so
+                that ``stop()`` can kill a worker stuck in one file instead of
+                waiting for it in this process (issue #33: a signal waited
+                100 s for one PDF).
 
         Raises:
             Stopped: ``stop()`` turned true while waiting for a worker (checked
                 every 0.1 s); the workers are stopped at once.
         """
-        if self.count <= 1 or len(items) < POOL_THRESHOLD:
+        if self.count <= 1 or (len(items) < POOL_THRESHOLD and not isolate):
             for item in items:
                 yield fn(item, arg)
             return

@@ -289,6 +289,9 @@ def _job_size(job: Job) -> int:
     return job.size
 
 
+_LIGHT_SUFFIXES = (".md", ".markdown", ".mdx", ".txt", ".rst")
+
+
 def _died(job: Job, why: str) -> Prepared:
     """A file whose worker died under it (a crash in a C library, the OOM killer)."""
     return Prepared(job, skip="error", message=why)
@@ -305,8 +308,15 @@ def _prepare_all(
     # lets them use it; the pool runs in this process below POOL_THRESHOLD.
     bulk = workers.count > 1 and len(jobs) >= POOL_THRESHOLD
     fn = prepare_bulk if bulk else prepare
+    # A file other than plain text may hold an extractor for minutes; in a
+    # worker a signal kills it within a second (issue #33).
+    isolate = stop is not None and any(
+        not j.path.lower().endswith(_LIGHT_SUFFIXES) for j in jobs
+    )
     try:
-        yield from workers.map_ordered(fn, jobs, cfg, _job_size, stop, _died)
+        yield from workers.map_ordered(
+            fn, jobs, cfg, _job_size, stop, _died, isolate=isolate
+        )
     finally:
         if own:
             workers.close()

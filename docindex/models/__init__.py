@@ -190,7 +190,7 @@ _SKIP_MESSAGES = {
     SkipReason.IGNORED: "excluded by a default, --exclude or .gitignore rule",
     SkipReason.HIDDEN: "a hidden file or folder (hidden = true indexes them)",
     SkipReason.SYMLINK: "a symbolic link, not followed (or a directory cycle)",
-    SkipReason.TOO_LARGE: "over max_file_bytes",
+    SkipReason.TOO_LARGE: "over max_file_bytes (or a PDF page over 4 MB of content)",
     SkipReason.BINARY: "binary content",
     SkipReason.UNSUPPORTED: "not a regular file, or a type docindex cannot read",
     SkipReason.EMPTY: "no text",
@@ -207,7 +207,7 @@ _SKIP_MESSAGES = {
     SkipReason.NO_TEXT_FOUND: "an image or scan in which OCR found no words (or an icon)",
     SkipReason.ZIP_BOMB: "an archive over the decompression limits",
     SkipReason.TIMEOUT: "extraction took over extract_timeout_s",
-    SkipReason.TRUNCATED: "indexed in part: max_sheet_rows or max_pdf_pages",
+    SkipReason.TRUNCATED: "indexed in part: a row, page, time or PDF content limit",
     SkipReason.PARTIAL: "indexed, but some pages could not be read",
 }
 

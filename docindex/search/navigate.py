@@ -42,7 +42,7 @@ from docindex.models.navigation import (
     Section,
     Shown,
 )
-from docindex.store import DocFilter, Index, SegmentRow
+from docindex.store import DocFilter, Index, SegmentRow, StoredDocument
 from docindex.text.headings import markdown_headings
 
 MARKDOWN_KINDS = ("md", "docx", "html", "odt")  # one unit whose text has ``#`` headings
@@ -235,13 +235,39 @@ def resolve_file(
                 return _doc_of(store, doc_id)
     places = [Path(join_path(root, rel)) for root, rel in _candidates(roots, arg, cwd)]
     if not any(os.path.exists(p) for p in places):  # False for ENAMETOOLONG too
+        near, total = _ending_with(store, list(ids.values()), arg)
+        hint = "see what is indexed with `docindex list`"
+        if near:
+            shown = [shlex.quote(d.rel_path) for d in near[:3]]
+            hint = "did you mean " + " or ".join(shown)
+            if total > len(shown):
+                more = shlex.quote("*" + arg.strip().strip("/"))
+                hint += f"? ({total - len(shown)} more: `docindex list --path {more}`)"
         raise MisuseError(
-            f"{arg} does not exist under the roots ({', '.join(roots)}); "
-            "see what is indexed with `docindex list`"
+            f"{arg} does not exist under the roots ({', '.join(roots)}); {hint}"
         )
     raise MisuseError(
         f"{arg} is not in the index; index it with `docindex scan {shlex.quote(arg)}`"
     )
+
+
+def _ending_with(
+    store: Index, root_ids: list[int], arg: str
+) -> tuple[list[StoredDocument], int]:
+    """(some, how many) indexed documents have a path ending with ``arg``
+    (``useState.md`` given from outside its folder): what the user meant."""
+    tail = arg.strip().strip("/")
+    if not tail or ".." in tail.split("/") or not root_ids:
+        return [], 0
+    glob = "".join(f"[{c}]" if c in "*?[" else c for c in tail)
+    found: list[StoredDocument] = []
+    total = 0
+    for pattern in (glob, f"*/{glob}"):
+        only = DocFilter(root_ids=tuple(root_ids), path_glob=pattern)
+        docs, count = store.documents(only, limit=3)
+        found += docs
+        total += count
+    return found, total
 
 
 def chunk_rows(

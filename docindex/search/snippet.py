@@ -149,6 +149,28 @@ def _after_code(ranges: list[tuple[int, int]], offset: int) -> int:
 
 
 _BOLD = re.compile(r"\*\*(?=[^\s*])(.+?)(?<=[^\s*])\*\*")
+# An inline link or image, or a full reference link: shown as its text.
+_LINK = re.compile(
+    r"!?\[([^\[\]\n]*)\](?:\((?:[^()\s]|\([^()\s]*\))*"
+    r"(?:[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'))?\)|\[[^\[\]\n]+\])"
+)
+_CODE_SPAN = re.compile(r"(`+)[^`\n]*?\1")
+
+
+def _as_rendered(line: str) -> str:
+    """Bold and links outside inline code as rendered: ``[Get APISIX](./README.md)``
+    reads "Get APISIX" (issue #37); a lone ``**`` (Python's power) is text."""
+    if "[" in line:
+        spans = [m.span() for m in _CODE_SPAN.finditer(line)] if "`" in line else []
+
+        def text(m: re.Match[str]) -> str:
+            inside = any(a < m.start() < b for a, b in spans)
+            return m.group() if inside else m.group(1)
+
+        line = _LINK.sub(text, line)
+    return _BOLD.sub(r"\1", line)
+
+
 _OPEN, _CLOSE = "\x02", "\x03"  # private marks while the window is built
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
@@ -204,8 +226,7 @@ def snippet_with_highlights(
     """
     chars = max(20, chars)
     lines = _display_lines(text, fence)
-    # Markdown bold is shown as rendered; a lone `**` (Python's power) is text.
-    lines = [(line if code else _BOLD.sub(r"\1", line), code) for line, code in lines]
+    lines = [(line if code else _as_rendered(line), code) for line, code in lines]
     shown = "\n".join(line for line, _ in lines)
     if shown != text:
         text, spans = shown, None

@@ -142,6 +142,12 @@ def parse(text: str) -> HtmlElement:
     Raises:
         ExtractionError: ``corrupt`` when nothing can be parsed.
     """
+    return _parse(text)[0]
+
+
+def _parse(text: str) -> tuple[HtmlElement, bool]:
+    """``parse``, and whether libxml2 stopped at its nesting limit (256 levels):
+    it then silently drops the rest of the page (issue #33)."""
     import lxml.html
 
     # lxml refuses str input that carries an encoding declaration; blank it out
@@ -153,11 +159,13 @@ def parse(text: str) -> HtmlElement:
         remove_comments=True, remove_pis=True, no_network=True, recover=True
     )
     try:
-        return lxml.html.document_fromstring(text, parser=parser)
+        root = lxml.html.document_fromstring(text, parser=parser)
     except Exception as exc:  # ParserError "Document is empty", XMLSyntaxError
         if not text.strip() or "empty" in str(exc).lower():
-            return lxml.html.document_fromstring("<html></html>", parser=parser)
+            return lxml.html.document_fromstring("<html></html>", parser=parser), False
         raise ExtractionError("corrupt", describe_error(exc)) from None
+    deep = any("Excessive depth" in e.message for e in parser.error_log)
+    return root, deep
 
 
 def page_text(text: str, max_chars: int, heading_shift: int = 0) -> PageText:
@@ -169,15 +177,17 @@ def page_text(text: str, max_chars: int, heading_shift: int = 0) -> PageText:
         heading_shift: added to every heading level (capped at 6), for a
             container that puts its own heading above the page's.
     """
-    root = parse(text)
-    title = _title(root)
-    body = _main(root)
+    root, too_deep = _parse(text)
+    if too_deep:
+        title, blocks = _flat_blocks(text)
+    else:
+        title, blocks = _title(root), _blocks(_main(root))
     lines: dict[int, str] = {}
     last = 0
     chars = 0
     first_heading: str | None = None
     truncated = False
-    for line, level, block in _blocks(body):
+    for line, level, block in blocks:
         if level:
             if first_heading is None:
                 first_heading = block
@@ -304,6 +314,72 @@ def _blocks(root: HtmlElement) -> Iterator[tuple[int, int, str]]:
     text = take()
     if text.strip():
         yield line, 0, text
+
+
+# Dropped elements without an end tag: they hide no text.
+_VOID = frozenset({"embed", "br", "hr", "img", "input", "meta", "link", "wbr"})
+
+
+def _flat_blocks(text: str) -> tuple[str | None, Iterator[tuple[int, int, str]]]:
+    """(title, blocks) of a page nested too deep for libxml2, read by the
+    standard library's streaming parser, which keeps no tree: the same blocks,
+    headings and source lines, without the chrome rules that need ancestors
+    (classes, roles, a page header) and without the main-content choice."""
+    from html.parser import HTMLParser
+
+    blocks: list[tuple[int, int, str]] = []
+    title: list[str] = []
+
+    class _Flat(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__(convert_charrefs=True)
+            self.pieces: list[str] = []
+            self.line = 0
+            self.skip = 0
+            self.in_title = False
+            self.level = 0
+
+        def flush(self) -> None:
+            block = " ".join("".join(self.pieces).split())
+            self.pieces.clear()
+            if block:
+                blocks.append((self.line, self.level, block))
+            self.level = 0
+
+        def handle_starttag(self, tag: str, attrs: object) -> None:
+            if tag == "title":
+                self.in_title = True
+            elif tag in DROP_TAGS and tag not in _VOID:
+                self.skip += 1
+            elif not self.skip and (tag in BLOCK_TAGS or tag in _HEADINGS):
+                self.flush()
+                self.level = _HEADINGS.get(tag, 0)
+            elif not self.skip and tag in _CELLS and self.pieces:
+                self.pieces.append(" | ")
+
+        def handle_endtag(self, tag: str) -> None:
+            if tag == "title":
+                self.in_title = False
+            elif tag in DROP_TAGS and tag not in _VOID:
+                self.skip = max(0, self.skip - 1)
+            elif not self.skip and (tag in BLOCK_TAGS or tag in _HEADINGS):
+                self.flush()
+
+        def handle_data(self, data: str) -> None:
+            if self.in_title:
+                title.append(data)
+            elif not self.skip and data:
+                if not "".join(self.pieces).strip() and not data.isspace():
+                    lead = len(data) - len(data.lstrip())
+                    self.line = self.getpos()[0] + data.count("\n", 0, lead)
+                self.pieces.append(data)
+
+    flat = _Flat()
+    flat.feed(text)
+    flat.close()
+    flat.flush()
+    name = " ".join("".join(title).split()) or None
+    return name, iter(blocks)
 
 
 def _dropped(el: HtmlElement, tag: str) -> bool:

@@ -226,8 +226,8 @@ def _read_pages(data: bytes, limits: ExtractLimits, alarm: _Alarm) -> Extracted:
         ) from None
     units: list[Unit] = []
     truncated: list[str] = []
-    failed = slow = 0
-    chars = 0
+    failed = slow = heavy = 0
+    chars = content = 0
     sparse: list[tuple[int, str]] = []
     # The file's budget grows with its pages, so a long honest book gets
     # minutes while a short hostile file stays near the office timeout.
@@ -249,7 +249,19 @@ def _read_pages(data: bytes, limits: ExtractLimits, alarm: _Alarm) -> Extracted:
             if left <= 0:
                 raise _Overtime
             with alarm.budget(budget):
-                raw = reader.pages[index].extract_text()
+                page = reader.pages[index]
+                # Decoded bytes are counted before parsing (issue #33): pages
+                # may share one huge stream, decoded once but parsed per page.
+                size = _content_bytes(page)
+                if size > limits.pdf_page_content_bytes:
+                    heavy += 1
+                    continue
+                if content + size > limits.pdf_content_bytes:
+                    mb = _mb(limits.pdf_content_bytes)
+                    truncated.append(f"content:{mb} at page {index + 1}/{n_pages}")
+                    break
+                content += size
+                raw = page.extract_text()
         except _Overtime:
             if budget < limits.page_timeout_s:  # the file's time ran out
                 truncated.append(f"time:{total:g}s at page {index + 1}/{n_pages}")
@@ -273,6 +285,9 @@ def _read_pages(data: bytes, limits: ExtractLimits, alarm: _Alarm) -> Extracted:
             chars += len(text)
     if failed and failed == min(n_pages, limits.max_pages):
         raise ExtractionError("corrupt", f"no page of {n_pages} could be read")
+    heavy_note = f"{heavy} over {_mb(limits.pdf_page_content_bytes)} of content"
+    if heavy and not units and heavy + failed + slow == min(n_pages, limits.max_pages):
+        raise ExtractionError("too-large", f"every page: {heavy_note}")
     if slow and not units:
         raise ExtractionError(
             "timeout", f"every page read took over {limits.page_timeout_s:g} s"
@@ -298,14 +313,26 @@ def _read_pages(data: bytes, limits: ExtractLimits, alarm: _Alarm) -> Extracted:
         )
     if truncated:
         meta["truncated"] = ";".join(truncated)
-    if failed or slow:
+    if failed or slow or heavy:
         errors = [f"{failed} unreadable"] if failed else []
         if slow:
             errors.append(f"{slow} over {limits.page_timeout_s:g} s")
+        if heavy:
+            errors.append(heavy_note)
         if meta.get("page_errors"):
             errors.append(meta["page_errors"])
         meta["page_errors"] = ", ".join(errors)
     return Extracted(units=tuple(units), title=_title(reader), kind="pdf", meta=meta)
+
+
+def _mb(size: int) -> str:
+    return f"{size / 2**20:.3g} MB"
+
+
+def _content_bytes(page: object) -> int:
+    """The decoded size of a page's content streams (0 when it has none)."""
+    contents = page.get_contents()  # type: ignore[attr-defined]
+    return 0 if contents is None else len(contents.get_data())
 
 
 def _scanned_pages(data: bytes, sparse: list[tuple[int, str]]) -> int:
