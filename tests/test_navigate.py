@@ -353,7 +353,7 @@ def test_stored_chunk_ids_and_headings_equal_the_segmenter(tree: Tree) -> None:
                 assert store.segments_by_chunk_id(seg.chunk_id)[0].id == seg.id
     # A safety-net id (dedup beyond the segmenter's anchors) is kept verbatim.
     seg = Segment(0, "x", 1, 1, ("A",), "f.md#a~9", anchor="a", part=1)
-    assert encode_segments([seg], "f.md").column(0, "frag") == "#a~9"
+    assert encode_segments([seg], "f.md", "x").column(0, "frag") == "#a~9"
 
 
 def test_a_query_with_no_hits_costs_what_one_with_hits_does(many: Path) -> None:

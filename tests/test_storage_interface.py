@@ -41,7 +41,7 @@ def _add(store: Index, root_id: int, rel_path: str, text: str, kind: str) -> int
         NewDocument(
             root_id=root_id, rel_path=rel_path, kind=kind, title=None,
             size=len(text), mtime_ns=1, hash=rel_path, body=compress_body(body),
-            segments=encode_segments(segments, rel_path), fts=fts,
+            segments=encode_segments(segments, rel_path, body), fts=fts,
             vectors=vectors or (), meta={"team": "docs"} if kind == "md" else {},
             fields=document_fields(CFG, doc_title, (s.heading_path for s in segments)),
         )

@@ -361,3 +361,28 @@ def test_fingerprints_under_a_path_are_its_files_and_no_neighbour(
         left = set(store.fingerprints(rid))
     assert "a/x.md" not in left and "a-b/z.md" in left
     assert docindex.open(str(db)).scan().removed == 1
+
+
+def test_m006_stores_each_segments_prose_as_a_scan_does(tmp_path: Path, tree) -> None:
+    """A scan stores each segment's capped prose count; an index from before
+    m006 gets the same counts from its stored text when it is migrated."""
+    from conftest import run
+
+    fence = "```yaml\n" + "\n".join(f"key{i}: value{i}" for i in range(40)) + "\n```"
+    prose = "The limit applies to every consumer of the route, counted per second."
+    docs = tree({"a.md": f"# Limits\n\n{prose}\n\n## Config\n\n{fence}\n"})
+    db = tmp_path / "i.db"
+    run("scan", str(docs), "--db", str(db), "-q")
+    conn = sqlite3.connect(db)
+    scanned = conn.execute("SELECT id, prose FROM segments ORDER BY id").fetchall()
+    counts = [n for _, n in scanned]  # the prose (capped), the YAML block
+    assert max(counts) == 8 and min(counts) < 8
+    conn.execute("ALTER TABLE segments DROP COLUMN prose")
+    conn.execute("DELETE FROM _docindex_migrations WHERE name = 'm006_segment_prose'")
+    conn.execute(f"PRAGMA user_version = {migrations.SCHEMA_VERSION - 1}")
+    conn.commit()
+    conn.close()
+    with Store.open(db) as store:
+        migrated = store.conn.execute("SELECT id, prose FROM segments ORDER BY id")
+        assert migrated.fetchall() == scanned
+        assert [r.prose for r in store.segments_of(1)] == counts

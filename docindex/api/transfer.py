@@ -135,7 +135,7 @@ def _import_document(
     store.add_document(NewDocument(
         root_id=rid, rel_path=rel, kind=rec["kind"], title=rec["title"],
         size=rec["size"], mtime_ns=rec["mtime_ns"], hash=rec["hash"],
-        body=compress_body(text), segments=encode_segments(segs, rel), fts=fts,
+        body=compress_body(text), segments=encode_segments(segs, rel, text), fts=fts,
         vectors=tuple(vectors), meta=rec["meta"] or {}, indexed_at=time.time(),
         fields=document_fields(cfg, doc_title, (s.heading_path for s in segs)),
         terms=rec["terms"] or "",

@@ -194,7 +194,7 @@ def _index_parts(
     return Prepared(
         job, hash=digest, kind=extracted.kind, title=extracted.title,
         meta=_facets(extracted.meta), notes=_notes(extracted.meta),
-        body_z=compress_body(body), segments=encode_segments(segments, job.rel_path),
+        body_z=compress_body(body), segments=encode_segments(segments, job.rel_path, body),
         fts=fts, vectors=vectors, fields=fields,
         terms=terms, doc_body=doc_body,
     )  # fmt: skip

@@ -26,12 +26,11 @@ from collections.abc import Iterable, Sequence
 
 from docindex.config import Config
 from docindex.search.query import ParsedQuery
-from docindex.search.snippet import open_fence, prose_lines
 from docindex.store import Index, SegmentRow
+from docindex.text.prose import MIN_PROSE_WORDS, open_fence, prose_words
 from docindex.text.tokenize import terms
 
 WEAK_COVERAGE = 0.5  # the best hit holds less of the query's weight: "weak match"
-MIN_PROSE_WORDS = 8  # fewer words of prose: a fragment (code, config, markup)
 # A fragment's score is multiplied by this, and capped below the window's
 # prose (bench/questions.py: halving alone left 57 short chunks in 910 top-10
 # hits, mostly the closing lines of JSX examples in strong documents).
@@ -40,9 +39,6 @@ FRAGMENT_WINDOW = 3  # documents with prose read past the page's
 FRAGMENT_WALK = 600  # chunks read at most
 _BATCH = 25
 LIFT_WALK = 200  # fragments this far down pass their score to their section's prose
-_TAG = re.compile(r"</?[A-Za-z][^<>]*>|<>|</>|\{[^{}\n]*\}|(`+)[^`\n]*?\1|\]\([^)]*\)")
-_WORD = re.compile(r"[^\W\d_]{2,}")
-_CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 # camelCase, snake_case, a call, a dotted or slashed name, an option: code
 _CODE_WORD = re.compile(r"[a-z][A-Z]|_|\(|\)|[.:/=<>{}]\w|^-{1,2}\w")
 
@@ -69,20 +65,6 @@ def held_terms(text: str, heading: Iterable[str], cfg: Config) -> set[str]:
     """The index terms of a hit's text and heading path."""
     joined = " ".join((*heading, text))
     return set(terms(joined, cjk_ngram=cfg.cjk_ngram, use_stem=cfg.stem))
-
-
-def prose_words(text: str, fence: str = "", enough: float = math.inf) -> int:
-    """Words of prose in a chunk: outside fenced code, tags, ``{...}``
-    expressions and inline code; a CJK character counts half a word.
-    Counting stops once ``enough`` words are found."""
-    words = 0.0
-    for line in prose_lines(text, fence):
-        line = _TAG.sub(" ", line)
-        words += len(_WORD.findall(_CJK_CHAR.sub(" ", line)))
-        words += len(_CJK_CHAR.findall(line)) / 2
-        if words >= enough:
-            break
-    return int(words)
 
 
 def is_code_query(parsed: ParsedQuery) -> bool:
@@ -184,15 +166,20 @@ def fragment_ids(
 ) -> set[int]:  # fmt: skip
     """The segments of ``rows`` with fewer than MIN_PROSE_WORDS words of prose.
 
-    Whether a segment starts inside a fenced block is read from its
+    The scan stores each segment's count (``SegmentRow.prose``), so no
+    text is read. For a segment without one (a PostgreSQL index older than
+    the column), whether it starts inside a fenced block is read from its
     document's text before it (one pass per document). ``fences`` (doc id
     -> offset read to, fence open there) carries that pass over calls.
     """
     fences = {} if fences is None else fences
+    out = {
+        row.id for row in rows if row.prose is not None and row.prose < MIN_PROSE_WORDS
+    }
     by_doc: dict[int, list[SegmentRow]] = {}
     for row in rows:
-        by_doc.setdefault(row.doc_id, []).append(row)
-    out: set[int] = set()
+        if row.prose is None:  # a PostgreSQL index older than the column
+            by_doc.setdefault(row.doc_id, []).append(row)
     for doc_id, doc_rows in by_doc.items():
         body = store.body(doc_id)
         doc_rows.sort(key=lambda r: r.char_start)

@@ -11,6 +11,10 @@ import bisect
 import re
 from typing import TYPE_CHECKING
 
+from docindex.text.prose import ANCHOR as _ANCHOR
+from docindex.text.prose import display_lines as _display_lines
+from docindex.text.prose import open_fence as open_fence
+from docindex.text.prose import prose_lines as prose_lines
 from docindex.text.stem import stem
 from docindex.text.tokenize import is_cjk, normalize, token_matches
 
@@ -83,15 +87,6 @@ def _first_nonblank(text: str) -> int:
     return 0
 
 
-_TABLE_RULE = re.compile(
-    r"^[ \t]*\|?[ \t]*:?-{3,}:?[ \t]*(?:\|[ \t]*:?-{3,}:?[ \t]*)*\|?[ \t]*$\n?", re.M
-)
-_HEADING_MARKS = re.compile(r"^ {0,3}#{1,6}[ \t]+", re.M)
-_ANCHOR = re.compile(r"[ \t]*(?:\{/\*\s*[\w-]+\s*\*/\}|\{#[\w-]+[^}\n]*\})")
-_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
-_CODE = re.compile(r"(`+)[^`\n]*?\1")
-
-
 _PROSE = re.compile(r"^[ \t]*(?:[-*>]\s+)?[^\W\d_][^\n{};=<>]{20,}$", re.M)
 
 
@@ -129,79 +124,6 @@ def reading_text(text: str) -> str:
 
 
 _TRAILING = re.compile(r"[ \t]+$", re.M)
-
-
-_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-
-
-def _fence_step(line: str, fence: str) -> tuple[str, bool]:
-    """The fence open after ``line`` (``""`` for none) and whether it is a fence line.
-
-    As CommonMark says: the closing fence uses the same character, at least
-    as many times, and carries no info string; a backtick fence's info string
-    holds no backtick.
-    """
-    opened = _FENCE_OPEN.match(line)
-    if not opened:
-        return fence, False
-    mark = opened.group(1)
-    rest = line[opened.end() :]
-    if fence:
-        if mark[0] == fence[0] and len(mark) >= len(fence) and not rest.strip():
-            return "", True
-        return fence, False
-    if mark[0] == "`" and "`" in rest:
-        return "", False  # inline code, not a fence
-    return mark, True
-
-
-def open_fence(text: str, fence: str = "") -> str:
-    """The code fence still open at the end of ``text`` (``""`` when none).
-
-    A chunk can start inside a long fenced block; the text before it says so.
-    ``fence`` is the fence open where ``text`` starts. Only lines that may
-    be fences are stepped through (issue #37 reads many chunks per query).
-    """
-    for line in _FENCE_LINE.findall(text):
-        fence, _ = _fence_step(line, fence)
-    return fence
-
-
-_FENCE_LINE = re.compile(r"^ {0,3}(?:`{3,}|~{3,}).*$", re.M)
-
-
-def _display_lines(text: str, fence: str = "") -> list[tuple[str, bool]]:
-    """``display_text`` line by line, each with whether it is fenced code.
-
-    ``fence`` is the fence open where ``text`` starts (``open_fence``).
-    """
-    if not fence and not any(c in text for c in "`~|#{\\"):
-        return [(line, False) for line in text.split("\n")]
-    out: list[tuple[str, bool]] = []
-    for line in text.split("\n"):
-        inside = bool(fence)
-        fence, marker = _fence_step(line, fence)
-        if marker:
-            continue
-        if inside:
-            out.append((line, True))
-            continue
-        if _TABLE_RULE.fullmatch(line):
-            continue
-        line = _ANCHOR.sub("", _HEADING_MARKS.sub("", line))
-        if "\\" in line:
-            pieces, pos = [], 0
-            for code in _CODE.finditer(line):
-                pieces += [_ESCAPE.sub(r"\1", line[pos : code.start()]), code[0]]
-                pos = code.end()
-            line = "".join([*pieces, _ESCAPE.sub(r"\1", line[pos:])])
-        out.append((line, False))
-    return out
-
-
-def prose_lines(text: str, fence: str = "") -> list[str]:
-    """The lines of ``text`` outside fenced code, as ``display_text`` shows them."""
-    return [line for line, code in _display_lines(text, fence) if not code]
 
 
 def _code_offsets(lines: list[tuple[str, bool]]) -> list[tuple[int, int]]:

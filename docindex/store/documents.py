@@ -454,7 +454,8 @@ class DocumentRows:
             "SELECT s.id, s.doc_id, s.id - d.first_segment, s.section, s.part, s.frag, "
             "s.start_line, s.start_line + s.lines, s.char_start, "
             "s.char_start + s.chars, s.page, s.slide, "
-            "s.sheet, s.cells, r.path, d.rel_path, d.title, d.kind, d.sections "
+            "s.sheet, s.cells, r.path, d.rel_path, d.title, d.kind, d.sections, "
+            "s.prose "
             "FROM segments s JOIN documents d ON d.id = s.doc_id "
             f"JOIN roots r ON r.id = d.root_id WHERE {where}"
         )
@@ -463,7 +464,7 @@ class DocumentRows:
         for (
             sid, doc_id, ordinal, section, part, frag, start_line, end_line,
             char_start, char_end, page, slide, sheet, cells, root, rel_path,
-            title, kind, sections_blob,
+            title, kind, sections_blob, prose,
         ) in self.conn.execute(sql, params):  # fmt: skip
             sections = parsed.get(doc_id)
             if sections is None:
@@ -492,6 +493,7 @@ class DocumentRows:
                     rel_path,
                     title,
                     kind,
+                    prose,
                 )  # fmt: skip
             )
         return rows

@@ -69,18 +69,26 @@ class NewDocument:
     doc_body: str | None = None
 
 
-def encode_segments(segments: Sequence[Segment], rel_path: str) -> EncodedSegments:
+def encode_segments(
+    segments: Sequence[Segment], rel_path: str, body: str
+) -> EncodedSegments:
     """A document's section list (zlib JSON) and its segments' stored columns.
 
     Heading paths and anchors are stored once per section; a segment keeps
     the section's index and its piece number, and ``frag`` only when its
-    chunk id is not ``chunk_id(rel_path, anchor, part)`` (issue #7).
+    chunk id is not ``chunk_id(rel_path, anchor, part)`` (issue #7). Its
+    ``prose`` is its words of prose in ``body`` (the document's text),
+    capped (``text.prose.segment_prose``): a query reads it instead of the
+    text to tell a fragment (issue #37).
     """
     from docindex.text.anchors import chunk_id, slug_path
+    from docindex.text.prose import segment_prose
+
+    prose = segment_prose(body, ((s.char_start, s.char_end) for s in segments))
 
     index: dict[tuple[tuple[str, ...], str], int] = {}
     rows: list[SegmentColumns] = []
-    for seg in segments:
+    for seg, words in zip(segments, prose, strict=True):
         key = (seg.heading_path, seg.anchor)
         section = None
         if key != ((), ""):
@@ -94,7 +102,7 @@ def encode_segments(segments: Sequence[Segment], rel_path: str) -> EncodedSegmen
             seg.start_line, seg.end_line - seg.start_line,
             seg.char_start, seg.char_end - seg.char_start,
             seg.page, seg.slide, seg.sheet,
-            json.dumps(list(seg.line_cells)) if seg.line_cells else None,
+            json.dumps(list(seg.line_cells)) if seg.line_cells else None, words,
         ))  # fmt: skip
     if not index:
         return EncodedSegments(None, tuple(rows))

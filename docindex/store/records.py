@@ -58,6 +58,9 @@ class SegmentRow:
     rel_path: str
     title: str | None
     kind: str
+    # Words of prose, capped at text.prose.MIN_PROSE_WORDS (issue #37); None
+    # when the index does not know (a PostgreSQL index older than the column).
+    prose: int | None = None
 
 
 # One segment as stored, between its ``doc_id`` and its vector: a plain tuple
@@ -66,11 +69,11 @@ class SegmentRow:
 # ``encoding.encode_segments`` builds them and only ``Store`` reads them.
 SEGMENT_COLUMNS = (
     "section", "part", "frag", "start_line", "lines", "char_start", "chars",
-    "page", "slide", "sheet", "cells",
+    "page", "slide", "sheet", "cells", "prose",
 )  # fmt: skip
 SegmentColumns = tuple[
     int | None, int | None, str | None, int, int, int, int, int | None, int | None,
-    str | None, str | None,
+    str | None, str | None, int,
 ]  # fmt: skip
 
 

@@ -132,7 +132,20 @@ CREATE TABLE vocab (
 CREATE INDEX vocab_term ON vocab (term)
 """
 
-MIGRATIONS: list[Callable[[Connection[TupleRow]], None]] = [m001_initial]
+
+def m002_segment_prose(conn: Connection[TupleRow]) -> None:
+    """Each segment's words of prose, capped (issue #37; SQLite's m006).
+
+    Rows written before stay NULL and their queries read the text instead
+    (``search.quality``) until their documents are written again.
+    """
+    conn.execute("ALTER TABLE segments ADD COLUMN prose smallint")
+
+
+MIGRATIONS: list[Callable[[Connection[TupleRow]], None]] = [
+    m001_initial,
+    m002_segment_prose,
+]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
