@@ -426,3 +426,15 @@ def test_snippets_show_links_and_images_as_their_text() -> None:
     assert "See `watchEffect()` and a diagram," in snippet
     assert "the guide, code `arr[i](x)` stays, and [shortcut] stays." in snippet
     assert "](" not in snippet.replace("arr[i](x)", "")
+
+
+def test_snippets_drop_inline_tags_nested_fences_and_mkdocs_includes() -> None:
+    """Issue #37: ``<sup class="vt-badge ts" />`` and oi-wiki's tabbed code."""
+    text = (
+        '- 指南 - 为 provide/inject 标注类型 <sup class="vt-badge ts" />\n'
+        '=== "C++"\n    ```cpp\n    --8<-- "docs/ds/code/seg.cpp"\n    ```\n'
+        "The `<slot/>` element stays in inline code.\n"
+    )
+    snippet = make_snippet(text, {"slot"}, 400, False, CFG)
+    assert "<sup" not in snippet and "```" not in snippet and "--8<--" not in snippet
+    assert "`<slot/>` element stays" in snippet

@@ -155,20 +155,32 @@ _LINK = re.compile(
     r"(?:[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'))?\)|\[[^\[\]\n]+\])"
 )
 _CODE_SPAN = re.compile(r"(`+)[^`\n]*?\1")
+# An inline HTML/JSX tag in prose (group 1 never matches: the tag goes).
+_INLINE_TAG = re.compile(r"</?[A-Za-z][\w.:-]*(?:\s[^<>]*)?/?>()")
 
 
 def _as_rendered(line: str) -> str:
-    """Bold and links outside inline code as rendered: ``[Get APISIX](./README.md)``
-    reads "Get APISIX" (issue #37); a lone ``**`` (Python's power) is text."""
-    if "[" in line:
+    """A prose line as rendered, outside inline code: links and images as their
+    text (``[Get APISIX](./README.md)`` reads "Get APISIX"), inline HTML tags
+    gone (``<sup class="vt-badge ts" />``), bold as its text (issue #37); a
+    lone ``**`` (Python's power) is text."""
+    if "[" in line or "<" in line:
         spans = [m.span() for m in _CODE_SPAN.finditer(line)] if "`" in line else []
 
         def text(m: re.Match[str]) -> str:
             inside = any(a < m.start() < b for a, b in spans)
-            return m.group() if inside else m.group(1)
+            return m.group() if inside else (m.group(1) or "")
 
-        line = _LINK.sub(text, line)
+        line = _INLINE_TAG.sub(text, _LINK.sub(text, line))
     return _BOLD.sub(r"\1", line)
+
+
+# A fence marker indented past CommonMark's 3 spaces (MkDocs tabs and
+# admonitions nest fences), and an MkDocs include (``--8<-- "file"``): the
+# renderer shows neither.
+_NESTED_FENCE = re.compile(
+    r"[ \t]*(?:`{3,}|~{3,})[\w+.-]*[ \t]*|[ \t]*;?-{1,2}8<-{1,2}.*"
+)
 
 
 _OPEN, _CLOSE = "\x02", "\x03"  # private marks while the window is built
@@ -226,7 +238,11 @@ def snippet_with_highlights(
     """
     chars = max(20, chars)
     lines = _display_lines(text, fence)
-    lines = [(line if code else _as_rendered(line), code) for line, code in lines]
+    lines = [
+        (line if code else _as_rendered(line), code)
+        for line, code in lines
+        if code or not _NESTED_FENCE.fullmatch(line)
+    ]
     shown = "\n".join(line for line, _ in lines)
     if shown != text:
         text, spans = shown, None
