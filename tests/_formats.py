@@ -231,6 +231,26 @@ RTF = (
 )
 
 
+def _pdf_file(objects: list[bytes], kids: list[int]) -> bytes:
+    """A PDF file of ``objects`` (1-based object numbers; object 2, the page
+    tree, is filled in here with ``kids``), with its cross-reference table."""
+    objects[1] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (
+        b" ".join(b"%d 0 R" % k for k in kids), len(kids)
+    )  # fmt: skip
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for i, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % i + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % off for off in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1, xref
+    )  # fmt: skip
+    return bytes(out)
+
+
 def pdf(pages: int, words: int = 60) -> bytes:
     """A text PDF of ``pages`` pages, page ``n`` saying ``pagemark<n>`` and filler."""
     objects: list[bytes] = [
@@ -257,21 +277,7 @@ def pdf(pages: int, words: int = 60) -> bytes:
             b"/Resources << /Font << /F1 3 0 R >> >> /Contents %d 0 R >>" % content
         )
         kids.append(len(objects))
-    objects[1] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (
-        b" ".join(b"%d 0 R" % k for k in kids), len(kids)
-    )  # fmt: skip
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for i, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % i + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % off for off in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1, xref
-    )  # fmt: skip
-    return bytes(out)
+    return _pdf_file(objects, kids)
 
 
 if __name__ == "__main__":  # write one of each into a folder, to look at them
@@ -315,18 +321,4 @@ def shared_stream_pdf(pages: int, stream_bytes: int) -> bytes:
             b"/Resources << /Font << /F1 3 0 R >> >> /Contents 4 0 R >>"
         )
         kids.append(len(objects))
-    objects[1] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (
-        b" ".join(b"%d 0 R" % k for k in kids), len(kids)
-    )  # fmt: skip
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for i, obj in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % i + obj + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % off for off in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1, xref
-    )  # fmt: skip
-    return bytes(out)
+    return _pdf_file(objects, kids)
