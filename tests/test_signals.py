@@ -12,6 +12,7 @@ rescan, equal to a fresh scan.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shlex
@@ -266,3 +267,41 @@ def test_sigterm_kills_a_worker_stuck_in_one_pdf(tmp_path: Path) -> None:
         env=child_env(), capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_ends_a_slow_markdown_file_read_in_the_scans_own_process(
+    tmp_path: Path, sig: int
+) -> None:
+    """Issue #33: two Markdown files are read in the scan's own process (no
+    pool); one with 100k sections took ~30 s to index and the signal waited
+    for it. The file is abandoned at once, the other one is kept."""
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "a.md").write_text("# A\n\nalphaword\n", encoding="utf-8")
+    (root / "big.md").write_text("".join(f"## h{i}\nw{i}\n" for i in range(100_000)))
+    db = tmp_path / "idx" / "index.db"
+    proc = subprocess.Popen(
+        scan_cmd(root, db), env=child_env(), stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, start_new_session=True,
+    )  # fmt: skip
+    time.sleep(3)  # start-up, a.md, then inside big.md (tens of seconds)
+    assert proc.poll() is None, "the scan ended before it could be signalled"
+    sent = time.monotonic()
+    os.killpg(proc.pid, sig)
+    code = proc.wait(timeout=120)
+    took = time.monotonic() - sent
+    err = ""
+    if proc.stderr is not None:
+        with proc.stderr:
+            err = proc.stderr.read().decode()
+    assert code == 128 + sig, err
+    assert took < 5, took  # loose on a loaded machine; ~0.1 s idle, ~30 s before
+    assert "Traceback" not in err
+    out = subprocess.run(
+        [sys.executable, "-m", "docindex", "query", "alphaword", "--db", str(db),
+         "--json"], env=child_env(), capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert [h["rel_path"] for h in json.loads(out.stdout)["hits"]] == ["a.md"]

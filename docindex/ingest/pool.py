@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     import subprocess
     from multiprocessing.connection import Connection
     from multiprocessing.process import BaseProcess
+    from types import FrameType
 
 POOL_THRESHOLD = 48  # items to prepare before a process pool pays for itself
 CHUNK_BYTES = 256 * 1024  # a worker's unit of work: ~this many bytes of files
@@ -144,6 +145,48 @@ def _run_chunk(fn: Callable[[T, A], R], chunk: list[T], arg: A) -> list[R]:
 
 class Stopped(Exception):
     """``map_ordered`` was asked to stop; results not yet consumed are dropped."""
+
+
+class _Cut(BaseException):
+    """Raised by a signal inside a file read in this process: a BaseException,
+    so no ``except Exception`` of the extractors turns it into a skip."""
+
+
+@contextlib.contextmanager
+def _cut_on_signal(stop: Callable[[], bool]) -> Iterator[None]:
+    """Run one file in this process so that SIGINT/SIGTERM end it at once.
+
+    The caller's handlers run first (the CLI's first signal only sets the
+    event ``stop`` reads); once ``stop()`` is true the file is abandoned and
+    ``Stopped`` raised, as a worker would be killed (issue #33: a signal
+    waited for a slow Markdown file read in the scan's own process). Reading
+    a file writes nothing, so nothing is left half done.
+    """
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous: dict[int, Callable[[int, FrameType | None], object]] = {}
+
+    def handle(signum: int, frame: FrameType | None) -> None:
+        previous[signum](signum, frame)
+        if stop():
+            raise _Cut
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        before = signal.getsignal(sig)
+        if callable(before):  # a default or ignored signal keeps its meaning
+            previous[sig] = before
+            signal.signal(sig, handle)
+    try:
+        yield
+    except _Cut:
+        raise Stopped from None
+    finally:
+        for num, handler in previous.items():
+            signal.signal(num, handler)
 
 
 def _worker_main(conn: Connection, lifeline: Connection) -> None:
@@ -319,7 +362,12 @@ class Workers(Generic[A]):
         """
         if self.count <= 1 or (len(items) < POOL_THRESHOLD and not isolate):
             for item in items:
-                yield fn(item, arg)
+                if stop is None:
+                    yield fn(item, arg)
+                    continue
+                with _cut_on_signal(stop):
+                    result = fn(item, arg)
+                yield result
             return
         from multiprocessing.connection import wait
 
