@@ -238,15 +238,7 @@ def load(
         roots = list(dict.fromkeys(str(_absolute(r)) for r in cfg.roots))
     else:
         roots = canonical_roots(cfg.roots)
-    for extra in extra_roots or []:
-        if not Path(extra).expanduser().is_dir():
-            raise MisuseError(f"--root {extra} does not exist or is not a directory")
-        roots = add_root(roots, extra)
-    if not roots and scan_path is not None and scan_path.is_dir():
-        roots = [canonical(scan_path)]
-    changes = dict(overrides or {})
-    changes["roots"] = tuple(roots)
-    return Workspace(path, cfg.replace(**changes))
+    return Workspace(path, _settled(cfg, roots, overrides, extra_roots, scan_path))
 
 
 def _server_workspace(
@@ -260,15 +252,25 @@ def _server_workspace(
         PgStore.open(url, readonly=True).close()  # IndexNotFoundError
     cfg, _ = layered(url)
     roots = canonical_roots(cfg.roots)
+    # a server index's roots are this host's paths: scan_path is its first root
+    return Workspace(url, _settled(cfg, roots, overrides, extra_roots, scan_path))
+
+
+def _settled(
+    cfg: Config, roots: list[str], overrides: Mapping[str, object] | None,
+    extra_roots: list[str] | None, scan_path: Path | None,
+) -> Config:  # fmt: skip
+    """``cfg`` with the command's flags and its roots: the remembered ones,
+    ``--root`` directories added, else ``scan PATH`` for a new index."""
     for extra in extra_roots or []:
         if not Path(extra).expanduser().is_dir():
             raise MisuseError(f"--root {extra} does not exist or is not a directory")
         roots = add_root(roots, extra)
     if not roots and scan_path is not None and scan_path.is_dir():
-        roots = [canonical(scan_path)]  # this host's first root
+        roots = [canonical(scan_path)]
     changes = dict(overrides or {})
     changes["roots"] = tuple(roots)
-    return Workspace(url, cfg.replace(**changes))
+    return cfg.replace(**changes)
 
 
 def canonical(path: str | Path) -> str:

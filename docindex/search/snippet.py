@@ -12,6 +12,7 @@ import re
 from typing import TYPE_CHECKING
 
 from docindex.text.prose import ANCHOR as _ANCHOR
+from docindex.text.prose import CODE_SPAN as _CODE_SPAN
 from docindex.text.prose import display_lines as _display_lines
 from docindex.text.prose import open_fence as open_fence
 from docindex.text.prose import prose_lines as prose_lines
@@ -154,7 +155,6 @@ _LINK = re.compile(
     r"!?\[([^\[\]\n]*)\](?:\((?:[^()\s]|\([^()\s]*\))*"
     r"(?:[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'))?\)|\[[^\[\]\n]+\])"
 )
-_CODE_SPAN = re.compile(r"(`+)[^`\n]*?\1")
 # An inline HTML/JSX tag in prose (group 1 never matches: the tag goes).
 _INLINE_TAG = re.compile(r"</?[A-Za-z][\w.:-]*(?:\s[^<>]*)?/?>()")
 

@@ -23,7 +23,7 @@ _TABLE_RULE = re.compile(
 _HEADING_MARKS = re.compile(r"^ {0,3}#{1,6}[ \t]+", re.M)
 ANCHOR = re.compile(r"[ \t]*(?:\{/\*\s*[\w-]+\s*\*/\}|\{#[\w-]+[^}\n]*\})")
 _ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
-_CODE = re.compile(r"(`+)[^`\n]*?\1")
+CODE_SPAN = re.compile(r"(`+)[^`\n]*?\1")  # inline code on one line
 
 
 _FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -86,7 +86,7 @@ def display_lines(text: str, fence: str = "") -> list[tuple[str, bool]]:
         line = ANCHOR.sub("", _HEADING_MARKS.sub("", line))
         if "\\" in line:
             pieces, pos = [], 0
-            for code in _CODE.finditer(line):
+            for code in CODE_SPAN.finditer(line):
                 pieces += [_ESCAPE.sub(r"\1", line[pos : code.start()]), code[0]]
                 pos = code.end()
             line = "".join([*pieces, _ESCAPE.sub(r"\1", line[pos:])])
