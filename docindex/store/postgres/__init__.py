@@ -64,11 +64,11 @@ if TYPE_CHECKING:
 # its id shifted left by this many bits plus their ordinal, so concurrent
 # writers never share a block and no lock is needed (16.7 M segments per
 # document; ``max_segments`` caps a whole index far below that).
-SEGMENT_BITS = 24
+SEGMENT_BITS = ranking.SEGMENT_BITS
 __all__ = ["READ_ONLY_HINT", "PgStore", "filter_sql", "glob_regex", "scratch_schema",
            "translate"]  # fmt: skip
 _TABLES = ("docindex_meta", "roots", "root_paths", "documents", "segments",
-           "facets", "skipped", "vocab")  # fmt: skip
+           "facets", "skipped", "vocab", "postings")  # fmt: skip
 
 
 class PgStore(PgReader):
@@ -430,13 +430,13 @@ class PgStore(PgReader):
                 doc.mtime_ns, doc.hash, doc.body,
                 json.dumps(meta, ensure_ascii=False) if meta else None,
                 len(rows), doc.indexed_at, doc.segments.sections, first,
-                doc.terms or None, doc_tf, doc_len, body_len, seg_len,
+                doc.terms or None, doc_len, body_len, seg_len,
             )  # fmt: skip
             insert = (
                 "INSERT INTO documents (id, root_id, rel_path, kind, title, size, "
                 "mtime_ns, hash, body, meta, n_segments, indexed_at, sections, "
-                "first_segment, terms, ftf, len, body_len, seg_len) VALUES "
-                f"({', '.join(['%s'] * 19)}) "
+                "first_segment, terms, len, body_len, seg_len) VALUES "
+                f"({', '.join(['%s'] * 18)}) "
                 "ON CONFLICT (root_id, rel_path) DO NOTHING RETURNING id"
             )
             row = self.pg.execute(insert, values).fetchone()
@@ -460,15 +460,25 @@ class PgStore(PgReader):
                 with (
                     self.pg.cursor() as cur,
                     cur.copy(
-                        f"COPY segments (id, doc_id, {columns}, vec, tf, len) FROM STDIN"
+                        f"COPY segments (id, doc_id, {columns}, vec, len) FROM STDIN"
                     ) as copy,
                 ):
                     for i, seg in enumerate(rows):
-                        tf, n = seg_tf[i] if i < len(seg_tf) else ("{}", 0)
+                        n = seg_tf[i][1] if i < len(seg_tf) else 0
                         copy.write_row(
                             (first + i, doc_id, *seg,
-                             vectors[i] if i < n_vec else None, tf, n)
+                             vectors[i] if i < n_vec else None, n)
                         )  # fmt: skip
+            lines = ranking.postings_copy(doc_id, seg_tf, doc_tf, doc_len)
+            if lines:
+                with (
+                    self.pg.cursor() as cur,
+                    cur.copy(
+                        "COPY postings (term, doc, fld, body, n, dlen, segs, hits, "
+                        "lens) FROM STDIN"
+                    ) as copy,
+                ):
+                    copy.write(lines)
         return doc_id
 
     def _count_document(
@@ -499,25 +509,17 @@ class PgStore(PgReader):
     def _uncount_stored(self, doc_id: int) -> None:
         """Count a stored document out of ``vocab`` (before deleting it)."""
         row = self.pg.execute(
-            "SELECT n_segments, seg_len, len, body_len, "
-            "ARRAY(SELECT jsonb_object_keys(ftf)) FROM documents WHERE id = %s",
+            "SELECT n_segments, seg_len, len, body_len FROM documents WHERE id = %s",
             (doc_id,),
         ).fetchone()
         if row is None:
             return
-        n_segs, seg_len, doc_len, body_len, fields = row
-        in_doc = set(fields)
-        for term, segs, in_body in self.pg.execute(
-            "SELECT k, count(*), bool_or(((s.tf ->> k)::bigint & %s) > 0) FROM segments s "
-            "CROSS JOIN LATERAL jsonb_object_keys(s.tf) k WHERE s.doc_id = %s "
-            "GROUP BY k",
-            (ranking.HIT_MASK, doc_id),
+        n_segs, seg_len, doc_len, body_len = row
+        for term, segs, in_doc in self.pg.execute(
+            "SELECT term, n, fld <> 0 OR body > 0 FROM postings WHERE doc = %s",
+            (doc_id,),
         ):
-            self._count(term, -int(segs), 0)
-            if in_body:
-                in_doc.add(term)
-        for term in in_doc:
-            self._count(term, 0, -1)
+            self._count(term, -int(segs), -1 if in_doc else 0)
         self._count(" rows", -int(n_segs), -1)
         self._count(" tokens", -int(seg_len), -int(doc_len))
         self._count(" body", 0, -int(body_len))
@@ -526,11 +528,12 @@ class PgStore(PgReader):
         self, doc_id: int, fts: Iterable[tuple[int, str, str]] = (),
         fields: tuple[str, str] | None = None,
     ) -> None:  # fmt: skip
-        """Delete a document; its segments and facets go with it (cascade)."""
-        del fts, fields  # the rows hold their own term frequencies
+        """Delete a document, its postings, segments and facets."""
+        del fts, fields  # the postings hold the document's terms
         with self.atomic(savepoint=False):
             self._bodies.pop(doc_id, None)
             self._uncount_stored(doc_id)
+            self.pg.execute("DELETE FROM postings WHERE doc = %s", (doc_id,))
             self.pg.execute("DELETE FROM documents WHERE id = %s", (doc_id,))
 
     def body(self, doc_id: int) -> str:

@@ -18,7 +18,6 @@ with k1 = 1.2, b = 0.75, N the rows of the table, n(p) the rows holding p,
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections import Counter
@@ -143,6 +142,9 @@ def idf(n_rows: int, n_hit: int) -> float:
 
 HIT_BITS = 24  # a row's hits of a term: first column << 24 | second column
 HIT_MASK = (1 << HIT_BITS) - 1
+# A segment's id: its document's id shifted left by this many bits plus its
+# ordinal (``PgStore.add_document``).
+SEGMENT_BITS = 24
 
 
 def packed_freq(
@@ -182,10 +184,9 @@ def bm25_sql(
     return lateral, lateral_params, score, score_params
 
 
-def term_freqs(columns: Sequence[str]) -> tuple[str, int]:
-    """(jsonb of term -> packed hits per column, tokens in all columns) of one
-    FTS row of two columns: ``hits(first) << 24 | hits(second)``
-    (``HIT_BITS``), one number read with one lookup per term.
+def term_freqs(columns: Sequence[str]) -> tuple[dict[str, int], int]:
+    """(term -> packed hits per column, tokens in all columns) of one FTS row
+    of two columns: ``hits(first) << 24 | hits(second)`` (``HIT_BITS``).
 
     Columns hold pre-tokenised terms separated by spaces, which FTS5's
     ``unicode61`` keeps whole (``text.tokenize``): splitting on spaces counts
@@ -195,5 +196,39 @@ def term_freqs(columns: Sequence[str]) -> tuple[str, int]:
     packed = {t: n << HIT_BITS for t, n in first.items()}
     for t, n in second.items():
         packed[t] = packed.get(t, 0) | n
-    total = first.total() + second.total()
-    return json.dumps(packed, ensure_ascii=False, separators=(",", ":")), total
+    return packed, first.total() + second.total()
+
+
+# COPY's text format: a backslash, tab, newline or carriage return is escaped.
+_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+
+
+def postings_copy(
+    doc_id: int, segments: Sequence[tuple[dict[str, int], int]],
+    fields: dict[str, int], doc_len: int,
+) -> str:  # fmt: skip
+    """The document's ``postings`` rows in COPY text format (``schema.m003``):
+    one per term, with the ordinal, packed hits and tokens of each segment
+    holding it (``segments``: each segment's ``term_freqs``)."""
+    held: dict[str, tuple[list[str], list[str], list[str]]] = {}
+    body: Counter[str] = Counter()
+    for i, (packed, n) in enumerate(segments):
+        ordinal, length = str(i), str(n)
+        for term, hits in packed.items():
+            entry = held.get(term)
+            if entry is None:
+                entry = held[term] = ([], [], [])
+            entry[0].append(ordinal)
+            entry[1].append(str(hits))
+            entry[2].append(length)
+            body[term] += hits & HIT_MASK
+    lines = []
+    tail = f"\t{doc_len}\t"
+    for term in held.keys() | fields.keys():
+        ords, hits, lens = held.get(term) or ([], [], [])
+        lines.append(
+            f"{term.translate(_COPY_ESCAPES)}\t{doc_id}\t{fields.get(term, 0)}\t"
+            f"{body[term]}\t{len(ords)}{tail}{{{','.join(ords)}}}\t"
+            f"{{{','.join(hits)}}}\t{{{','.join(lens)}}}\n"
+        )
+    return "".join(lines)

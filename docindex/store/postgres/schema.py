@@ -142,9 +142,70 @@ def m002_segment_prose(conn: Connection[TupleRow]) -> None:
     conn.execute("ALTER TABLE segments ADD COLUMN prose smallint")
 
 
+def m003_postings(conn: Connection[TupleRow]) -> None:
+    """A postings table replaces the ``jsonb`` term frequencies and their GIN
+    indexes (issue #34: a query read every matching segment's ``jsonb``).
+
+    One row per term and document: ``fld`` its packed hits in the document's
+    fields (title << 24 | headings), ``body`` its body hits summed over the
+    segments, ``n`` the segments holding it, ``dlen`` the document's tokens;
+    ``segs``/``hits``/``lens`` the ordinal, packed hits (title << 24 | body)
+    and tokens of each segment holding it. The btree on ``(term, doc)``
+    includes the document's figures, so the document stage and the counts
+    read the index only; the chunk bm25 reads the arrays of the rows it needs.
+    Existing rows are converted here, in the migration's transaction.
+    """
+    for statement in _M003.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
+_M003 = f"""
+CREATE TABLE postings (
+    term text COLLATE "C" NOT NULL,
+    doc bigint NOT NULL,
+    fld bigint NOT NULL,
+    body bigint NOT NULL,
+    n integer NOT NULL,
+    dlen integer NOT NULL,
+    segs integer[] NOT NULL,
+    hits bigint[] NOT NULL,
+    lens integer[] NOT NULL
+);
+INSERT INTO postings (term, doc, fld, body, n, dlen, segs, hits, lens)
+SELECT coalesce(s.term, f.term), coalesce(s.doc, f.doc), coalesce(f.fld, 0),
+       coalesce(s.body, 0), coalesce(s.n, 0), d.len,
+       coalesce(s.segs, '{{}}'), coalesce(s.hits, '{{}}'), coalesce(s.lens, '{{}}')
+FROM (
+    SELECT x.doc, x.term, sum(x.hit & {(1 << 24) - 1}) AS body, count(*) AS n,
+           array_agg(x.ord ORDER BY x.ord) AS segs,
+           array_agg(x.hit ORDER BY x.ord) AS hits,
+           array_agg(x.len ORDER BY x.ord) AS lens
+    FROM (
+        SELECT s.doc_id AS doc, k.term, (s.id - d.first_segment)::integer AS ord,
+               (s.tf ->> k.term)::bigint AS hit, s.len
+        FROM segments s JOIN documents d ON d.id = s.doc_id
+        CROSS JOIN LATERAL jsonb_object_keys(s.tf) AS k(term)
+    ) x GROUP BY x.doc, x.term
+) s
+FULL JOIN (
+    SELECT d.id AS doc, k.term, (d.ftf ->> k.term)::bigint AS fld
+    FROM documents d CROSS JOIN LATERAL jsonb_object_keys(d.ftf) AS k(term)
+) f ON f.doc = s.doc AND f.term = s.term
+JOIN documents d ON d.id = coalesce(s.doc, f.doc);
+CREATE INDEX postings_term ON postings (term, doc) INCLUDE (fld, body, n, dlen);
+CREATE INDEX postings_doc ON postings (doc);
+DROP INDEX segments_tf;
+DROP INDEX documents_ftf;
+ALTER TABLE segments DROP COLUMN tf;
+ALTER TABLE documents DROP COLUMN ftf
+"""
+
+
 MIGRATIONS: list[Callable[[Connection[TupleRow]], None]] = [
     m001_initial,
     m002_segment_prose,
+    m003_postings,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -60,43 +60,67 @@ class PgReader(DocumentRows):
         self, match: str, limit: int, title_weight: float,
         only: DocFilter = ALL_DOCS, within: Sequence[int] | None = None,
     ) -> list[tuple[int, float]]:  # fmt: skip
-        """(segment id, bm25) best first, as FTS5's ``bm25(fts, title_weight, 1)``."""
+        """(segment id, bm25) best first, as FTS5's ``bm25(fts, title_weight, 1)``.
+
+        The postings of the query's terms (of the documents ``within`` names)
+        are unnested into (segment, term, packed hits, tokens) and grouped by
+        segment: ``xN`` is the segment's packed hits of term N (NULL: absent).
+        """
         _, n_rows, n_tokens, _, _ = self._stats()
         tree, phrases = ranking.parse_match(match)
         counts = self.doc_freqs(phrases)
         idfs = [ranking.idf(n_rows, counts.get(p, 0)) for p in phrases]
         terms = list(dict.fromkeys(phrases))
         slot = {t: i for i, t in enumerate(terms)}
-        # One lookup per term and row (OFFSET 0 keeps the planner from copying
-        # the lookup into every use): jsonb lookups are most of the cost.
-        looks = ", ".join(f"(s.tf ->> %s)::bigint AS x{i}" for i in range(len(terms)))
         freqs = [
-            ranking.packed_freq(f"u.x{slot[p]}", [], (title_weight, 1.0))
+            ranking.packed_freq(f"g.x{slot[p]}", [], (title_weight, 1.0))
             for p in phrases
         ]
         lateral, lparams, score, sparams = ranking.bm25_sql(
-            freqs, idfs, n_tokens / max(1, n_rows), "s.len"
+            freqs, idfs, n_tokens / max(1, n_rows), "g.len"
         )
-        cond, cparams = ranking.match_sql(tree, "s.tf")
-        join, extra = "", ""
-        params: list[object] = []
-        if within is not None:
-            extra, params = " AND s.id = ANY(%s)", [list(within)]
-        else:
-            where, fparams = filter_sql(only)
-            if where:
-                join = "JOIN documents d ON d.id = s.doc_id"
-                extra, params = f" AND {where}", fparams
+        cond, cparams = ranking.bool_sql(
+            tree, lambda term: (f"g.x{slot[term]} IS NOT NULL", [])
+        )
+        where, wparams = self._postings_where(only, within)
         sql = (
-            f"SELECT s.id, {score} AS score FROM segments s {join} "
-            f"CROSS JOIN LATERAL (SELECT {looks} OFFSET 0) u "
-            f"CROSS JOIN LATERAL (SELECT {lateral}) v WHERE {cond}{extra} "
-            "ORDER BY score DESC, s.id LIMIT %s"
+            f"SELECT g.seg, {score} AS score FROM ("
+            f"SELECT {self._seg_id} AS seg, max(u.l) AS len, {self._slots(terms)} "
+            "FROM postings p CROSS JOIN LATERAL unnest(p.segs, p.hits, p.lens) "
+            f"AS u(o, h, l) WHERE p.term = ANY(%s){where} GROUP BY 1) g "
+            f"CROSS JOIN LATERAL (SELECT {lateral}) v WHERE {cond} "
+            "ORDER BY score DESC, g.seg LIMIT %s"
         )
         rows = self.pg.execute(
-            sql, [*sparams, *terms, *lparams, *cparams, *params, limit]
+            sql, [*sparams, *terms, terms, *wparams, *lparams, *cparams, limit]
         )
         return [(int(r[0]), float(r[1])) for r in rows]
+
+    _seg_id = f"(p.doc << {ranking.SEGMENT_BITS}) + u.o"
+
+    @staticmethod
+    def _slots(terms: Sequence[str]) -> str:
+        """Per-segment packed hits of each term: ``xN`` (NULL when absent)."""
+        return ", ".join(
+            f"max(u.h) FILTER (WHERE p.term = %s) AS x{i}" for i in range(len(terms))
+        )
+
+    @staticmethod
+    def _postings_where(
+        only: DocFilter, within: Sequence[int] | None = None
+    ) -> tuple[str, list[object]]:
+        """Conditions on postings ``p`` (and their segments ``u``) for a filter
+        or a set of segment ids."""
+        if within is not None:
+            docs = sorted({s >> ranking.SEGMENT_BITS for s in within})
+            return (
+                f" AND p.doc = ANY(%s) AND {PgReader._seg_id} = ANY(%s)",
+                [docs, list(within)],
+            )
+        where, params = filter_sql(only)
+        if not where:
+            return "", []
+        return f" AND p.doc IN (SELECT d.id FROM documents d WHERE {where})", params
 
     def count_matches(
         self, match: str, only: DocFilter = ALL_DOCS, *, documents: bool = False
@@ -106,16 +130,20 @@ class PgReader(DocumentRows):
         known = self._matches.get((match, only, documents))
         if known is not None:
             return known
-        tree, _ = ranking.parse_match(match)
-        cond, cparams = ranking.match_sql(tree, "s.tf")
-        where, fparams = filter_sql(only)
-        what = "count(DISTINCT s.doc_id)" if documents else "count(*)"
-        join = "JOIN documents d ON d.id = s.doc_id " if where else ""
-        sql = (
-            f"SELECT {what} FROM segments s {join}WHERE {cond}"
-            f"{' AND ' + where if where else ''}"
+        tree, phrases = ranking.parse_match(match)
+        terms = list(dict.fromkeys(phrases))
+        slot = {t: i for i, t in enumerate(terms)}
+        cond, cparams = ranking.bool_sql(
+            tree, lambda term: (f"g.x{slot[term]} IS NOT NULL", [])
         )
-        row = self.pg.execute(sql, [*cparams, *fparams]).fetchone()
+        where, wparams = self._postings_where(only)
+        what = "count(DISTINCT g.doc)" if documents else "count(*)"
+        sql = (
+            f"SELECT {what} FROM (SELECT p.doc, u.o, {self._slots(terms)} "
+            "FROM postings p CROSS JOIN LATERAL unnest(p.segs, p.hits) AS u(o, h) "
+            f"WHERE p.term = ANY(%s){where} GROUP BY 1, 2) g WHERE {cond}"
+        )
+        row = self.pg.execute(sql, [*terms, terms, *wparams, *cparams]).fetchone()
         return int(row[0]) if row else 0
 
     def vocabulary(self, first: str, last: str) -> list[tuple[str, int]]:
@@ -133,8 +161,9 @@ class PgReader(DocumentRows):
     ) -> list[DocHit]:  # fmt: skip
         """The best documents by ``bm25(doc_fts, *weights)``, as FTS5 ranks them.
 
-        A document's title and heading hits are in its row (``ftf``); its body
-        hits are summed over its segments' body column.
+        One postings row per term and document holds the document's field
+        hits, its body hits (summed over its segments) and its length: the
+        ranking reads the ``postings_term`` index only.
         """
         n_docs, _, _, n_tokens, _ = self._stats()
         tree, phrases = ranking.parse_match(match)
@@ -142,48 +171,52 @@ class PgReader(DocumentRows):
         slot = {t: i for i, t in enumerate(terms)}
         counts = self.document_freqs(terms)
         idfs = [ranking.idf(n_docs, counts.get(p, 0)) for p in phrases]
-        body = ", ".join(
-            f"coalesce(((s.tf ->> %s)::bigint & {ranking.HIT_MASK})::float8, 0) AS b{i}"
+        sums = ", ".join(
+            f"max(p.fld) FILTER (WHERE p.term = %s) AS f{i}, "
+            f"coalesce(max(p.body) FILTER (WHERE p.term = %s), 0) AS b{i}"
             for i in range(len(terms))
         )
-        zeros = ", ".join(f"0::float8 AS b{i}" for i in range(len(terms)))
-        sums = ", ".join(f"sum(b{i}) AS b{i}" for i in range(len(terms)))
-        # A query of terms joined by OR matches the segments read here, so
+        sums_params = [t for t in terms for _ in (0, 1)]
+        # A query of terms joined by OR matches the segments counted here, so
         # their count (``count_matches``: the hits' total) comes with the
-        # ranking instead of reading every matching segment again.
+        # ranking instead of reading the postings again.
         counts_too = tree.op == "term" or (
             tree.op == "or" and all(k.op == "term" for k in tree.kids)
         )
         freqs = []
         for p in phrases:
-            sql, params = ranking.packed_freq(
-                "(d.ftf ->> %s)::bigint", [p], weights[:2]
-            )
+            sql, params = ranking.packed_freq(f"a.f{slot[p]}", [], weights[:2])
             freqs.append((f"{sql} + %s::float8 * a.b{slot[p]}", [*params, weights[2]]))
         lateral, lparams, score, sparams = ranking.bm25_sql(
-            freqs, idfs, n_tokens / max(1, n_docs), "d.len"
+            freqs, idfs, n_tokens / max(1, n_docs), "a.dlen"
         )
 
         def present(term: str) -> tuple[str, list[object]]:
-            return f"(d.ftf ? %s OR a.b{slot[term]} > 0)", [term]
+            i = slot[term]
+            return f"(coalesce(a.f{i}, 0) <> 0 OR a.b{i} > 0)", []
 
         cond, cparams = ranking.bool_sql(tree, present)
-        where, fparams = filter_sql(only)
-        sql = (
-            f"WITH a AS (SELECT id, sum(n) AS n, {sums} FROM ("
-            f"SELECT s.doc_id AS id, 1 AS n, {body} FROM segments s WHERE s.tf ?| %s "
-            f"UNION ALL SELECT d.id, 0, {zeros} FROM documents d WHERE d.ftf ?| %s"
-            ") u GROUP BY id) "
-            f"SELECT d.id, {score} AS score, d.first_segment, d.n_segments, "
-            "t.segs, t.docs FROM a JOIN documents d ON d.id = a.id "
-            f"CROSS JOIN LATERAL (SELECT {lateral}) v "
-            "CROSS JOIN (SELECT coalesce(sum(x.n), 0) AS segs, count(*) FILTER "
-            "(WHERE x.n > 0) AS docs FROM a x JOIN documents d ON d.id = x.id"
-            f"{' WHERE ' + where if where else ''}) t WHERE {cond}"
-            f"{' AND ' + where if where else ''} ORDER BY score DESC, d.id LIMIT %s"
+        where, wparams = self._postings_where(only)
+        # Segments holding any of several terms: a document with more than one
+        # of them counts the union of their segments (the rows' arrays).
+        union = (
+            "CASE WHEN count(*) FILTER (WHERE p.n > 0) > 1 THEN (SELECT "
+            "count(DISTINCT o) FROM postings q CROSS JOIN LATERAL unnest(q.segs) o "
+            "WHERE q.term = ANY(%s) AND q.doc = p.doc) ELSE sum(p.n) END"
         )
-        params = [*terms, terms, terms, *sparams, *lparams, *fparams, *cparams,
-                  *fparams, limit]  # fmt: skip
+        sql = (
+            f"WITH a AS (SELECT p.doc, max(p.dlen) AS dlen, {union} AS n, {sums} "
+            f"FROM postings p WHERE p.term = ANY(%s){where} GROUP BY p.doc), "
+            f"s AS (SELECT a.doc, {score} AS score FROM a "
+            f"CROSS JOIN LATERAL (SELECT {lateral}) v WHERE {cond} "
+            "ORDER BY score DESC, a.doc LIMIT %s) "
+            "SELECT s.doc, s.score, d.first_segment, d.n_segments, t.segs, t.docs "
+            "FROM s JOIN documents d ON d.id = s.doc CROSS JOIN (SELECT "
+            "coalesce(sum(x.n), 0) AS segs, count(*) FILTER (WHERE x.n > 0) AS docs "
+            "FROM a x) t ORDER BY s.score DESC, s.doc"
+        )
+        params = [terms, *sums_params, terms, *wparams, *sparams, *lparams,
+                  *cparams, limit]  # fmt: skip
         rows = self.pg.execute(sql, params).fetchall()
         if counts_too and rows and self._depth:
             self._matches[(match, only, False)] = int(rows[0][4])
