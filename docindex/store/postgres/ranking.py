@@ -214,14 +214,14 @@ def postings_copy(
     body: Counter[str] = Counter()
     for i, (packed, n) in enumerate(segments):
         ordinal, length = str(i), str(n)
-        for term, hits in packed.items():
+        for term, count in packed.items():
             entry = held.get(term)
             if entry is None:
                 entry = held[term] = ([], [], [])
             entry[0].append(ordinal)
-            entry[1].append(str(hits))
+            entry[1].append(str(count))
             entry[2].append(length)
-            body[term] += hits & HIT_MASK
+            body[term] += count & HIT_MASK
     lines = []
     tail = f"\t{doc_len}\t"
     for term in held.keys() | fields.keys():
