@@ -18,6 +18,7 @@ that a host has no path for shows the path another host gave it.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import time
 import zlib
@@ -48,6 +49,7 @@ from docindex.store.postgres.search import PgReader
 from docindex.store.records import (
     SEGMENT_COLUMNS,
     DocFilter,
+    SegmentRow,
     Space,
     StoredDocument,
     Vacuumed,
@@ -101,6 +103,9 @@ class PgStore(PgReader):
         self._failed: BaseException | None = None  # first error of this transaction
         # (match, filter, documents?) -> count_matches, from document_lexical
         self._matches: dict[tuple[str, DocFilter, bool], int] = {}
+        self._reading = False  # in a reading transaction: the caches below hold
+        self._rows: dict[int, SegmentRow] = {}  # segments read in it
+        self._freqs: dict[tuple[str, str], int] = {}  # (column, term) -> vocab
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -149,6 +154,8 @@ class PgStore(PgReader):
                 "pip install -U 'docindex[postgres]'"
             )
         if version == schema.SCHEMA_VERSION:
+            if may_migrate:
+                self.index_postings()
             return
         if schema.foreign(self.pg):
             raise ForeignDatabaseError(
@@ -164,6 +171,40 @@ class PgStore(PgReader):
             self.outdated = True
             return
         schema.migrate(self.pg)
+
+    def index_postings(self) -> bool:
+        """Build the postings btrees once the index holds rows (``schema.m003``:
+        a new index gets them after its first load); whether it built them.
+
+        Skipped inside a transaction, while another writer builds them or
+        holds the table (it builds them when it finishes), and for a role
+        that may not.
+        """
+        psycopg = driver()
+        if self._depth:
+            return False
+        try:
+            row = self.pg.execute(
+                "SELECT to_regclass('postings_doc') IS NULL "
+                "AND EXISTS (SELECT 1 FROM postings)"
+            ).fetchone()
+            if not one(row)[0]:
+                return False
+            with self.atomic():
+                got = self.pg.execute(
+                    "SELECT pg_try_advisory_xact_lock(%s)", (schema.LOCK_KEY + 1,)
+                ).fetchone()
+                if not one(got)[0]:
+                    return False
+                for statement in schema.POSTINGS_INDEXES:
+                    self.pg.execute(statement)
+            # the index-only scans of the document stage need the visibility map
+            self.pg.execute("VACUUM (ANALYZE) postings")
+        except DocindexError:
+            return False
+        except psycopg.Error:
+            return False
+        return True
 
     def close(self) -> None:
         """Close the connection."""
@@ -201,6 +242,9 @@ class PgStore(PgReader):
             if self._depth == 0:
                 self._bodies.clear()
                 self._matches.clear()
+                self._rows.clear()
+                self._freqs.clear()
+                self._reading = not immediate
                 self._totals = None
                 self.pg.execute(
                     "BEGIN" if immediate else "BEGIN ISOLATION LEVEL REPEATABLE READ"
@@ -412,15 +456,21 @@ class PgStore(PgReader):
         rows = doc.segments.rows
         vectors = doc.vectors
         n_vec = len(vectors)
+        # Each text is split and counted once (Counter counts in C): the
+        # writer's own time is most of a full index's (issue #34).
         seg_tf = [ranking.term_freqs(pair) for pair in doc.fts]
-        body = " ".join(b for _, b in doc.fts if b)
+        packs = [packed for packed, _ in seg_tf]
+        body = Counter(" ".join(b for _, b in doc.fts if b).split())
         doc_tf, fields_len = ranking.term_freqs(doc.fields)
-        body_len = len(body.split())
+        body_len = body.total()
         doc_len = fields_len + body_len
         seg_len = sum(n for _, n in seg_tf)
         with self.atomic(savepoint=False):
-            self._count_document(doc.fts, doc.fields, len(rows), seg_len, doc_len,
-                                 body_len, 1)  # fmt: skip
+            self._segs.update(itertools.chain.from_iterable(packs))
+            self._docs.update(body.keys() | doc_tf.keys())
+            self._count(" rows", len(rows), 1)
+            self._count(" tokens", seg_len, doc_len)
+            self._count(" body", 0, body_len)
             new_id = int(
                 one(self.pg.execute("SELECT nextval('documents_id_seq')").fetchone())[0]
             )
@@ -431,12 +481,13 @@ class PgStore(PgReader):
                 json.dumps(meta, ensure_ascii=False) if meta else None,
                 len(rows), doc.indexed_at, doc.segments.sections, first,
                 doc.terms or None, doc_len, body_len, seg_len,
+                [n for _, n in seg_tf],
             )  # fmt: skip
             insert = (
                 "INSERT INTO documents (id, root_id, rel_path, kind, title, size, "
                 "mtime_ns, hash, body, meta, n_segments, indexed_at, sections, "
-                "first_segment, terms, len, body_len, seg_len) VALUES "
-                f"({', '.join(['%s'] * 18)}) "
+                "first_segment, terms, len, body_len, seg_len, lens) VALUES "
+                f"({', '.join(['%s'] * 18)}, %s::int[]) "
                 "ON CONFLICT (root_id, rel_path) DO NOTHING RETURNING id"
             )
             row = self.pg.execute(insert, values).fetchone()
@@ -469,42 +520,17 @@ class PgStore(PgReader):
                             (first + i, doc_id, *seg,
                              vectors[i] if i < n_vec else None, n)
                         )  # fmt: skip
-            lines = ranking.postings_copy(doc_id, seg_tf, doc_tf, doc_len)
+            lines = ranking.postings_copy(doc_id, packs, doc_tf, body, doc_len)
             if lines:
                 with (
                     self.pg.cursor() as cur,
                     cur.copy(
-                        "COPY postings (term, doc, fld, body, n, dlen, segs, hits, "
-                        "lens) FROM STDIN"
+                        "COPY postings (term, doc, fld, body, n, dlen, segs, hits) "
+                        "FROM STDIN"
                     ) as copy,
                 ):
                     copy.write(lines)
         return doc_id
-
-    def _count_document(
-        self, fts: Sequence[tuple[str, str]], fields: Sequence[str], n_segs: int,
-        seg_len: int, doc_len: int, body_len: int, sign: int,
-    ) -> None:  # fmt: skip
-        """Count a document's terms in (``sign`` 1) or out (-1) of ``vocab``."""
-        # Counter.update/subtract count an iterable in C (issue #34: counting
-        # term by term in Python was a third of the writer's time).
-        held: list[str] = []
-        in_doc: set[str] = set()
-        for title, body in fts:
-            words = body.split()
-            held.extend(set(title.split()).union(words))
-            in_doc.update(words)
-        for text in fields:
-            in_doc.update(text.split())
-        if sign > 0:
-            self._segs.update(held)
-            self._docs.update(in_doc)
-        else:
-            self._segs.subtract(held)
-            self._docs.subtract(in_doc)
-        self._count(" rows", sign * n_segs, sign)
-        self._count(" tokens", sign * seg_len, sign * doc_len)
-        self._count(" body", 0, sign * body_len)
 
     def _uncount_stored(self, doc_id: int) -> None:
         """Count a stored document out of ``vocab`` (before deleting it)."""
@@ -596,6 +622,7 @@ class PgStore(PgReader):
         """Fold ``vocab``'s deltas when many transactions added some; whether it did."""
         if self._depth:
             return False
+        self.index_postings()
         row = self.pg.execute(
             "SELECT count(*) > 64 FROM (SELECT 1 FROM vocab WHERE term = ' rows' "
             "LIMIT 65) x"
@@ -625,6 +652,7 @@ class PgStore(PgReader):
             raise DocindexError("vacuum cannot run inside a transaction")
         started = time.perf_counter()
         before = self._bytes()
+        self.index_postings()
         self.compact_vocab()
         try:
             for table in _TABLES:

@@ -199,36 +199,44 @@ def term_freqs(columns: Sequence[str]) -> tuple[dict[str, int], int]:
     return packed, first.total() + second.total()
 
 
-# COPY's text format: a backslash, tab, newline or carriage return is escaped.
-_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
-
-
 def postings_copy(
-    doc_id: int, segments: Sequence[tuple[dict[str, int], int]],
-    fields: dict[str, int], doc_len: int,
+    doc_id: int, segments: Sequence[dict[str, int]], fields: dict[str, int],
+    body: dict[str, int], doc_len: int,
 ) -> str:  # fmt: skip
-    """The document's ``postings`` rows in COPY text format (``schema.m003``):
-    one per term, with the ordinal, packed hits and tokens of each segment
-    holding it (``segments``: each segment's ``term_freqs``)."""
-    held: dict[str, tuple[list[str], list[str], list[str]]] = {}
-    body: Counter[str] = Counter()
-    for i, (packed, n) in enumerate(segments):
-        ordinal, length = str(i), str(n)
-        for term, count in packed.items():
-            entry = held.get(term)
+    """The document's ``postings`` rows (``schema.m003``) in COPY text format:
+    one per term of its fields (``fields``: packed hits) or segments
+    (``segments``: each one's packed hits), with the ordinals and packed hits
+    of the segments holding it; ``body``: its body hits per term.
+
+    The one loop over every (segment, term) pair appends two items (issue
+    #34: the writer's cost); everything else runs once per term.
+    """
+    held: dict[str, list[object]] = {}
+    get = held.get
+    for i, packed in enumerate(segments):
+        ordinal = str(i)
+        for term, hits in packed.items():
+            entry = get(term)
             if entry is None:
-                entry = held[term] = ([], [], [])
-            entry[0].append(ordinal)
-            entry[1].append(str(count))
-            entry[2].append(length)
-            body[term] += count & HIT_MASK
-    lines = []
+                held[term] = [ordinal, hits]
+            else:
+                entry.append(ordinal)
+                entry.append(hits)
+    for term in fields:
+        if term not in held:
+            held[term] = []
+    fld, counts = fields.get, body.get
     tail = f"\t{doc_len}\t"
-    for term in held.keys() | fields.keys():
-        ords, hits, lens = held.get(term) or ([], [], [])
-        lines.append(
-            f"{term.translate(_COPY_ESCAPES)}\t{doc_id}\t{fields.get(term, 0)}\t"
-            f"{body[term]}\t{len(ords)}{tail}{{{','.join(ords)}}}\t"
-            f"{{{','.join(hits)}}}\t{{{','.join(lens)}}}\n"
-        )
+    lines = [
+        f"{term}\t{doc_id}\t{fld(term, 0)}\t{counts(term, 0)}\t{len(e) // 2}{tail}"
+        f"{{{','.join(e[0::2])}}}\t{{{','.join(map(str, e[1::2]))}}}\n"  # type: ignore[arg-type]
+        for term, e in held.items()
+    ]
+    if any("\\" in term for term in held):  # COPY's text format escapes it
+        lines = [_escape_term(line) for line in lines]
     return "".join(lines)
+
+
+def _escape_term(line: str) -> str:
+    term, rest = line.split("\t", 1)
+    return term.replace("\\", "\\\\") + "\t" + rest

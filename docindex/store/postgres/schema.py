@@ -149,15 +149,30 @@ def m003_postings(conn: Connection[TupleRow]) -> None:
     One row per term and document: ``fld`` its packed hits in the document's
     fields (title << 24 | headings), ``body`` its body hits summed over the
     segments, ``n`` the segments holding it, ``dlen`` the document's tokens;
-    ``segs``/``hits``/``lens`` the ordinal, packed hits (title << 24 | body)
-    and tokens of each segment holding it. The btree on ``(term, doc)``
-    includes the document's figures, so the document stage and the counts
-    read the index only; the chunk bm25 reads the arrays of the rows it needs.
-    Existing rows are converted here, in the migration's transaction.
+    ``segs``/``hits`` the ordinal and packed hits (title << 24 | body) of
+    each segment holding it; ``documents.lens`` each segment's tokens. The
+    btree on ``(term, doc)`` includes the document's figures, so the
+    document stage reads the index only; the chunk bm25 and the counts read
+    the arrays of the rows they need. Existing rows are converted here, in
+    the migration's transaction; a new index gets its btrees after its first
+    load (``POSTINGS_INDEXES``).
     """
     for statement in _M003.split(";"):
         if statement.strip():
             conn.execute(statement)
+    if one(conn.execute("SELECT EXISTS (SELECT 1 FROM postings)").fetchone())[0]:
+        for statement in POSTINGS_INDEXES:
+            conn.execute(statement)
+
+
+# Built after the first load of an index (``PgStore.index_postings``): one
+# CREATE INDEX over the loaded rows costs a fraction of keeping the btree
+# on ``term`` up to date row by row while they are written (issue #34).
+POSTINGS_INDEXES = (
+    "CREATE INDEX IF NOT EXISTS postings_term ON postings (term, doc) "
+    "INCLUDE (fld, body, n, dlen)",
+    "CREATE INDEX IF NOT EXISTS postings_doc ON postings (doc)",
+)
 
 
 _M003 = f"""
@@ -169,18 +184,20 @@ CREATE TABLE postings (
     n integer NOT NULL,
     dlen integer NOT NULL,
     segs integer[] NOT NULL,
-    hits bigint[] NOT NULL,
-    lens integer[] NOT NULL
+    hits bigint[] NOT NULL
 );
-INSERT INTO postings (term, doc, fld, body, n, dlen, segs, hits, lens)
+ALTER TABLE documents ADD COLUMN lens integer[];
+UPDATE documents d SET lens = ARRAY(
+    SELECT s.len FROM segments s WHERE s.doc_id = d.id ORDER BY s.id
+);
+INSERT INTO postings (term, doc, fld, body, n, dlen, segs, hits)
 SELECT coalesce(s.term, f.term), coalesce(s.doc, f.doc), coalesce(f.fld, 0),
        coalesce(s.body, 0), coalesce(s.n, 0), d.len,
-       coalesce(s.segs, '{{}}'), coalesce(s.hits, '{{}}'), coalesce(s.lens, '{{}}')
+       coalesce(s.segs, '{{}}'), coalesce(s.hits, '{{}}')
 FROM (
     SELECT x.doc, x.term, sum(x.hit & {(1 << 24) - 1}) AS body, count(*) AS n,
            array_agg(x.ord ORDER BY x.ord) AS segs,
-           array_agg(x.hit ORDER BY x.ord) AS hits,
-           array_agg(x.len ORDER BY x.ord) AS lens
+           array_agg(x.hit ORDER BY x.ord) AS hits
     FROM (
         SELECT s.doc_id AS doc, k.term, (s.id - d.first_segment)::integer AS ord,
                (s.tf ->> k.term)::bigint AS hit, s.len
@@ -193,8 +210,6 @@ FULL JOIN (
     FROM documents d CROSS JOIN LATERAL jsonb_object_keys(d.ftf) AS k(term)
 ) f ON f.doc = s.doc AND f.term = s.term
 JOIN documents d ON d.id = coalesce(s.doc, f.doc);
-CREATE INDEX postings_term ON postings (term, doc) INCLUDE (fld, body, n, dlen);
-CREATE INDEX postings_doc ON postings (doc);
 DROP INDEX segments_tf;
 DROP INDEX documents_ftf;
 ALTER TABLE segments DROP COLUMN tf;
