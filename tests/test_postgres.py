@@ -208,6 +208,51 @@ def test_newer_schema_is_refused_with_upgrade_command(
     assert "newer docindex" in result.output and "pip install -U" in result.output
 
 
+_AS_M002 = """
+ALTER TABLE segments ADD COLUMN tf jsonb;
+UPDATE segments s SET tf = coalesce((SELECT jsonb_object_agg(p.term, p.hits[k])
+    FROM documents d JOIN postings p ON p.doc = d.id
+    CROSS JOIN LATERAL generate_subscripts(p.segs, 1) k
+    WHERE d.id = s.doc_id AND p.segs[k] = s.id - d.first_segment), '{}');
+ALTER TABLE documents ADD COLUMN ftf jsonb;
+UPDATE documents d SET ftf = coalesce((SELECT jsonb_object_agg(p.term, p.fld)
+    FROM postings p WHERE p.doc = d.id AND p.fld <> 0), '{}');
+CREATE INDEX segments_tf ON segments USING gin (tf);
+CREATE INDEX documents_ftf ON documents USING gin (ftf);
+DROP TABLE postings;
+ALTER TABLE documents DROP COLUMN lens;
+DELETE FROM docindex_migrations WHERE name = 'm003_postings'
+"""
+
+
+def test_index_of_schema_2_migrates_to_postings(tmp_path: Path, pg_url: str) -> None:
+    """m003 fills the postings of an index written with jsonb term frequencies
+    (schema 2, rebuilt here from a new index) exactly as a scan writes them."""
+    import psycopg
+
+    invoke(["scan", str(_corpus(tmp_path)), "--db", pg_url, "-q"])
+    before = {q: _hits(pg_url, q) for q in QUERIES}
+    table = "SELECT * FROM postings ORDER BY term, doc"
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        postings = conn.execute(table).fetchall()
+        with conn.transaction():
+            for statement in _AS_M002.split(";"):
+                conn.execute(statement)
+    result = invoke(["scan", str(tmp_path / "docs"), "--db", pg_url, "-q"])
+    assert result.exit_code == 0, result.output
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        assert conn.execute(table).fetchall() == postings
+        names = {
+            r[0]
+            for r in conn.execute(
+                "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema()"
+            )
+        }
+        assert {"postings_term", "postings_doc"} <= names
+        assert "segments_tf" not in names
+    assert {q: _hits(pg_url, q) for q in QUERIES} == before
+
+
 def test_missing_driver_is_one_line_with_install_command(tmp_path: Path) -> None:
     code = (
         "import sys; sys.modules['psycopg'] = None\n"
