@@ -3,9 +3,9 @@
 The search side builds FTS5 MATCH strings (``engine.fts_match``,
 ``docstage``): quoted one-token phrases joined by ``OR``, ``AND`` and ``NOT``
 with parentheses. ``parse_match`` reads that language (FTS5 precedence: NOT,
-then AND, then OR) into a tree; ``match_sql`` turns it into conditions on a
-row's ``tf`` keys (``?``, ``?|``, ``?&``: the GIN index answers them), and
-``bm25_sql`` into the score FTS5's ``bm25()`` gives (``fts5_aux.c``):
+then AND, then OR) into a tree; ``bool_sql`` turns it into conditions on the
+terms a row holds (``search.py``: from its ``postings``), and ``bm25_sql``
+into the score FTS5's ``bm25()`` gives (``fts5_aux.c``):
 
     idf(p)  = ln((N - n(p) + 0.5) / (n(p) + 0.5)), 1e-6 when <= 0
     f(p, D) = sum over columns of weight(column) * hits of p in the column
@@ -107,14 +107,6 @@ def parse_match(match: str) -> tuple[Node, list[str]]:
     if pos != len(tokens):
         raise ValueError(f"unsupported MATCH syntax: {match!r}")
     return tree, phrases
-
-
-def match_sql(node: Node, col: str) -> tuple[str, list[object]]:
-    """SQL that is true for a row whose ``col`` (jsonb term -> hits) matches."""
-    if node.op in ("or", "and") and all(k.op == "term" for k in node.kids):
-        op = "?|" if node.op == "or" else "?&"
-        return f"{col} {op} %s", [[k.term for k in node.kids]]
-    return bool_sql(node, lambda term: (f"{col} ? %s", [term]))
 
 
 def bool_sql(

@@ -8,16 +8,17 @@ refused. Two processes that create the schema at once serialise on an
 advisory lock.
 
 Full-text data (chosen over ``tsvector``, whose positions stop at 256 per
-lexeme and 16,383 per text, so term frequencies would be capped): each
-segment row holds ``tf``, a ``jsonb`` object from each of its terms to its
-hits per FTS column (``[title, body]``), and ``len``, its tokens in all
-columns, as FTS5 counts them. A GIN index over ``tf``'s keys matches (``?|``
-any term, ``?&`` all terms) and ``tf -> term`` reads a frequency by binary
-search, so bm25 is computed in the server as FTS5's ``bm25()`` does. A
-document row holds ``ftf``, the same for its title and headings
-(``[title, heads]``); its body frequencies are the sums over its segments
-(a document's body is its segments' bodies), so no large per-document
-object is decompressed at query time (that cost 1 s per query on SciFact).
+lexeme and 16,383 per text, so term frequencies would be capped): since
+m003 a ``postings`` table holds one row per term and document, with the
+document's hits of the term in its fields (``fld``: title and headings
+packed in one number), in its body (``body``), the segments holding it and
+their packed hits (arrays), and the document's length; ``documents.lens``
+holds its segments' lengths. A btree on ``(term, doc)`` that includes the
+document's figures answers the document stage from the index alone; bm25 is
+computed in the server as FTS5's ``bm25()`` does (``ranking.py``). Up to
+schema 2 each segment held a ``jsonb`` term -> hits object with a GIN index,
+and a query read every matching segment's object (issue #34: 20 ms of a
+query's 110 went to the document stage alone).
 
 ``vocab`` holds how many segments and documents hold each term, as deltas:
 each writing transaction appends one row per term it changed (no row is
