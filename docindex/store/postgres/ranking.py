@@ -203,11 +203,11 @@ def postings_copy(
     The one loop over every (segment, term) pair appends two items (issue
     #34: the writer's cost); everything else runs once per term.
     """
-    held: dict[str, list[object]] = {}
+    held: dict[str, list[str]] = {}
     get = held.get
     for i, packed in enumerate(segments):
         ordinal = str(i)
-        for term, hits in packed.items():
+        for term, hits in zip(packed, map(str, packed.values()), strict=True):
             entry = get(term)
             if entry is None:
                 held[term] = [ordinal, hits]
@@ -218,10 +218,10 @@ def postings_copy(
         if term not in held:
             held[term] = []
     fld, counts = fields.get, body.get
-    tail = f"\t{doc_len}\t"
+    head, tail = f"\t{doc_id}\t", f"\t{doc_len}\t{{"
     lines = [
-        f"{term}\t{doc_id}\t{fld(term, 0)}\t{counts(term, 0)}\t{len(e) // 2}{tail}"
-        f"{{{','.join(e[0::2])}}}\t{{{','.join(map(str, e[1::2]))}}}\n"  # type: ignore[arg-type]
+        f"{term}{head}{fld(term, 0)}\t{counts(term, 0)}\t{len(e) >> 1}{tail}"
+        f"{','.join(e[::2])}}}\t{{{','.join(e[1::2])}}}\n"
         for term, e in held.items()
     ]
     if any("\\" in term for term in held):  # COPY's text format escapes it
