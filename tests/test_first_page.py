@@ -10,7 +10,7 @@ import pytest
 from conftest import run, run_json
 
 from docindex.search.quality import is_code_query, prose_words
-from docindex.search.query import parse_query
+from docindex.search.query import is_question, parse_query
 from docindex.search.spelling import edit_distance
 
 Tree = Callable[[dict[str, str | bytes]], Path]
@@ -144,6 +144,28 @@ def test_cjk_question_words_do_not_count() -> None:
     assert parse_query("如何").tokens == ("如何",)  # nothing else: kept
     assert parse_query("어떻게 설치").tokens == ("설치",)
     assert parse_query("どうやって検索").tokens == ("検索",)
+
+
+def test_questions_in_words_are_told_from_claims_and_names() -> None:
+    """A question skips RM3 feedback (#37): its words name the answer."""
+    for text in (
+        "how do I pass data from parent to child component in vue",
+        "Why does my component render twice in development",
+        "rate limiting in apisix?",
+        "apisix 如何开启 jwt 认证",
+        "vue 的插槽是什么",
+        "useStateって何ですか",
+        "설치는 어떻게 하나요",
+    ):
+        assert is_question(text) and parse_query(text).question, text
+    for text in (
+        "0-dimensional biomaterials show inductive properties.",  # a SciFact claim
+        "rust rfc for const generics",
+        "线段树 懒标记",
+        "howto guide",
+        "",
+    ):
+        assert not is_question(text), text
 
 
 def test_edit_distance() -> None:
