@@ -54,6 +54,10 @@ NAME_MAX_TERMS = 4  # longer titles are sentences, not names (SciFact's)
 # inside a long claim (SciFact: "Vitamin D" in a 12-term claim) names nothing
 # the query is about (SciFact lexical --files: 0.6852 without, base 0.6892).
 NAME_OF_QUERY = 1 / 3
+# A front-matter keyword that more than this share of the documents with
+# keywords carry (``APISIX``, ``API 网关``, ``Plugin``) is the site's, not a
+# page's name.
+KEYWORD_SHARE = 0.1
 CHUNK_DOC_WEIGHT = 0.6  # share of a chunk's score that is its document's
 # Feedback for the chunk list's documents too: +1 point nDCG@10 on SciFact
 # (0.692 -> 0.702), one ``doc_vocab`` lookup per added term (~2 ms).
@@ -134,27 +138,50 @@ def document_scores(
 def named_documents(
     store: Index, docs: Docs, qterms: list[str], cfg: Config
 ) -> dict[int, float]:
-    """The stage's documents whose title, or file name, the query names, with
-    the share of that name's content terms (stopwords aside) the query holds,
-    when at least half and the name has at most NAME_MAX_TERMS terms (issue #37): 1.0 for "Rate Limiting" and "rate limiting
-    in apisix", 0.5 for ``jwt-auth.md`` and "jwt 认证"."""
+    """The stage's documents that the query names, with the share of that
+    name's content terms (stopwords aside) the query holds, when at least half
+    and the name has at most NAME_MAX_TERMS terms (issue #37): 1.0 for "Rate
+    Limiting" and "rate limiting in apisix", 0.5 for ``jwt-auth.md`` and "jwt
+    认证".
+
+    A document's names are its title, its file name and each keyword or tag
+    of its front matter (``上游`` names ``upstream.md``) that few documents
+    carry: one that many do (``APISIX``, ``Plugin``) names none of them.
+    """
     query = set(qterms)
     skip = stopword_terms(cfg.stem)
-    firsts = {d.first_segment: d.id for d in docs.hits if d.n_segments}
-    rows = store.segments_by_id(list(firsts))
+    names = store.document_names([d.id for d in docs.hits])
+    wanted = {k for n in names.values() for k in n.keywords}
+    held, tagged = store.keyword_counts(sorted(wanted)) if wanted else ({}, 0)
+    common = max(2.0, KEYWORD_SHARE * tagged)
     out: dict[int, float] = {}
-    for sid, row in rows.items():
+    for doc, row in names.items():
         stem = row.rel_path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
-        for name in (row.title or "", stem.replace("_", " ").replace("-", " ")):
+        own = [k for k in row.keywords if held.get(k, 0) <= common]
+        for name in (row.title or "", stem.replace("_", " ").replace("-", " "), *own):
             named = set(query_terms(name, cjk_ngram=cfg.cjk_ngram, use_stem=cfg.stem))
             named -= skip
             if len(named) > NAME_MAX_TERMS:
                 continue
             share = len(named & query) / len(named) if named else 0.0
-            if share >= 0.5 and len(named & query) >= NAME_OF_QUERY * len(query):
-                doc = firsts[sid]
+            if share >= 0.5 and len(named & query) >= NAME_OF_QUERY * len(
+                _same_script(query, named)
+            ):
                 out[doc] = max(out.get(doc, 0.0), share)
     return out
+
+
+def _same_script(query: set[str], named: set[str]) -> set[str]:
+    """The query's terms in the name's script: a latin name (``key-auth``) is
+    weighed against the latin words of a Chinese question, whose CJK n-grams
+    (使用, 插件, 件做, 做身 ...) would outnumber any name."""
+    latin = all(t.isascii() for t in named)
+    cjk = not any(t.isascii() for t in named)
+    if latin:
+        return {t for t in query if t.isascii()} or query
+    if cjk:
+        return {t for t in query if not t.isascii()} or query
+    return query
 
 
 def _with_feedback(
