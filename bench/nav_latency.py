@@ -6,7 +6,8 @@ Usage: python bench/nav_latency.py --db INDEX.db [--runs 7] [--top 10]
 Runs each navigation command through the public API (``docindex.open``) in
 this one process, as MCP, the warm server or a library user does: per case
 (a file, a heading of it, a ``show`` target), one first call (the cold
-figure: imports, page cache, the decoded vectors ``related`` keeps), then
+figure: imports, page cache, the decoded vectors ``related`` keeps; with
+``--warm`` they are loaded before it, as ``docindex mcp`` does at start), then
 ``--runs`` calls whose median, min and max are printed in milliseconds. The
 default cases are React pages of ``../shared/corpus/docs``; run it from that
 folder's parent or give absolute paths.
@@ -48,10 +49,17 @@ def main() -> None:
     parser.add_argument("--db", required=True)
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--top", type=int, default=10)
+    parser.add_argument("--warm", action="store_true",
+                        help="call Index.warm() first, as `docindex mcp` does at start")  # fmt: skip
     parser.add_argument("--case", nargs=3, action="append",
                         metavar=("FILE", "HEADING", "TARGET"))  # fmt: skip
     args = parser.parse_args()
     index = docindex.open(args.db)
+    if args.warm:
+        started = time.perf_counter()
+        kept = index.warm()
+        took = (time.perf_counter() - started) * 1000
+        print(f"warm(): {kept} vectors in {took:.1f} ms (before the first call)")
     print(f"{'command':8} {'case':28} {'first':>8} {'median':>8} {'min':>7} {'max':>7}")
     for file, heading, target in args.case or CASES:
         calls: dict[str, Callable[[], object]] = {

@@ -38,12 +38,15 @@ from known_items import CORPUS, read_items, scan_corpus  # noqa: E402
 
 ITEMS = Path(__file__).with_name("questions.jsonl")
 # Markup a reader should never see in a snippet: MDX props and expressions,
-# MDX/HTML layout tags, code fences, mkdocs includes (code inside a snippet,
-# JSX of an example included, is the chunk's text and no markup).
+# MDX/HTML layout tags outside code, and, anywhere, fence marks and mkdocs
+# includes. Code in a snippet (a fenced example, `<div>` in inline code) is
+# the chunk's text and no markup: a tag counts when the chunk's source holds
+# it outside code.
 MARKUP = re.compile(
     r"<(?:Tabs|TabItem|Sandpack|sup|span|div|details|summary)\b|\{label:|\]\}>"
-    r"|\{/\*|groupId=|defaultValue=|```|--8<--"
+    r"|\{/\*|groupId=|defaultValue="
 )
+NEVER_SHOWN = re.compile(r"```|--8<--")
 
 
 def run(
@@ -71,12 +74,22 @@ def fragment(hit: dict[str, Any]) -> str | None:
     """Why a hit is a fragment ("markup", "short"), or None."""
     from docindex.search.quality import MIN_PROSE_WORDS, prose_words
     from docindex.search.snippet import open_fence
+    from docindex.text.prose import CODE_SPAN, display_lines
 
-    if MARKUP.search(hit["snippet"]):
-        return "markup"
     lines = Path(hit["path"]).read_text("utf-8").split("\n")
     before = "\n".join(lines[: hit["start_line"] - 1])
     text = "\n".join(lines[hit["start_line"] - 1 : hit["end_line"]])
+    if NEVER_SHOWN.search(hit["snippet"]):
+        return "markup"
+    tags = {m.group() for m in MARKUP.finditer(hit["snippet"])}
+    if tags:
+        outside = "\n".join(
+            CODE_SPAN.sub("", line)
+            for line, code in display_lines(text, open_fence(before))
+            if not code
+        )
+        if any(tag in outside for tag in tags):
+            return "markup"
     if prose_words(text, open_fence(before)) < MIN_PROSE_WORDS:
         return "short"
     return None

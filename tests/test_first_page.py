@@ -10,7 +10,7 @@ import pytest
 from conftest import run, run_json
 
 from docindex.search.quality import is_code_query, prose_words
-from docindex.search.query import parse_query
+from docindex.search.query import is_question, parse_query
 from docindex.search.spelling import edit_distance
 
 Tree = Callable[[dict[str, str | bytes]], Path]
@@ -128,6 +128,54 @@ def test_a_page_named_after_the_query_ranks_first(docs: Path) -> None:
     assert out["hits"][0]["rel_path"] == "tutorials/rate-limiting.md"
 
 
+def _site(keywords: bool) -> dict[str, str | bytes]:
+    """A Chinese docs site: every page tagged APISIX; the upstream page also
+    tagged 上游 (when ``keywords``), the admin page saying 上游 most often."""
+
+    def page(title: str, tags: list[str], body: str) -> str:
+        listed = "".join(f"  - {t}\n" for t in ["APISIX", "API 网关", *tags])
+        return f"---\ntitle: {title}\nkeywords:\n{listed}---\n\n{body}\n"
+
+    site: dict[str, str | bytes] = {
+        "terminology/upstream.md": page(
+            "Upstream",
+            ["上游", "Upstream"] if keywords else ["Upstream"],
+            "## 描述\n\n上游是一组目标节点的虚拟主机抽象，APISIX 按上游的配置在节点"
+            "之间做负载均衡。\n\n## 负载均衡\n\n"
+            "节点之间按权重轮询，也可以按一致性哈希选择节点，失败的请求会重试下一个节点。",
+        ),
+        "admin-api.md": page(
+            "Admin API",
+            ["Admin API"],
+            "## Route\n\n路由可以绑定上游，也可以直接写上游的节点；APISIX 会检查节点的"
+            "健康状态，节点变化时无需重启。",
+        ),
+    }
+    for i in range(12):
+        site[f"plugins/p{i}.md"] = page(
+            f"Plugin {i}", [f"p{i}"], f"## 描述\n\n插件 {i} 在请求转发之前处理它。"
+        )
+    return site
+
+
+def test_a_front_matter_keyword_names_its_page(tree: Tree) -> None:
+    root = tree(_site(keywords=True))
+    run("scan", str(root), "--quiet")
+    hits = run_json("query", "apisix 的上游是什么", "--files")["hits"]
+    assert hits[0]["rel_path"] == "terminology/upstream.md"
+    facets = run_json("stats")["facets"]
+    assert {"APISIX", "API 网关", "上游", "Upstream"} <= set(facets["keywords"])
+    only = run_json("query", "节点", "--where", "keywords=上游", "--files")["hits"]
+    assert [h["rel_path"] for h in only] == ["terminology/upstream.md"]
+
+
+def test_without_the_keyword_the_page_that_repeats_the_word_wins(tree: Tree) -> None:
+    root = tree(_site(keywords=False))
+    run("scan", str(root), "--quiet")
+    hits = run_json("query", "apisix 的上游是什么", "--files")["hits"]
+    assert hits[0]["rel_path"] == "admin-api.md"
+
+
 def test_a_required_word_must_be_in_the_chunk_not_only_the_title(docs: Path) -> None:
     hits = run_json("query", "custom hooks +useEffect", "--per-doc", "0")["hits"]
     assert hits
@@ -144,6 +192,28 @@ def test_cjk_question_words_do_not_count() -> None:
     assert parse_query("如何").tokens == ("如何",)  # nothing else: kept
     assert parse_query("어떻게 설치").tokens == ("설치",)
     assert parse_query("どうやって検索").tokens == ("検索",)
+
+
+def test_questions_in_words_are_told_from_claims_and_names() -> None:
+    """A question skips RM3 feedback (#37): its words name the answer."""
+    for text in (
+        "how do I pass data from parent to child component in vue",
+        "Why does my component render twice in development",
+        "rate limiting in apisix?",
+        "apisix 如何开启 jwt 认证",
+        "vue 的插槽是什么",
+        "useStateって何ですか",
+        "설치는 어떻게 하나요",
+    ):
+        assert is_question(text) and parse_query(text).question, text
+    for text in (
+        "0-dimensional biomaterials show inductive properties.",  # a SciFact claim
+        "rust rfc for const generics",
+        "线段树 懒标记",
+        "howto guide",
+        "",
+    ):
+        assert not is_question(text), text
 
 
 def test_edit_distance() -> None:

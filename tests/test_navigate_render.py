@@ -100,6 +100,22 @@ def test_related_through_the_library_and_after_a_rescan(corpus: Path) -> None:
     assert "new.md" in [h.rel_path for h in again.hits]
 
 
+def test_warm_keeps_every_vector_and_related_answers_the_same(corpus: Path) -> None:
+    index = docindex.open(run_json("stats")["db"])
+    before = index.related("source.md", top=5)
+    assert index.warm() == run_json("stats")["embedded"]
+    assert index.related("source.md", top=5) == before
+    (corpus / "new.md").write_text(f"# New\n\n## Fresh\n\n{PROSE * 2}\n", "utf-8")
+    run("scan", str(corpus), "-q")
+    assert index.warm() == run_json("stats")["embedded"]  # the new chunks too
+
+
+def test_warm_without_vectors_keeps_nothing(tree: Tree) -> None:
+    root = tree({"a.md": "# A\n\nsome words here\n"})
+    run("scan", str(root), "-q", "--provider", "none")
+    assert docindex.open(run_json("stats")["db"]).warm() == 0
+
+
 def test_section_and_show_print_heading_paths_without_anchors(corpus: Path) -> None:
     section = run("section", "guide.md", "Passing props 2").stdout
     head = section.splitlines()[0]

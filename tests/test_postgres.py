@@ -31,7 +31,8 @@ DOCS = {
     "guide/rate-limits.md": "# Rate limiting\n\nThe limit-req plugin limits the "
     "request rate with a leaky bucket.\n\n## Redis\n\nShare counters in Redis "
     "so every node sees the same rate.\n",
-    "guide/auth.md": "---\ntags: security\n---\n# Authentication\n\nKey auth and "
+    "guide/auth.md": "---\ntags: [security, login]\nkeywords:\n  - Key Auth\n---\n"
+    "# Authentication\n\nKey auth and "
     "basic auth plugins check credentials. Anonymous consumers get a rate limit.\n",
     "ops/deploy.md": "# Deploying\n\nRun the gateway in containers; scale nodes "
     "horizontally. Redis keeps shared state.\n",
@@ -40,7 +41,7 @@ DOCS = {
 }
 QUERIES = [
     "rate limit", "redis", "auth plugins", "限流", '"rate limit" -anonymous',
-    "+redis nodes", "containers scale", "nothing-matches-this",
+    "+redis nodes", "containers scale", "nothing-matches-this", "what is key auth",
 ]  # fmt: skip
 
 
@@ -78,6 +79,8 @@ def test_same_top_ten_as_sqlite(tmp_path: Path, pg_url: str) -> None:
     assert _hits(pg_url, "auth", "--where", "tags=security") == _hits(
         sqlite, "auth", "--where", "tags=security"
     )
+    login = _hits(pg_url, "auth", "--where", "tags=login")  # one row per listed tag
+    assert login and login == _hits(sqlite, "auth", "--where", "tags=login")
 
 
 def test_every_reading_command_works(tmp_path: Path, pg_url: str) -> None:

@@ -608,6 +608,15 @@ def related(
                                 cache_key=_file_state(ws.db))  # fmt: skip
 
 
+def warm(db: str | None, roots: list[str] | None = None) -> int:
+    """Load what ``related`` reads into this process; see ``Index.warm``."""
+    from docindex.search import related as nearest
+
+    ws = _nav_workspace(db, roots)
+    with _open_for_reading(ws) as store:
+        return nearest.warm(store, ws.config.roots, _file_state(ws.db))
+
+
 def _file_state(db: Path | ServerUrl) -> tuple[str, ...] | None:
     """The index file's and its WAL's identity, size and mtime: what a write
     changes (issue #37: ``related`` keeps decoded vectors while it holds)."""

@@ -269,6 +269,12 @@ class Index:
         return commands.related(self.db, target, top=top, same_file=same_file,
                                 roots=self._roots(), cwd=cwd)  # fmt: skip
 
+    def warm(self) -> int:
+        """Decode the index's vectors into this process now, so that the first
+        ``related`` call answers as fast as the next ones (a server calls this
+        at start). Kept until the index file changes. Returns how many."""
+        return commands.warm(self.db, roots=self._roots())
+
     def stats(self) -> IndexStats:
         """Counts, size, roots, types and facets of the index."""
         return commands.stats(self.db)

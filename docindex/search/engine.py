@@ -213,13 +213,15 @@ def search(
     folded: dict[int, list[tuple[int, float]]] = {}
     if opts.files and docs is not None:
         # --files ranks whole documents (the document stage, issue #21).
-        ranked, rows, raw = rank_documents(store, docs, fused, lists, qterms, cfg, opts)
+        ranked, rows, raw = rank_documents(
+            store, docs, fused, lists, qterms, cfg, opts, parsed.question
+        )
     elif opts.files:
         ranked, rows = _best_per_document(store, ranked, want)
     else:
         if docs is not None:  # chunks know their document's score (#21)
             ranked, doc_raw, doc_of = rank_chunks(
-                store, docs, fused, lists, qterms, cfg, opts
+                store, docs, fused, lists, qterms, cfg, opts, parsed.question
             )
         if not is_code_query(parsed):
             # Answers over fragments (#37): a YAML block or the tail of an

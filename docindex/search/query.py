@@ -39,6 +39,11 @@ QUESTION_WORDS = (
 _QUESTION = re.compile(
     "|".join(sorted(map(re.escape, QUESTION_WORDS), key=len, reverse=True))
 )
+# English questions open with one of these (or end with "?").
+QUESTION_OPENERS = frozenset(
+    "how what why when where which who whom whose can could does do did is are "
+    "was were should would will has have".split()
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +75,7 @@ class ParsedQuery:
     required_tokens: tuple[tuple[str, ...], ...] = ()
     excluded_tokens: tuple[tuple[str, ...], ...] = ()
     searchable: bool = False
+    question: bool = False
 
     @property
     def positive_text(self) -> str:
@@ -131,8 +137,20 @@ def parse_query(text: str, *, cjk_ngram: int = 2, use_stem: bool = True) -> Pars
         text=text, words=tuple(words), phrases=tuple(phrases),
         required=tuple(required), excluded=tuple(excluded), tokens=tokens,
         required_tokens=must, excluded_tokens=never,
-        searchable=_has_content_word(positive),
+        searchable=_has_content_word(positive), question=is_question(text),
     )  # fmt: skip
+
+
+def is_question(text: str) -> bool:
+    """True for a question in words: an English one (``how do I ...``, ``...?``)
+    or one holding a CJK question word (如何, 什么, どうやって, 어떻게)."""
+    text = text.strip()
+    first = text.split(maxsplit=1)[0].lower() if text else ""
+    return (
+        first in QUESTION_OPENERS
+        or text.endswith(("?", "？"))
+        or _QUESTION.search(text) is not None
+    )
 
 
 def _has_word(text: str) -> bool:

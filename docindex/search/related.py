@@ -127,6 +127,19 @@ def related(
     return Related(source, hits)
 
 
+def warm(store: Index, roots: Sequence[str], cache_key: Hashable | None) -> int:
+    """Decode every vector ``related`` reads and keep them (``search.vectors``):
+    a long-lived process calls it at start so that its first ``related``
+    answers as its next ones do (issue #37). Returns the vectors kept."""
+    from docindex.search.vectors import vector_matrix
+
+    emb = store.get_meta("embedder")
+    if not emb or cache_key is None:
+        return 0
+    only = roots_filter(store, roots, None, ())
+    return len(vector_matrix(store, only, int(emb["dim"]), cache_key).ids)
+
+
 FOLD_POOL = 200  # nearest chunks folded by document; "+ N more here" counts these
 
 

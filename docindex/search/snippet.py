@@ -177,10 +177,10 @@ def _as_rendered(line: str) -> str:
 
 # A fence marker indented past CommonMark's 3 spaces (MkDocs tabs and
 # admonitions nest fences), and an MkDocs include (``--8<-- "file"``): the
-# renderer shows neither.
-_NESTED_FENCE = re.compile(
-    r"[ \t]*(?:`{3,}|~{3,})[\w+.-]*[ \t]*|[ \t]*;?-{1,2}8<-{1,2}.*"
-)
+# renderer shows neither. The include is replaced by the file even inside a
+# fence (OI-wiki's code listings are such fences).
+_INCLUDE = re.compile(r"[ \t]*;?-{1,2}8<-{1,2}.*")
+_NESTED_FENCE = re.compile(r"[ \t]*(?:`{3,}|~{3,})[\w+.-]*[ \t]*|" + _INCLUDE.pattern)
 
 
 _OPEN, _CLOSE = "\x02", "\x03"  # private marks while the window is built
@@ -241,7 +241,7 @@ def snippet_with_highlights(
     lines = [
         (line if code else _as_rendered(line), code)
         for line, code in lines
-        if code or not _NESTED_FENCE.fullmatch(line)
+        if not (_INCLUDE if code else _NESTED_FENCE).fullmatch(line)
     ]
     shown = "\n".join(line for line, _ in lines)
     if shown != text:

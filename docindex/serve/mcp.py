@@ -745,6 +745,16 @@ class CappedLines:
         """Nothing to close: stdin belongs to the process."""
 
 
+def _warm(index: Index) -> None:
+    """Decode the vectors while the client starts (``Index.warm``): the first
+    ``find_related`` then answers in milliseconds. Nothing to warm (no index
+    yet, no vectors) is no error."""
+    try:
+        index.warm()
+    except (DocindexError, OSError, sqlite3.Error):
+        pass
+
+
 def serve(db: str | None, roots: list[str]) -> None:
     """Run the MCP server on stdin/stdout until the client disconnects.
 
@@ -758,6 +768,7 @@ def serve(db: str | None, roots: list[str]) -> None:
         raise DocindexError(INSTALL_HINT) from exc
     tools = Tools(db, roots)
     runner = _Runner(tools)
+    runner.pool.submit(_warm, tools.index)
     server = build_server(tools, runner)
 
     async def main() -> None:

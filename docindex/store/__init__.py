@@ -17,6 +17,7 @@ from docindex.store.location import ServerUrl, is_server_url
 from docindex.store.records import (
     DocFilter,
     DocHit,
+    DocName,
     DocRow,
     Fingerprint,
     IndexCounts,
@@ -50,6 +51,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "DocFilter",
     "DocHit",
+    "DocName",
     "DocRow",
     "EncodedSegments",
     "Fingerprint",

@@ -17,6 +17,23 @@ ALL_DOCS = DocFilter()
 MAX_VARS = 900  # bound parameters per statement in chunked IN lists
 
 
+# Front-matter lists that name a page (``ingest.extract.markdown.NAME_LISTS``):
+# stored as one facet row per item, so ``--where keywords=上游`` matches one.
+NAME_FACETS = ("keywords", "tags")
+
+
+def facet_rows(meta: dict[str, str]) -> list[tuple[str, str]]:
+    """(key, value) facet rows of a document's metadata; a keyword or tag list
+    ("APISIX, 上游") gives one row per item."""
+    rows: list[tuple[str, str]] = []
+    for key, value in meta.items():
+        if key in NAME_FACETS:
+            rows += [(key, v) for v in dict.fromkeys(value.split(", ")) if v]
+        else:
+            rows.append((key, value))
+    return rows
+
+
 def compress_body(text: str) -> bytes:
     """How ``documents.body`` stores a document's text: zlib format over UTF-8.
 

@@ -24,6 +24,7 @@ from docindex.store._sql import (
     decode_section,
     decode_sections,
     document_body,
+    facet_rows,
     filter_sql,
 )
 from docindex.store.records import (
@@ -247,7 +248,7 @@ class DocumentRows:
             if meta:
                 self.conn.executemany(
                     "INSERT INTO facets (doc_id, key, value) VALUES (?, ?, ?)",
-                    [(doc_id, k, v) for k, v in meta.items()],
+                    [(doc_id, k, v) for k, v in facet_rows(meta)],
                 )
             self.conn.executemany(
                 _INSERT_SEGMENT,

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from docindex.store.records import (
     DocFilter,
     DocHit,
+    DocName,
     Fingerprint,
     IndexCounts,
     SegmentRow,
@@ -162,6 +163,12 @@ class Index(Protocol):
 
     def document_terms(self, doc_ids: Sequence[int]) -> dict[int, str]:
         """doc id -> its stored salient terms."""
+
+    def document_names(self, doc_ids: Sequence[int]) -> dict[int, DocName]:
+        """doc id -> its path, title and front-matter keywords."""
+
+    def keyword_counts(self, keywords: Sequence[str]) -> tuple[dict[str, int], int]:
+        """Documents carrying each keyword (or tag), and documents carrying any."""
 
     def document_freqs(self, terms: Sequence[str]) -> dict[str, int]:
         """Documents holding each term."""

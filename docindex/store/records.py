@@ -105,6 +105,15 @@ class DocHit(NamedTuple):
     n_segments: int
 
 
+class DocName(NamedTuple):
+    """What names a document (issue #37): its path, title and the keywords
+    (and tags) of its front matter."""
+
+    rel_path: str
+    title: str | None
+    keywords: tuple[str, ...]
+
+
 class DocFilter(NamedTuple):
     """Which documents a search or a listing keeps; empty keeps all.
 

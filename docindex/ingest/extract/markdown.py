@@ -15,11 +15,17 @@ _H1 = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.M)
 _H1_OR_FENCE = re.compile(r"\n(?:[^\S\n]*(```|~~~)|(#)[ \t])")
 
 
+# Front-matter lists that name the page (Docusaurus, Hugo, Jekyll, MkDocs):
+# kept as one comma-separated facet; the search treats each as a name (#37).
+NAME_LISTS = ("keywords", "tags")
+
+
 def parse_front_matter(text: str) -> tuple[dict[str, str], int]:
     """Return (scalar facets, number of lines the front matter spans).
 
     Uses PyYAML's safe loader; a block that does not parse as a mapping is
-    treated as no front matter (the text stays searchable as written).
+    treated as no front matter (the text stays searchable as written). A
+    ``keywords`` or ``tags`` list becomes one facet, its items comma-separated.
     """
     match = _FRONT.match(text)
     if not match:
@@ -40,6 +46,10 @@ def parse_front_matter(text: str) -> tuple[dict[str, str], int]:
             facets[str(key)] = "true" if value else "false"
         elif isinstance(value, str | int | float):
             facets[str(key)] = str(value)
+        elif key in NAME_LISTS and isinstance(value, list):
+            items = [str(v).strip() for v in value if isinstance(v, str | int | float)]
+            if any(items):
+                facets[key] = ", ".join(i for i in items if i)
     return facets, match.group(0).count("\n") + (
         0 if match.group(0).endswith("\n") else 1
     )

@@ -33,6 +33,7 @@ from docindex.errors import (
     IndexNotFoundError,
     SchemaTooNewError,
 )
+from docindex.store._sql import facet_rows
 from docindex.store.location import ServerUrl
 from docindex.store.postgres import ranking, schema
 from docindex.store.postgres.connection import (
@@ -508,7 +509,7 @@ class PgStore(PgReader):
                 with self.pg.cursor() as cur:
                     cur.executemany(
                         "INSERT INTO facets (doc_id, key, value) VALUES (%s, %s, %s)",
-                        [(doc_id, k, v) for k, v in meta.items()],
+                        [(doc_id, k, v) for k, v in facet_rows(meta)],
                     )
             if rows:
                 columns = ", ".join(SEGMENT_COLUMNS)
