@@ -256,6 +256,34 @@ def test_index_of_schema_2_migrates_to_postings(tmp_path: Path, pg_url: str) -> 
     assert {q: _hits(pg_url, q) for q in QUERIES} == before
 
 
+def _btrees(url: str) -> set[str]:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() "
+            "AND tablename = 'postings'"
+        )
+        return {str(r[0]) for r in rows}
+
+
+def test_postings_btrees_come_after_the_first_load(tmp_path: Path, pg_url: str) -> None:
+    """A new index gets its postings btrees when its first scan ends; a writer
+    that finds them missing (that scan was killed) builds them."""
+    import psycopg
+
+    docs = _corpus(tmp_path)
+    assert invoke(["scan", str(docs), "--db", pg_url, "-q"]).exit_code == 0
+    assert _btrees(pg_url) == {"postings_term", "postings_doc"}
+    before = _hits(pg_url, "rate limit")
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("DROP INDEX postings_term, postings_doc")
+    assert _hits(pg_url, "rate limit") == before  # a reader does not build them
+    assert _btrees(pg_url) == set()
+    assert invoke(["scan", str(docs), "--db", pg_url, "-q"]).exit_code == 0
+    assert _btrees(pg_url) == {"postings_term", "postings_doc"}
+
+
 def test_missing_driver_is_one_line_with_install_command(tmp_path: Path) -> None:
     code = (
         "import sys; sys.modules['psycopg'] = None\n"
@@ -363,6 +391,7 @@ def test_export_import_across_engines_keeps_everything(
     loaded = invoke(["import", str(tmp_path / "dump.ndjson"), "--db", pg_url, "--json"])
     assert loaded.exit_code == 0, loaded.output
     assert json.loads(loaded.stdout)["documents"] == len(DOCS)
+    assert _btrees(pg_url) == {"postings_term", "postings_doc"}
     assert invoke(["export", "--db", pg_url]).stdout == dump.stdout  # ids, vectors
     back = str(tmp_path / "b.db")
     result = CliRunner().invoke(cli, ["import", "-", "--db", back], input=dump.stdout)

@@ -811,4 +811,6 @@ def import_(db: str | None, lines: Iterable[str]) -> dict[str, int]:
 
     ws = workspace.load(db, must_exist=False, scan_path=None)
     with ws.open(create=True) as store:
-        return import_records(store, ws.config, lines)
+        counts = import_records(store, ws.config, lines)
+        store.tidy_fts()  # as after a scan (PostgreSQL: the postings btrees, #34)
+        return counts

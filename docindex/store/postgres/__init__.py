@@ -171,25 +171,25 @@ class PgStore(PgReader):
                 )
             self.outdated = True
             return
-        schema.migrate(self.pg)
+        if "m001_initial" not in schema.migrate(self.pg):
+            self.index_postings()
 
     def index_postings(self) -> bool:
-        """Build the postings btrees once the index holds rows (``schema.m003``:
-        a new index gets them after its first load); whether it built them.
+        """Build the postings btrees when they are missing; whether it built them.
 
-        Skipped inside a transaction, while another writer builds them or
-        holds the table (it builds them when it finishes), and for a role
-        that may not.
+        The process that creates an index builds them after its first scan
+        (``tidy_fts``; ``schema.m003``); any later writer's open, ``tidy_fts``
+        and ``vacuum`` build them when that scan was killed. Skipped inside a
+        transaction, while another writer builds them or holds the table (it
+        builds them when it finishes), and for a role that may not (not the
+        tables' owner).
         """
         psycopg = driver()
         if self._depth:
             return False
         try:
-            row = self.pg.execute(
-                "SELECT to_regclass('postings_doc') IS NULL "
-                "AND EXISTS (SELECT 1 FROM postings)"
-            ).fetchone()
-            if not one(row)[0]:
+            row = self.pg.execute("SELECT to_regclass('postings_doc')").fetchone()
+            if one(row)[0] is not None:
                 return False
             with self.atomic():
                 got = self.pg.execute(
