@@ -81,6 +81,18 @@ def test_same_top_ten_as_sqlite(tmp_path: Path, pg_url: str) -> None:
     )
     login = _hits(pg_url, "auth", "--where", "tags=login")  # one row per listed tag
     assert login and login == _hits(sqlite, "auth", "--where", "tags=login")
+    for query in [*QUERIES, "rate OR redis", "rate redis -auth"]:  # the hits' totals
+        for extra in ((), ("--files",), ("--path", "guide/")):
+            assert _total(pg_url, query, *extra) == _total(sqlite, query, *extra), (
+                query,
+                extra,
+            )
+
+
+def _total(db: str, query: str, *extra: str) -> int:
+    result = invoke(["query", query, "--db", db, "--json", *extra])
+    assert result.exit_code == 0, result.output
+    return int(json.loads(result.stdout)["total"])
 
 
 def test_every_reading_command_works(tmp_path: Path, pg_url: str) -> None:
