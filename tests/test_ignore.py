@@ -261,7 +261,7 @@ def scratch_repo() -> object:
         yield Path(tmp).resolve()
 
 
-@settings(max_examples=300, deadline=None,
+@settings(max_examples=100, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
 @given(files=trees())
 def test_random_trees_match_git(files: dict[str, str], scratch_repo: Path) -> None:

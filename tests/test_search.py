@@ -438,15 +438,11 @@ def test_snippets_drop_inline_tags_nested_fences_and_mkdocs_includes() -> None:
     snippet = make_snippet(text, {"slot"}, 400, False, CFG)
     assert "<sup" not in snippet and "```" not in snippet and "--8<--" not in snippet
     assert "`<slot/>` element stays" in snippet
-
-
-def test_an_mkdocs_include_inside_a_plain_fence_is_not_shown() -> None:
-    """OI-wiki lists code as a top-level fence holding only an include."""
-    text = (
-        "主席树是实现可持久化并查集的便捷方式，在此也提供一个实现示例．\n\n"
-        '```cpp\n--8<-- "docs/ds/code/persistent-seg/persistent-seg_1.cpp"\n```\n'
+    # OI-wiki also lists code as a top-level fence holding only an include
+    listing = (
+        '主席树是实现可持久化并查集的便捷方式．\n\n```cpp\n--8<-- "docs/ds/code/p_1.cpp"\n```\n'
         "```cpp\nint find(int x) { return x; }\n```\n"
     )
-    snippet = make_snippet(text, {"并查", "find"}, 400, False, CFG)
-    assert "--8<--" not in snippet and "persistent-seg_1" not in snippet
+    snippet = make_snippet(listing, {"并查", "find"}, 400, False, CFG)
+    assert "--8<--" not in snippet and "p_1.cpp" not in snippet
     assert "int find(int x)" in snippet  # other code stays

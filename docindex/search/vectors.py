@@ -40,7 +40,11 @@ class VectorMatrix(NamedTuple):
         q = np.asarray(query, dtype=np.float32)
         out = np.empty(len(self.ids), dtype=np.float32)
         for lo in range(0, len(self.ids), BLOCK):
-            out[lo : lo + BLOCK] = self.codes[lo : lo + BLOCK].astype(np.float32) @ q
+            # einsum, not ``@``: OpenBLAS's threaded matrix-vector product
+            # spins against a busy CPU (85k x 256 on 2 cores at load 5: 160 ms
+            # median, against 21 ms for einsum's single-threaded loop).
+            block = self.codes[lo : lo + BLOCK].astype(np.float32)
+            out[lo : lo + BLOCK] = np.einsum("ij,j->i", block, q)
         result: npt.NDArray[np.float32] = out * self.scales
         return result
 
