@@ -95,6 +95,33 @@ def _total(db: str, query: str, *extra: str) -> int:
     return int(json.loads(result.stdout)["total"])
 
 
+def test_a_scan_in_worker_processes_answers_as_sqlite(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """60 files: the scan's workers count the terms and render the postings
+    (issue #34), and the answers and totals are SQLite's."""
+    words = ["gateway", "limit", "redis", "consumer", "route", "plugin", "限流", "认证"]
+    files = {
+        f"d{i:02}.md": f"# Page {i}\n\n## {words[i % 8]} notes\n\n"
+        + " ".join(words[(i + k) % 8] for k in range(i % 5 + 3))
+        + f" and some words about item {i}.\n\n## More\n\nA second section {i}.\n"
+        for i in range(60)
+    }
+    docs = write_tree(tmp_path / "many", files)
+    sqlite = str(tmp_path / "lite" / "index.db")
+    assert invoke(["scan", str(docs), "--db", sqlite, "-q"]).exit_code == 0
+    assert invoke(["scan", str(docs), "--db", pg_url, "-q"]).exit_code == 0
+    for query in ("gateway limit", "redis consumer notes", "限流 认证", "item 7"):
+        for extra in ((), ("--files",)):
+            lite = invoke(["query", query, "--db", sqlite, "--json", *extra])
+            pg = invoke(["query", query, "--db", pg_url, "--json", *extra])
+            a, b = json.loads(lite.stdout), json.loads(pg.stdout)
+            assert a["hits"] and a["total"] == b["total"], (query, extra)
+            assert [h["chunk_id"] for h in a["hits"]] == [
+                h["chunk_id"] for h in b["hits"]
+            ], (query, extra)
+
+
 def test_every_reading_command_works(tmp_path: Path, pg_url: str) -> None:
     docs = _corpus(tmp_path)
     assert invoke(["scan", str(docs), "--db", pg_url, "-q"]).exit_code == 0

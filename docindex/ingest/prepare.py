@@ -12,7 +12,7 @@ import functools
 import os
 import stat
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from docindex.config import Config
@@ -32,6 +32,8 @@ if TYPE_CHECKING:  # imported where used: a query needs none of them (issue #7)
     from docindex.ingest.extract import ExtractLimits
     from docindex.ingest.extract.ocr import OcrSettings
     from docindex.models import Extracted
+    from docindex.store import EngineRows
+    from docindex.store.interface import RowMaker
 
 StopFn = Callable[[], bool]  # true once the caller wants the scan to stop
 
@@ -72,6 +74,7 @@ class Prepared:
     fields: tuple[str, str] = ("", "")  # the document's FTS fields (#21)
     terms: str = ""  # its salient terms (analyze.document_terms)
     doc_body: str = ""  # its doc_fts body (store.document_body), made here (#35)
+    rows: EngineRows | None = None  # the store's own rows (Index.row_maker, #34)
 
 
 def _limits(cfg: Config) -> ExtractLimits:
@@ -300,6 +303,17 @@ def _job_size(job: Job) -> int:
 _LIGHT_SUFFIXES = (".md", ".markdown", ".mdx", ".txt", ".rst")
 
 
+def _with_rows(
+    prepare_one: Callable[[Job, Config], Prepared], rows: RowMaker, job: Job,
+    cfg: Config,
+) -> Prepared:  # fmt: skip
+    """``prepare_one`` and the store's rows of what it prepared (issue #34)."""
+    prep = prepare_one(job, cfg)
+    if not prep.fts:
+        return prep
+    return replace(prep, rows=rows(prep.fts, prep.fields))
+
+
 def _died(job: Job, why: str) -> Prepared:
     """A file whose worker died under it (a crash in a C library, the OOM killer)."""
     return Prepared(job, skip="error", message=why)
@@ -307,15 +321,18 @@ def _died(job: Job, why: str) -> Prepared:
 
 def _prepare_all(
     jobs: Sequence[Job], cfg: Config, workers: Workers[Config] | None = None,
-    stop: StopFn | None = None,
+    stop: StopFn | None = None, rows: RowMaker | None = None,
 ) -> Iterator[Prepared]:  # fmt: skip
-    """Prepare ``jobs`` in walk order, in worker processes when it pays."""
+    """Prepare ``jobs`` in walk order, in worker processes when it pays;
+    ``rows`` (``Index.row_maker``) adds the store's own rows to each."""
     own = workers is None
     workers = workers or _workers(cfg)
     # Workers import numpy when they start (``_workers``): ``prepare_bulk``
     # lets them use it; the pool runs in this process below POOL_THRESHOLD.
     bulk = workers.count > 1 and len(jobs) >= POOL_THRESHOLD
-    fn = prepare_bulk if bulk else prepare
+    fn: Callable[[Job, Config], Prepared] = prepare_bulk if bulk else prepare
+    if rows is not None:
+        fn = functools.partial(_with_rows, fn, rows)
     # A file other than plain text may hold an extractor for minutes; in a
     # worker a signal kills it within a second (issue #33).
     isolate = stop is not None and any(

@@ -103,7 +103,7 @@ def _apply(
         store.tune_fts_for_bulk()
     fill = _Fill.of(store)
     total = len(jobs)
-    prepared = _prepare_all(jobs, cfg, workers, stop)
+    prepared = _prepare_all(jobs, cfg, workers, stop, store.row_maker())
     done = 0
     while True:
         if stop is not None and stop():
@@ -249,6 +249,6 @@ def _store_prepared(
             size=job.size, mtime_ns=job.mtime_ns, hash=prep.hash, body=prep.body_z,
             segments=prep.segments, fts=prep.fts, vectors=vectors or (),
             meta=prep.meta or {}, indexed_at=time.time(), fields=prep.fields,
-            terms=prep.terms, doc_body=prep.doc_body,
+            terms=prep.terms, doc_body=prep.doc_body, rows=prep.rows,
         )
     )  # fmt: skip

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from docindex.store.records import SEGMENT_COLUMNS, SegmentColumns
+from docindex.store.records import SEGMENT_COLUMNS, EngineRows, SegmentColumns
 
 if TYPE_CHECKING:
     from docindex.models import Segment
@@ -67,6 +67,7 @@ class NewDocument:
     fields: tuple[str, str] = ("", "")
     terms: str = ""
     doc_body: str | None = None
+    rows: EngineRows | None = None  # made by the workers (``Index.row_maker``)
 
 
 def encode_segments(

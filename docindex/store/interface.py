@@ -12,7 +12,7 @@ cannot delete otherwise; another engine may ignore them).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -20,6 +20,7 @@ from docindex.store.records import (
     DocFilter,
     DocHit,
     DocName,
+    EngineRows,
     Fingerprint,
     IndexCounts,
     SegmentRow,
@@ -32,6 +33,9 @@ from docindex.store.records import (
 if TYPE_CHECKING:
     from docindex.models import SkipRecord
     from docindex.store.encoding import NewDocument
+
+# (pre-tokenised (title, body) per segment, the document's (title, headings))
+RowMaker = Callable[[Sequence[tuple[str, str]], tuple[str, str]], EngineRows]
 
 
 class Index(Protocol):
@@ -83,6 +87,11 @@ class Index(Protocol):
 
     def add_document(self, doc: NewDocument) -> int:
         """Insert a document with its segments, postings and vectors; its id."""
+
+    def row_maker(self) -> RowMaker | None:
+        """A picklable function that makes a document's ``EngineRows`` from its
+        FTS rows and fields in the scan's workers, or None (SQLite: FTS5 does
+        that work in C)."""
 
     def delete_document(
         self, doc_id: int, fts: Iterable[tuple[int, str, str]] = (),

@@ -234,6 +234,10 @@ class PostingRows:
             return None
         return self.halves
 
+    def row_maker(self) -> None:
+        """None: FTS5 counts and stores the terms itself, in C."""
+        return None
+
     def document_names(self, doc_ids: Sequence[int]) -> dict[int, DocName]:
         """doc id -> its path, title and front-matter keywords (and tags)."""
         out: dict[int, DocName] = {}

@@ -18,7 +18,6 @@ that a host has no path for shows the path another host gave it.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
 import time
 import zlib
@@ -48,6 +47,7 @@ from docindex.store.postgres.filters import ALL_DOCS, filter_sql, glob_regex
 from docindex.store.postgres.schema import one
 from docindex.store.postgres.search import PgReader
 from docindex.store.records import (
+    DOC_MARK,
     SEGMENT_COLUMNS,
     DocFilter,
     SegmentRow,
@@ -61,7 +61,7 @@ if TYPE_CHECKING:
     from psycopg.rows import TupleRow
 
     from docindex.store.encoding import NewDocument
-    from docindex.store.interface import Index
+    from docindex.store.interface import Index, RowMaker
 
 # A document's segments have consecutive ids (``first_segment``); here they are
 # its id shifted left by this many bits plus their ordinal, so concurrent
@@ -453,6 +453,11 @@ class PgStore(PgReader):
         row = self.pg.execute("SELECT last_value + 1 FROM documents_id_seq").fetchone()
         return int(one(row)[0]) << SEGMENT_BITS
 
+    def row_maker(self) -> RowMaker:
+        """``ranking.document_rows``: the scan's workers count a document's
+        terms and render its postings, not this one writer (issue #34)."""
+        return ranking.document_rows
+
     def add_document(self, doc: NewDocument) -> int:
         """Insert a document, its facets and segments with their term frequencies.
 
@@ -463,18 +468,13 @@ class PgStore(PgReader):
         rows = doc.segments.rows
         vectors = doc.vectors
         n_vec = len(vectors)
-        # Each text is split and counted once (Counter counts in C): the
-        # writer's own time is most of a full index's (issue #34).
-        seg_tf = [ranking.term_freqs(pair) for pair in doc.fts]
-        packs = [packed for packed, _ in seg_tf]
-        body = Counter(" ".join(b for _, b in doc.fts if b).split())
-        doc_tf, fields_len = ranking.term_freqs(doc.fields)
-        body_len = body.total()
-        doc_len = fields_len + body_len
-        seg_len = sum(n for _, n in seg_tf)
+        # The scan's workers made these (``row_maker``); an import or a
+        # reindex of stored text makes them here (issue #34).
+        made = doc.rows or ranking.document_rows(doc.fts, doc.fields)
+        doc_len, body_len, seg_len = made.doc_len, made.body_len, made.seg_len
         with self.atomic(savepoint=False):
-            self._segs.update(itertools.chain.from_iterable(packs))
-            self._docs.update(body.keys() | doc_tf.keys())
+            self._segs.update(made.seg_terms)
+            self._docs.update(made.doc_terms)
             self._count(" rows", len(rows), 1)
             self._count(" tokens", seg_len, doc_len)
             self._count(" body", 0, body_len)
@@ -488,7 +488,7 @@ class PgStore(PgReader):
                 json.dumps(meta, ensure_ascii=False) if meta else None,
                 len(rows), doc.indexed_at, doc.segments.sections, first,
                 doc.terms or None, doc_len, body_len, seg_len,
-                [n for _, n in seg_tf],
+                list(made.seg_lens),
             )  # fmt: skip
             insert = (
                 "INSERT INTO documents (id, root_id, rel_path, kind, title, size, "
@@ -522,12 +522,12 @@ class PgStore(PgReader):
                     ) as copy,
                 ):
                     for i, seg in enumerate(rows):
-                        n = seg_tf[i][1] if i < len(seg_tf) else 0
+                        n = made.seg_lens[i] if i < len(made.seg_lens) else 0
                         copy.write_row(
                             (first + i, doc_id, *seg,
                              vectors[i] if i < n_vec else None, n)
                         )  # fmt: skip
-            lines = ranking.postings_copy(doc_id, packs, doc_tf, body, doc_len)
+            lines = made.lines.replace(DOC_MARK, f"\t{doc_id}\t")
             if lines:
                 with (
                     self.pg.cursor() as cur,
