@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from docindex.search.vectors import VectorMatrix
+
 
 def related(
     store: Index, roots: Sequence[str], target: str, *, top: int = 10,
@@ -62,7 +64,6 @@ def related(
     import numpy as np
 
     from docindex.embed.ngram import dequantize
-    from docindex.search.vectors import vector_matrix
 
     check_range("top", top, 1, MAX_TOP)
     emb = store.get_meta("embedder")
@@ -101,7 +102,7 @@ def related(
     if norm == 0:
         return Related(source, [])
     query /= norm
-    matrix = vector_matrix(store, roots_filter(store, roots, None, ()), dim, cache_key)
+    matrix = _matrix(store, roots, dim, cache_key)
     if not len(matrix.ids):
         return Related(source, [])
     sims = matrix.cosines(query)
@@ -131,13 +132,19 @@ def warm(store: Index, roots: Sequence[str], cache_key: Hashable | None) -> int:
     """Decode every vector ``related`` reads and keep them (``search.vectors``):
     a long-lived process calls it at start so that its first ``related``
     answers as its next ones do (issue #37). Returns the vectors kept."""
-    from docindex.search.vectors import vector_matrix
-
     emb = store.get_meta("embedder")
     if not emb or cache_key is None:
         return 0
-    only = roots_filter(store, roots, None, ())
-    return len(vector_matrix(store, only, int(emb["dim"]), cache_key).ids)
+    return len(_matrix(store, roots, int(emb["dim"]), cache_key).ids)
+
+
+def _matrix(
+    store: Index, roots: Sequence[str], dim: int, cache_key: Hashable | None
+) -> VectorMatrix:
+    """Every vector inside the roots, decoded (kept per ``cache_key``)."""
+    from docindex.search.vectors import vector_matrix
+
+    return vector_matrix(store, roots_filter(store, roots, None, ()), dim, cache_key)
 
 
 FOLD_POOL = 200  # nearest chunks folded by document; "+ N more here" counts these
