@@ -369,6 +369,15 @@ def _consistent(url: str) -> tuple[int, int]:
             "SELECT sum(segs), sum(docs) FROM vocab WHERE term = ' rows'"
         ).fetchone()
         assert (int(vocab[1] or 0), int(vocab[0] or 0)) == (docs, segs)
+        drift = conn.execute(
+            "SELECT count(*) FROM (SELECT term, sum(segs) AS segs, sum(docs) AS docs "
+            "FROM vocab WHERE term NOT LIKE ' %' GROUP BY term) v FULL JOIN ("
+            "SELECT term, sum(n) AS segs, count(*) FILTER (WHERE fld <> 0 OR body > 0) "
+            "AS docs FROM postings GROUP BY term) p USING (term) "
+            "WHERE coalesce(v.segs, 0) <> coalesce(p.segs, 0) "
+            "OR coalesce(v.docs, 0) <> coalesce(p.docs, 0)"
+        ).fetchone()[0]
+        assert drift == 0  # every term's counts are its postings'
         return int(docs), int(segs)
 
 
@@ -385,6 +394,68 @@ def test_two_writers_of_different_roots_at_once(tmp_path: Path, pg_url: str) -> 
         assert proc.returncode == 0, err
     assert _consistent(pg_url)[0] == 122
     assert len(_hits(pg_url, "alpha")) == 10 and len(_hits(pg_url, "beta")) == 10
+
+
+def test_two_writers_of_the_same_files_index_each_once(
+    tmp_path: Path, pg_url: str
+) -> None:
+    root = write_tree(tmp_path / "same", {
+        f"d{i}.md": f"# Doc {i}\n\nshared words {i} and more\n" for i in range(120)
+    })  # fmt: skip
+    procs = [_scan_proc(root, pg_url), _scan_proc(root, pg_url)]
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    assert _consistent(pg_url)[0] == 120
+    assert len(_hits(pg_url, '"shared words 7"')) >= 1
+
+
+def _document(store: Any, root_id: int, rel_path: str, text: str) -> Any:
+    """A ``NewDocument`` made by the scan's own stages."""
+    from docindex.config import Config
+    from docindex.ingest.analyze import analyze_segments, document_fields
+    from docindex.ingest.segment import segment_document
+    from docindex.models import Extracted, Unit
+    from docindex.store import NewDocument, compress_body, encode_segments
+    from docindex.text.fields import title_text
+
+    cfg = Config(roots=("/r",))
+    body, segments = segment_document(
+        Extracted(units=(Unit(text=text, markdown=True),), kind="md"), rel_path, 200
+    )
+    title = title_text(None, rel_path)
+    fts, vectors = analyze_segments(cfg, None, title, segments)
+    return NewDocument(
+        root_id=root_id, rel_path=rel_path, kind="md", title=None, size=len(text),
+        mtime_ns=1, hash=text, body=compress_body(body),
+        segments=encode_segments(segments, rel_path, body), fts=fts,
+        vectors=vectors or (), meta={"team": "docs"},
+        fields=document_fields(cfg, title, (s.heading_path for s in segments)),
+    )  # fmt: skip
+
+
+def test_a_file_another_writer_committed_meanwhile_is_replaced(pg_url: str) -> None:
+    """Documents a writer adds wait to be sent with the next statement; if
+    another writer committed the same file meanwhile, that copy is replaced,
+    and every read of the writer's transaction sees its own documents."""
+    from docindex.store import open_index
+    from docindex.store.location import ServerUrl
+
+    url = ServerUrl(pg_url)
+    with open_index(url, create=True) as mine, open_index(url) as other:
+        rid = mine.root_id("/r")
+        with mine.atomic():
+            kept = mine.add_document(
+                _document(mine, rid, "a.md", "# A\n\nmine alpha\n")
+            )
+            mine.add_document(_document(mine, rid, "b.md", "# B\n\nmine beta\n"))
+            other.add_document(_document(other, rid, "a.md", "# A\n\ntheirs gamma\n"))
+            assert mine.document(kept) is not None  # read in the transaction
+            assert mine.fingerprints(rid)["a.md"].id == kept
+        assert mine.fingerprints(rid)["a.md"].hash == "# A\n\nmine alpha\n"
+    _consistent(pg_url)
+    assert [c for c, _ in _hits(pg_url, "gamma")] == []
+    assert len(_hits(pg_url, "alpha")) == 1 and len(_hits(pg_url, "beta")) == 1
 
 
 def test_killed_writer_leaves_a_consistent_index(tmp_path: Path, pg_url: str) -> None:

@@ -34,7 +34,8 @@ from docindex.errors import (
 )
 from docindex.store._sql import facet_rows
 from docindex.store.location import ServerUrl
-from docindex.store.postgres import ranking, schema
+from docindex.store.postgres import batch, ranking, schema
+from docindex.store.postgres.batch import Batch
 from docindex.store.postgres.connection import (
     READ_ONLY_HINT,
     Adapter,
@@ -48,7 +49,6 @@ from docindex.store.postgres.schema import one
 from docindex.store.postgres.search import PgReader
 from docindex.store.records import (
     DOC_MARK,
-    SEGMENT_COLUMNS,
     DocFilter,
     SegmentRow,
     Space,
@@ -82,7 +82,7 @@ class PgStore(PgReader):
     ) -> None:
         from psycopg import sql
 
-        self.pg = pg
+        self._conn = pg
         self.location = location
         self.path = location  # type: ignore[assignment]  # named in messages only
         self.host = host
@@ -91,7 +91,7 @@ class PgStore(PgReader):
             "(SELECT x.id, coalesce(h.path, x.path) AS path FROM roots x "
             f"LEFT JOIN root_paths h ON h.root_id = x.id AND h.host = {here})"
         )
-        self.conn = Adapter(pg, self.roots_here)  # type: ignore[assignment]
+        self.conn = Adapter(lambda: self.pg, self.roots_here)  # type: ignore[assignment]
         self.halves = None
         self.outdated = False
         self._depth = 0
@@ -102,11 +102,27 @@ class PgStore(PgReader):
         self._segs: Counter[str] = Counter()
         self._docs: Counter[str] = Counter()
         self._failed: BaseException | None = None  # first error of this transaction
+        self._batch = Batch()  # documents added, not yet sent (``pg``)
+        self._ids: list[int] = []  # document ids taken from the sequence, unused
+        self._id_block = 1
         # (match, filter, documents?) -> count_matches, from document_lexical
         self._matches: dict[tuple[str, DocFilter, bool], int] = {}
         self._reading = False  # in a reading transaction: the caches below hold
         self._rows: dict[int, SegmentRow] = {}  # segments read in it
         self._freqs: dict[tuple[str, str], int] = {}  # (column, term) -> vocab
+
+    @property
+    def pg(self) -> Connection[TupleRow]:
+        """The connection, once the documents held back (``add_document``)
+        are written: every statement after them sees them."""
+        self._send_held()
+        return self._conn
+
+    def _send_held(self) -> None:
+        """Write the documents ``add_document`` held back (``batch``)."""
+        if self._batch:
+            held, self._batch = self._batch, Batch()
+            held.write(self._conn, self._insert_again)
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -253,6 +269,7 @@ class PgStore(PgReader):
                 self._freqs.clear()
                 self._reading = not immediate
                 self._totals = None
+                self._id_block = 1
                 self.pg.execute(
                     "BEGIN" if immediate else "BEGIN ISOLATION LEVEL REPEATABLE READ"
                 )
@@ -265,6 +282,8 @@ class PgStore(PgReader):
             yield
         except BaseException as exc:
             self._depth -= 1
+            # held back since this block began: a SAVEPOINT writes them first
+            self._batch = Batch()
             with contextlib.suppress(psycopg.Error):
                 if self._depth == 0:
                     self.pg.execute("ROLLBACK")
@@ -290,6 +309,7 @@ class PgStore(PgReader):
         except psycopg.Error as exc:
             self._segs.clear()
             self._docs.clear()
+            self._batch = Batch()
             with contextlib.suppress(psycopg.Error):
                 self.pg.execute("ROLLBACK")
             raise translate(exc, self.location) from None
@@ -300,6 +320,7 @@ class PgStore(PgReader):
 
     def _flush_vocab(self) -> None:
         """Append this transaction's term and total changes to ``vocab``."""
+        self._send_held()  # may replace another writer's copy: counted first
         segs, docs = self._segs, self._docs
         rows = [(t, segs[t], docs[t]) for t in segs.keys() | docs.keys()]
         rows = [row for row in rows if row[1] or row[2]]
@@ -459,11 +480,18 @@ class PgStore(PgReader):
         return ranking.document_rows
 
     def add_document(self, doc: NewDocument) -> int:
-        """Insert a document, its facets and segments with their term frequencies.
+        """Add a document, its facets, segments and postings; return its id.
 
-        An upsert on (root, path): when another writer committed the same
-        file meanwhile, its row is replaced, so a file is never indexed twice.
+        Inside a transaction the rows are held back (``batch``) until the
+        next other statement or the commit. An upsert on (root, path): when
+        another writer committed the same file meanwhile, its row is
+        replaced, so a file is never indexed twice.
         """
+        if not self._depth:
+            with self.atomic():
+                return self.add_document(doc)
+        if (doc.root_id, doc.rel_path) in self._batch.paths:
+            self._send_held()  # its earlier copy goes first
         meta = doc.meta
         rows = doc.segments.rows
         vectors = doc.vectors
@@ -472,72 +500,61 @@ class PgStore(PgReader):
         # reindex of stored text makes them here (issue #34).
         made = doc.rows or ranking.document_rows(doc.fts, doc.fields)
         doc_len, body_len, seg_len = made.doc_len, made.body_len, made.seg_len
-        with self.atomic(savepoint=False):
-            self._segs.update(made.seg_terms)
-            self._docs.update(made.doc_terms)
-            self._count(" rows", len(rows), 1)
-            self._count(" tokens", seg_len, doc_len)
-            self._count(" body", 0, body_len)
-            new_id = int(
-                one(self.pg.execute("SELECT nextval('documents_id_seq')").fetchone())[0]
-            )
-            first = new_id << SEGMENT_BITS
-            values = (new_id,
-                doc.root_id, doc.rel_path, doc.kind, doc.title, doc.size,
-                doc.mtime_ns, doc.hash, doc.body,
-                json.dumps(meta, ensure_ascii=False) if meta else None,
-                len(rows), doc.indexed_at, doc.segments.sections, first,
-                doc.terms or None, doc_len, body_len, seg_len,
-                list(made.seg_lens),
-            )  # fmt: skip
-            insert = (
-                "INSERT INTO documents (id, root_id, rel_path, kind, title, size, "
-                "mtime_ns, hash, body, meta, n_segments, indexed_at, sections, "
-                "first_segment, terms, len, body_len, seg_len, lens) VALUES "
-                f"({', '.join(['%s'] * 18)}, %s::int[]) "
-                "ON CONFLICT (root_id, rel_path) DO NOTHING RETURNING id"
-            )
-            row = self.pg.execute(insert, values).fetchone()
-            if row is None:  # another writer's copy: replace it
-                other = self.pg.execute(
-                    "SELECT id FROM documents WHERE root_id = %s AND rel_path = %s",
-                    (doc.root_id, doc.rel_path),
-                ).fetchone()
-                if other is not None:
-                    self.delete_document(int(other[0]))
-                row = self.pg.execute(insert, values).fetchone()
-            doc_id = int(one(row)[0])
-            if meta:
-                with self.pg.cursor() as cur:
-                    cur.executemany(
-                        "INSERT INTO facets (doc_id, key, value) VALUES (%s, %s, %s)",
-                        [(doc_id, k, v) for k, v in facet_rows(meta)],
-                    )
-            if rows:
-                columns = ", ".join(SEGMENT_COLUMNS)
-                with (
-                    self.pg.cursor() as cur,
-                    cur.copy(
-                        f"COPY segments (id, doc_id, {columns}, vec, len) FROM STDIN"
-                    ) as copy,
-                ):
-                    for i, seg in enumerate(rows):
-                        n = made.seg_lens[i] if i < len(made.seg_lens) else 0
-                        copy.write_row(
-                            (first + i, doc_id, *seg,
-                             vectors[i] if i < n_vec else None, n)
-                        )  # fmt: skip
-            lines = made.lines.replace(DOC_MARK, f"\t{doc_id}\t")
-            if lines:
-                with (
-                    self.pg.cursor() as cur,
-                    cur.copy(
-                        "COPY postings (term, doc, fld, body, n, dlen, segs, hits) "
-                        "FROM STDIN"
-                    ) as copy,
-                ):
-                    copy.write(lines)
+        doc_id = self._next_id()
+        first = doc_id << SEGMENT_BITS
+        self._segs.update(made.seg_terms)
+        self._docs.update(made.doc_terms)
+        self._count(" rows", len(rows), 1)
+        self._count(" tokens", seg_len, doc_len)
+        self._count(" body", 0, body_len)
+        held = self._batch
+        held.documents.append((doc_id,
+            doc.root_id, doc.rel_path, doc.kind, doc.title, doc.size,
+            doc.mtime_ns, doc.hash, doc.body,
+            json.dumps(meta, ensure_ascii=False) if meta else None,
+            len(rows), doc.indexed_at, doc.segments.sections, first,
+            doc.terms or None, doc_len, body_len, seg_len,
+            list(made.seg_lens),
+        ))  # fmt: skip
+        held.paths.add((doc.root_id, doc.rel_path))
+        if meta:
+            held.facets.extend((doc_id, k, v) for k, v in facet_rows(meta))
+        lens = made.seg_lens
+        held.segments.extend(
+            (first + i, doc_id, *seg, vectors[i] if i < n_vec else None,
+             lens[i] if i < len(lens) else 0)
+            for i, seg in enumerate(rows)
+        )  # fmt: skip
+        lines = made.lines.replace(DOC_MARK, f"\t{doc_id}\t")
+        if lines:
+            held.postings.append(lines)
+        held.size += len(lines) + len(doc.body or b"") + 1024 * n_vec
+        if held.full:
+            self._send_held()  # bounds the memory held
         return doc_id
+
+    def _next_id(self) -> int:
+        """A new document id; taken from the sequence in blocks that double
+        within a transaction (one round trip for many documents)."""
+        if not self._ids:
+            n = self._id_block
+            self._id_block = min(n * 2, batch.MAX_DOCUMENTS)
+            got = self._conn.execute(
+                "SELECT nextval('documents_id_seq') FROM generate_series(1, %s)", (n,)
+            ).fetchall()
+            self._ids = sorted((int(r[0]) for r in got), reverse=True)
+        return self._ids.pop()
+
+    def _insert_again(self, values: tuple[object, ...]) -> None:
+        """Insert a held-back document whose (root, path) another writer
+        committed meanwhile: its copy goes first (``Batch.write``)."""
+        other = self._conn.execute(
+            "SELECT id FROM documents WHERE root_id = %s AND rel_path = %s",
+            values[1:3],
+        ).fetchone()
+        if other is not None:
+            self.delete_document(int(other[0]))
+        one(self._conn.execute(batch.INSERT_DOCUMENT, values).fetchone())
 
     def _uncount_stored(self, doc_id: int) -> None:
         """Count a stored document out of ``vocab`` (before deleting it)."""

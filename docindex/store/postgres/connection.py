@@ -5,7 +5,7 @@ run through, and a scratch schema for ``docindex eval``."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from docindex.errors import DocindexError, IndexBusyError
@@ -72,8 +72,10 @@ class Adapter:
     the roots (id, path), so the shared statements need no copy.
     """
 
-    def __init__(self, conn: Connection[TupleRow], roots_here: str) -> None:
-        self.conn = conn
+    def __init__(
+        self, connection: Callable[[], Connection[TupleRow]], roots_here: str
+    ) -> None:
+        self.connection = connection  # the store's: it writes held-back rows first
         self.roots_here = roots_here
 
     def _sql(self, sql: str) -> str:
@@ -81,10 +83,10 @@ class Adapter:
         return sql.replace("JOIN roots r ON", f"JOIN {self.roots_here} r ON")
 
     def execute(self, sql: str, params: Sequence[object] = ()) -> CursorRows:
-        return CursorRows(self.conn.execute(self._sql(sql), tuple(params)))
+        return CursorRows(self.connection().execute(self._sql(sql), tuple(params)))
 
     def executemany(self, sql: str, rows: Iterable[Sequence[object]]) -> None:
-        with self.conn.cursor() as cur:
+        with self.connection().cursor() as cur:
             cur.executemany(self._sql(sql), [tuple(r) for r in rows])
 
 

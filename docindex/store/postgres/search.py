@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 class PgReader(DocumentRows):
     """Search and vector reads; the state is set up by ``PgStore``."""
 
-    pg: Connection[TupleRow]
+    _conn: Connection[TupleRow]
     _depth: int  # open transactions (0: none)
     _bodies: dict[int, str]  # document texts read in this transaction
     _totals: tuple[int, int, int, int, int] | None
@@ -34,6 +34,10 @@ class PgReader(DocumentRows):
     _reading: bool
     _rows: dict[int, SegmentRow]
     _freqs: dict[tuple[str, str], int]
+
+    @property
+    def pg(self) -> Connection[TupleRow]:
+        return self._conn
 
     # -- search --------------------------------------------------------------
 
