@@ -98,14 +98,16 @@ def _total(db: str, query: str, *extra: str) -> int:
 def test_a_scan_in_worker_processes_answers_as_sqlite(
     tmp_path: Path, pg_url: str
 ) -> None:
-    """60 files: the scan's workers count the terms and render the postings
-    (issue #34), and the answers and totals are SQLite's."""
+    """1,100 files: the scan's workers count the terms and render the
+    postings, the writer sends them in batches, two of them from its thread
+    while it collects the next (issue #34); the answers, the totals and
+    the term counts are SQLite's."""
     words = ["gateway", "limit", "redis", "consumer", "route", "plugin", "限流", "认证"]
     files = {
-        f"d{i:02}.md": f"# Page {i}\n\n## {words[i % 8]} notes\n\n"
+        f"d{i:04}.md": f"# Page {i}\n\n## {words[i % 8]} notes\n\n"
         + " ".join(words[(i + k) % 8] for k in range(i % 5 + 3))
         + f" and some words about item {i}.\n\n## More\n\nA second section {i}.\n"
-        for i in range(60)
+        for i in range(1100)
     }
     docs = write_tree(tmp_path / "many", files)
     sqlite = str(tmp_path / "lite" / "index.db")
@@ -120,6 +122,7 @@ def test_a_scan_in_worker_processes_answers_as_sqlite(
             assert [h["chunk_id"] for h in a["hits"]] == [
                 h["chunk_id"] for h in b["hits"]
             ], (query, extra)
+    assert _consistent(pg_url)[0] == 1100
 
 
 def test_every_reading_command_works(tmp_path: Path, pg_url: str) -> None:

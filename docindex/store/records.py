@@ -110,15 +110,12 @@ class EngineRows(NamedTuple):
     worker processes (``Index.row_maker``) instead of its one writer (#34).
 
     ``lines``: its postings in COPY text, the document id left as ``DOC_MARK``;
-    ``seg_lens``: each segment's terms; ``seg_terms``: term -> segments holding
-    it; ``doc_terms``: the document's terms; ``doc_len``, ``body_len``,
+    ``seg_lens``: each segment's terms; ``doc_len``, ``body_len``,
     ``seg_len``: term counts of the document row, its body and its segments.
     """
 
     lines: str
     seg_lens: tuple[int, ...]
-    seg_terms: dict[str, int]
-    doc_terms: tuple[str, ...]
     doc_len: int
     body_len: int
     seg_len: int

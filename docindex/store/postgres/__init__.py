@@ -103,7 +103,9 @@ class PgStore(PgReader):
         self._docs: Counter[str] = Counter()
         self._failed: BaseException | None = None  # first error of this transaction
         self._batch = Batch()  # documents added, not yet sent (``pg``)
+        self._sender = batch.Sender()  # a full batch being sent
         self._ids: list[int] = []  # document ids taken from the sequence, unused
+        self._added: set[int] = set()  # documents added in this transaction
         self._id_block = 1
         # (match, filter, documents?) -> count_matches, from document_lexical
         self._matches: dict[tuple[str, DocFilter, bool], int] = {}
@@ -119,10 +121,34 @@ class PgStore(PgReader):
         return self._conn
 
     def _send_held(self) -> None:
-        """Write the documents ``add_document`` held back (``batch``)."""
-        if self._batch:
-            held, self._batch = self._batch, Batch()
-            held.write(self._conn, self._insert_again)
+        """Write the documents ``add_document`` held back (``batch``), after
+        the batch in flight (``Sender``)."""
+        self._finish_behind()
+        held, self._batch = self._batch, Batch()
+        if held:
+            self._write(held)
+
+    def _finish_behind(self) -> None:
+        """Wait for the batch in flight, and finish it if it met a clash."""
+        behind = self._sender.wait()
+        if behind:
+            self._write(behind)
+
+    def _write(self, held: Batch) -> None:
+        if not held.inserted:
+            held.insert_documents(self._conn)
+        for values in held.clashed:
+            self._insert_again(values)
+        held.write_rows(self._conn)
+
+    def _send_behind(self) -> None:
+        """Write the full batch from a thread; the ids of the next are taken
+        first, as nothing else may use the connection meanwhile."""
+        self._finish_behind()
+        if len(self._ids) < batch.MAX_DOCUMENTS:
+            self._take_ids(batch.MAX_DOCUMENTS)
+        held, self._batch = self._batch, Batch()
+        self._sender.start(held, self._conn)
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -231,7 +257,8 @@ class PgStore(PgReader):
 
     def close(self) -> None:
         """Close the connection."""
-        self.pg.close()
+        self._sender.drop()
+        self._conn.close()
 
     def __enter__(self) -> PgStore:
         return self
@@ -270,6 +297,7 @@ class PgStore(PgReader):
                 self._reading = not immediate
                 self._totals = None
                 self._id_block = 1
+                self._added.clear()
                 self.pg.execute(
                     "BEGIN" if immediate else "BEGIN ISOLATION LEVEL REPEATABLE READ"
                 )
@@ -284,6 +312,7 @@ class PgStore(PgReader):
             self._depth -= 1
             # held back since this block began: a SAVEPOINT writes them first
             self._batch = Batch()
+            self._sender.drop()
             with contextlib.suppress(psycopg.Error):
                 if self._depth == 0:
                     self.pg.execute("ROLLBACK")
@@ -295,6 +324,7 @@ class PgStore(PgReader):
             if self._depth == 0:
                 self._segs.clear()
                 self._docs.clear()
+                self._added.clear()
                 first, self._failed = self._failed, None
                 if isinstance(exc, psycopg.Error):
                     raise translate(first or exc, self.location) from None
@@ -310,6 +340,7 @@ class PgStore(PgReader):
             self._segs.clear()
             self._docs.clear()
             self._batch = Batch()
+            self._sender.drop()
             with contextlib.suppress(psycopg.Error):
                 self.pg.execute("ROLLBACK")
             raise translate(exc, self.location) from None
@@ -319,8 +350,23 @@ class PgStore(PgReader):
         self._docs[term] += docs
 
     def _flush_vocab(self) -> None:
-        """Append this transaction's term and total changes to ``vocab``."""
+        """Append this transaction's term and total changes to ``vocab``.
+
+        The terms of the documents it added are counted by the server from
+        their postings, in one aggregate: counting them in the writer and
+        sending the counts from the workers cost the scan about 2 s of CPU
+        on the corpus (issue #34). A document added and deleted again, or
+        rolled back to a savepoint, has no postings left to count.
+        """
         self._send_held()  # may replace another writer's copy: counted first
+        if self._added:
+            self._conn.execute(
+                "INSERT INTO vocab (term, segs, docs) SELECT term, sum(n), "
+                "count(*) FILTER (WHERE fld <> 0 OR body > 0) FROM postings "
+                "WHERE doc = ANY(%s::bigint[]) GROUP BY term",
+                (sorted(self._added),),
+            )
+            self._added.clear()
         segs, docs = self._segs, self._docs
         rows = [(t, segs[t], docs[t]) for t in segs.keys() | docs.keys()]
         rows = [row for row in rows if row[1] or row[2]]
@@ -490,7 +536,8 @@ class PgStore(PgReader):
         if not self._depth:
             with self.atomic():
                 return self.add_document(doc)
-        if (doc.root_id, doc.rel_path) in self._batch.paths:
+        key = (doc.root_id, doc.rel_path)
+        if key in self._batch.paths or key in self._sender.paths:
             self._send_held()  # its earlier copy goes first
         meta = doc.meta
         rows = doc.segments.rows
@@ -502,8 +549,7 @@ class PgStore(PgReader):
         doc_len, body_len, seg_len = made.doc_len, made.body_len, made.seg_len
         doc_id = self._next_id()
         first = doc_id << SEGMENT_BITS
-        self._segs.update(made.seg_terms)
-        self._docs.update(made.doc_terms)
+        self._added.add(doc_id)  # its terms are counted at the commit
         self._count(" rows", len(rows), 1)
         self._count(" tokens", seg_len, doc_len)
         self._count(" body", 0, body_len)
@@ -530,20 +576,23 @@ class PgStore(PgReader):
             held.postings.append(lines)
         held.size += len(lines) + len(doc.body or b"") + 1024 * n_vec
         if held.full:
-            self._send_held()  # bounds the memory held
+            self._send_behind()  # bounds the memory held
         return doc_id
 
     def _next_id(self) -> int:
         """A new document id; taken from the sequence in blocks that double
         within a transaction (one round trip for many documents)."""
         if not self._ids:
-            n = self._id_block
-            self._id_block = min(n * 2, batch.MAX_DOCUMENTS)
-            got = self._conn.execute(
-                "SELECT nextval('documents_id_seq') FROM generate_series(1, %s)", (n,)
-            ).fetchall()
-            self._ids = sorted((int(r[0]) for r in got), reverse=True)
+            self._finish_behind()  # the connection must be free
+            self._take_ids(self._id_block)
+            self._id_block = min(self._id_block * 2, batch.MAX_DOCUMENTS)
         return self._ids.pop()
+
+    def _take_ids(self, n: int) -> None:
+        got = self._conn.execute(
+            "SELECT nextval('documents_id_seq') FROM generate_series(1, %s)", (n,)
+        ).fetchall()
+        self._ids = sorted((int(r[0]) for r in got), reverse=True) + self._ids
 
     def _insert_again(self, values: tuple[object, ...]) -> None:
         """Insert a held-back document whose (root, path) another writer
@@ -565,11 +614,14 @@ class PgStore(PgReader):
         if row is None:
             return
         n_segs, seg_len, doc_len, body_len = row
-        for term, segs, in_doc in self.pg.execute(
-            "SELECT term, n, fld <> 0 OR body > 0 FROM postings WHERE doc = %s",
-            (doc_id,),
-        ):
-            self._count(term, -int(segs), -1 if in_doc else 0)
+        if doc_id in self._added:  # its terms are not counted yet
+            self._added.discard(doc_id)
+        else:
+            for term, segs, in_doc in self.pg.execute(
+                "SELECT term, n, fld <> 0 OR body > 0 FROM postings WHERE doc = %s",
+                (doc_id,),
+            ):
+                self._count(term, -int(segs), -1 if in_doc else 0)
         self._count(" rows", -int(n_segs), -1)
         self._count(" tokens", -int(seg_len), -int(doc_len))
         self._count(" body", 0, -int(body_len))

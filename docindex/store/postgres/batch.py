@@ -6,12 +6,14 @@ RELEASE, about ten waits on the server per document (23k on the corpus, and
 the server's per-statement work for each). ``Batch`` holds the rows of the
 documents added since the writer's last other statement; ``PgStore`` writes
 them with one pipelined multi-row INSERT and one COPY per table before any
-other statement runs, so every read in the transaction still sees them.
+other statement runs, so every read in the transaction still sees them. A
+full batch is written by ``Sender``'s thread while the scan goes on.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -49,6 +51,9 @@ class Batch:
     segments: list[tuple[object, ...]] = field(default_factory=list)
     postings: list[str] = field(default_factory=list)
     size: int = 0  # bytes held, roughly
+    clashed: list[tuple[object, ...]] = field(default_factory=list)
+    inserted: bool = False  # the documents rows are in (``clashed`` aside)
+    written: bool = False  # and the facets, segments and postings
 
     def __bool__(self) -> bool:
         return bool(self.documents)
@@ -57,20 +62,19 @@ class Batch:
     def full(self) -> bool:
         return len(self.documents) >= MAX_DOCUMENTS or self.size >= MAX_BYTES
 
-    def write(
-        self, conn: Connection[TupleRow], replace: Callable[[tuple[object, ...]], None]
-    ) -> None:
-        """Send the rows; ``replace`` inserts a document whose (root, path)
-        another writer committed meanwhile, after removing that copy."""
+    def insert_documents(self, conn: Connection[TupleRow]) -> None:
+        """Insert the ``documents`` rows in one pipeline; those whose (root,
+        path) another writer committed meanwhile go to ``clashed``."""
         with conn.cursor() as cur:
             cur.executemany(INSERT_DOCUMENT, self.documents, returning=True)
-            clashed = []
             for values in self.documents:
                 if cur.fetchone() is None:
-                    clashed.append(values)
+                    self.clashed.append(values)
                 cur.nextset()
-        for values in clashed:
-            replace(values)
+        self.inserted = True
+
+    def write_rows(self, conn: Connection[TupleRow]) -> None:
+        """The facets, segments and postings of the inserted documents."""
         with conn.cursor() as cur:
             if self.facets:
                 cur.executemany(
@@ -84,3 +88,57 @@ class Batch:
             if self.postings:
                 with cur.copy(COPY_POSTINGS) as copy:
                     copy.write("".join(self.postings))
+        self.written = True
+
+
+class Sender:
+    """Writes a full batch from a thread while the scan's writer goes on
+    collecting the next (issue #34: the writer waited ~3 s on the server's
+    COPYs of the corpus while its workers waited on it).
+
+    One batch at a time, and nothing else on the connection meanwhile:
+    ``PgStore`` calls ``wait`` before any other statement. A batch that met
+    a clash stops after its ``documents`` rows; ``wait`` hands it back.
+    """
+
+    def __init__(self) -> None:
+        self._thread: threading.Thread | None = None
+        self._batch: Batch | None = None
+        self._error: BaseException | None = None
+
+    @property
+    def paths(self) -> set[tuple[int, str]]:
+        return self._batch.paths if self._batch is not None else set()
+
+    def start(self, held: Batch, conn: Connection[TupleRow]) -> None:
+        def run() -> None:
+            try:
+                held.insert_documents(conn)
+                if not held.clashed:
+                    held.write_rows(conn)
+            except BaseException as exc:  # noqa: BLE001 - raised again by wait()
+                self._error = exc
+
+        self._batch = held
+        self._thread = threading.Thread(target=run, name="docindex-copy", daemon=True)
+        self._thread.start()
+
+    def wait(self) -> Batch | None:
+        """Wait for the batch in flight; return it if it is not all written.
+
+        Raises:
+            BaseException: what the thread's statements raised.
+        """
+        thread, held, self._thread, self._batch = self._thread, self._batch, None, None
+        if thread is None:
+            return None
+        thread.join()
+        error, self._error = self._error, None
+        if error is not None:
+            raise error
+        return None if held is None or held.written else held
+
+    def drop(self) -> None:
+        """Wait for the batch in flight and forget it (a rollback follows)."""
+        with contextlib.suppress(BaseException):
+            self.wait()

@@ -186,11 +186,20 @@ def term_freqs(columns: Sequence[str]) -> tuple[dict[str, int], int]:
     ``unicode61`` keeps whole (``text.tokenize``): splitting on spaces counts
     what FTS5 counts.
     """
-    first, second = (Counter(text.split()) for text in columns)
-    packed = {t: n << HIT_BITS for t, n in first.items()}
-    for t, n in second.items():
-        packed[t] = packed.get(t, 0) | n
-    return packed, first.total() + second.total()
+    packed, second, n = _packed(columns)
+    return packed, n
+
+
+def _packed(columns: Sequence[str]) -> tuple[dict[str, int], list[str], int]:
+    """``term_freqs`` and the second column's terms (the caller counts the
+    body from them rather than splitting the text again)."""
+    first, second = columns[0].split(), columns[1].split()
+    packed = Counter(second)  # the second column's terms are the most
+    if first:
+        get = packed.get
+        for t, n in Counter(first).items():
+            packed[t] = n << HIT_BITS | get(t, 0)
+    return packed, second, len(first) + len(second)
 
 
 def document_rows(
@@ -201,23 +210,23 @@ def document_rows(
     Runs in the scan's worker processes: counting each segment's terms and
     rendering the postings were 60% of the one writer's CPU (issue #34).
     """
-    seg_tf = [term_freqs(pair) for pair in fts]
-    packs = [packed for packed, _ in seg_tf]
-    body = Counter(" ".join(b for _, b in fts if b).split())
+    packs: list[dict[str, int]] = []
+    seg_lens: list[int] = []
+    body: Counter[str] = Counter()
+    for pair in fts:
+        packed, tokens, n = _packed(pair)
+        packs.append(packed)
+        seg_lens.append(n)
+        body.update(tokens)
     doc_tf, fields_len = term_freqs(fields)
     body_len = body.total()
     doc_len = fields_len + body_len
-    seg_terms: Counter[str] = Counter()
-    for packed in packs:
-        seg_terms.update(packed.keys())
     return EngineRows(
         lines=postings_copy(DOC_MARK.strip("\t"), packs, doc_tf, body, doc_len),
-        seg_lens=tuple(n for _, n in seg_tf),
-        seg_terms=dict(seg_terms),
-        doc_terms=tuple(body.keys() | doc_tf.keys()),
+        seg_lens=tuple(seg_lens),
         doc_len=doc_len,
         body_len=body_len,
-        seg_len=sum(n for _, n in seg_tf),
+        seg_len=sum(seg_lens),
     )
 
 
@@ -237,13 +246,12 @@ def postings_copy(
     get = held.get
     for i, packed in enumerate(segments):
         ordinal = str(i)
-        for term, hits in zip(packed, map(str, packed.values()), strict=True):
+        for term, hits in zip(packed, map(str, packed.values())):  # noqa: B905
             entry = get(term)
             if entry is None:
                 held[term] = [ordinal, hits]
             else:
-                entry.append(ordinal)
-                entry.append(hits)
+                entry += (ordinal, hits)
     for term in fields:
         if term not in held:
             held[term] = []
