@@ -326,6 +326,48 @@ def test_postings_btrees_come_after_the_first_load(tmp_path: Path, pg_url: str) 
     assert _btrees(pg_url) == {"postings_term", "postings_doc"}
 
 
+def test_missing_btrees_are_named_to_a_writer_that_cannot_build_them(
+    tmp_path: Path, pg_server: str, pg_url: str
+) -> None:
+    """A first scan stopped before its btrees were built, then a writer that
+    does not own the tables: scan and stats say what to run; the owner's
+    vacuum builds them."""
+    import psycopg
+
+    docs = _corpus(tmp_path)
+    assert invoke(["scan", str(docs), "--db", pg_url, "-q"]).exit_code == 0
+    schema = pg_url.split("search_path%3D")[1]
+    role = "writer_" + uuid.uuid4().hex[:8]
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        # the writer GRANTs of the README's "Share an index with a team"
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+        conn.execute(f"GRANT USAGE, CREATE ON SCHEMA {schema} TO {role}")
+        conn.execute(
+            f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} "
+            f"TO {role}"
+        )
+        conn.execute(
+            f"GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA {schema} TO {role}"
+        )
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("DROP INDEX postings_term, postings_doc")  # as a stopped scan
+    writer = pg_url.replace("postgres@", f"{role}@")
+    (docs / "new.md").write_text("# New\n\nfresh words\n")
+    result = invoke(["scan", str(docs), "--db", writer])
+    assert result.exit_code == 0, result.output
+    assert "postings btrees are missing" in result.output
+    assert "(role postgres) runs `docindex vacuum`" in result.output
+    assert _hits(writer, "fresh words")
+    notices = json.loads(invoke(["stats", "--db", writer, "--json"]).stdout)["notices"]
+    assert len(notices) == 1 and "role postgres" in notices[0]
+    assert "postings btrees" in invoke(["stats", "--db", writer]).output
+    assert invoke(["vacuum", "--db", pg_url]).exit_code == 0  # the owner
+    assert (
+        json.loads(invoke(["stats", "--db", writer, "--json"]).stdout)["notices"] == []
+    )
+    _consistent(pg_url)
+
+
 def test_missing_driver_is_one_line_with_install_command(tmp_path: Path) -> None:
     code = (
         "import sys; sys.modules['psycopg'] = None\n"

@@ -110,6 +110,7 @@ def scan(
                            on_progress=on_progress, bulk=True, stop=stop)  # fmt: skip
         if not result.interrupted:
             pin_roots(store, list(ws.config.roots))
+        result.warnings.extend(store.notices())
         if store.get_meta("location") != str(ws.db):
             # Where the index was written: a copy or move of its folder shows
             # as a different place later (workspace.relocation, issue #20).
@@ -456,7 +457,7 @@ def stats(db: str | None) -> IndexStats:
             tokenizer=store.get_meta("tokenizer"),
             facets=store.facet_values(),
             facet_counts=[FacetCount(k, d, v) for k, d, v in store.facet_counts()],
-            skipped=store.skip_counts(),
+            skipped=store.skip_counts(), notices=store.notices(),
         )  # fmt: skip
 
 

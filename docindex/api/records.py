@@ -46,6 +46,7 @@ class IndexStats:
     facets: dict[str, list[str]]
     facet_counts: list[FacetCount]
     skipped: dict[str, int]
+    notices: list[str]  # what to do about the index's state (``Index.notices``)
 
 
 @dataclass(frozen=True, slots=True)

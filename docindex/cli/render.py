@@ -345,6 +345,8 @@ def print_stats(console: Console, stats_record: object) -> None:
         counts = ", ".join(f"{k} {v:,}" for k, v in sorted(skipped.items()))
         table.add_row("skipped", f"{counts} (see `docindex skipped`)")
     console.print(table)
+    for notice in stats.get("notices") or []:
+        console.print(f"warning: {notice}", markup=False, highlight=False)
     if len(facets) > TOP:
         from rich.text import Text
 

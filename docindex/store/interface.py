@@ -252,6 +252,10 @@ class Index(Protocol):
     def tidy_fts(self) -> bool:
         """Merge the FTS index when deleted rows piled up; whether it merged."""
 
+    def notices(self) -> list[str]:
+        """What the user must do about the index's state: a repair this
+        process could not make itself (``stats`` and ``scan`` print them)."""
+
     def space(self) -> Space:
         """Where the file's bytes go and what ``vacuum`` would give back."""
 

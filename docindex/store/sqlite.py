@@ -495,6 +495,10 @@ class Store(DocumentRows, PostingRows):
             (doc_id, *fields, document_body((t, b) for _, t, b in rows)),
         )
 
+    def notices(self) -> list[str]:
+        """None: every repair of a SQLite index is made by the next writer."""
+        return []
+
     def tidy_fts(self) -> bool:
         """Merge the FTS index whole when enough deleted rows piled up (issue #22).
 

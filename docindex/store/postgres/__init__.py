@@ -255,6 +255,23 @@ class PgStore(PgReader):
             return False
         return True
 
+    def notices(self) -> list[str]:
+        """The postings btrees missing (a first scan stopped before they were
+        built) when this role could not build them: not the tables' owner."""
+        row = self.pg.execute(
+            "SELECT to_regclass('postings_term') IS NULL, (SELECT r.rolname "
+            "FROM pg_class c JOIN pg_roles r ON r.oid = c.relowner "
+            "WHERE c.oid = to_regclass('postings'))"
+        ).fetchone()
+        missing, owner = one(row)
+        if not missing:
+            return []
+        return [
+            "the index's postings btrees are missing (its first scan was stopped "
+            "before they were built): queries and edits read whole tables until "
+            f"the owner of its tables (role {owner}) runs `docindex vacuum` on it"
+        ]
+
     def close(self) -> None:
         """Close the connection."""
         self._sender.drop()
