@@ -40,6 +40,12 @@ class Unit:
     markdown: bool = False
 
 
+# Front-matter lists that name the page (Docusaurus, Hugo, Jekyll, MkDocs):
+# kept as one comma-separated metadata value, stored as one facet row per
+# item; the search treats each item as a name of its page (#37).
+NAME_LISTS = ("keywords", "tags")
+
+
 @dataclass(frozen=True, slots=True)
 class Extracted:
     """What an extractor returns for one file.

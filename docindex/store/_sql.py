@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain, repeat
 from typing import TypeVar
 
+from docindex.models import NAME_LISTS
 from docindex.store.records import DocFilter
 
 T = TypeVar("T")
@@ -17,9 +18,8 @@ ALL_DOCS = DocFilter()
 MAX_VARS = 900  # bound parameters per statement in chunked IN lists
 
 
-# Front-matter lists that name a page (``ingest.extract.markdown.NAME_LISTS``):
-# stored as one facet row per item, so ``--where keywords=上游`` matches one.
-NAME_FACETS = ("keywords", "tags")
+# The facet keys of those lists, in SQL: ``f.key IN NAME_KEYS``.
+NAME_KEYS = "(" + ", ".join(f"'{key}'" for key in NAME_LISTS) + ")"
 
 
 def facet_rows(meta: dict[str, str]) -> list[tuple[str, str]]:
@@ -27,7 +27,7 @@ def facet_rows(meta: dict[str, str]) -> list[tuple[str, str]]:
     ("APISIX, 上游") gives one row per item."""
     rows: list[tuple[str, str]] = []
     for key, value in meta.items():
-        if key in NAME_FACETS:
+        if key in NAME_LISTS:
             rows += [(key, v) for v in dict.fromkeys(value.split(", ")) if v]
         else:
             rows.append((key, value))

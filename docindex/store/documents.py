@@ -18,6 +18,7 @@ from docindex.models import SkipRecord, printable
 from docindex.store import maintenance
 from docindex.store._sql import (
     ALL_DOCS,
+    NAME_KEYS,
     Section,
     chunks,
     compress_body,
@@ -565,6 +566,22 @@ class DocumentRows:
             "GROUP BY key ORDER BY 2 DESC, key"
         )
         return [(str(k), int(d), int(v)) for k, d, v in rows]
+
+    def keyword_counts(self, keywords: Sequence[str]) -> tuple[dict[str, int], int]:
+        """Documents carrying each keyword (or tag), and documents carrying any."""
+        counts: dict[str, int] = {}
+        for chunk in chunks(list(keywords)):
+            marks = ",".join("?" * len(chunk))
+            for value, n in self.conn.execute(
+                f"SELECT value, count(DISTINCT doc_id) FROM facets WHERE key IN "
+                f"{NAME_KEYS} AND value IN ({marks}) GROUP BY value",
+                tuple(chunk),
+            ):
+                counts[str(value)] = int(n)
+        row = self.conn.execute(
+            f"SELECT count(DISTINCT doc_id) FROM facets WHERE key IN {NAME_KEYS}"
+        ).fetchone()
+        return counts, int(row[0]) if row else 0
 
     def facet_values(self) -> dict[str, list[str]]:
         """Distinct values of each front-matter facet."""

@@ -10,7 +10,14 @@ import zlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from docindex.store._sql import ALL_DOCS, MAX_WITHIN, chunks, filter_sql, varints
+from docindex.store._sql import (
+    ALL_DOCS,
+    MAX_WITHIN,
+    NAME_KEYS,
+    chunks,
+    filter_sql,
+    varints,
+)
 from docindex.store.records import DocFilter, DocHit, DocName, SegmentRow
 
 if TYPE_CHECKING:
@@ -246,30 +253,13 @@ class PostingRows:
             for doc_id, rel_path, title, keywords in self.conn.execute(
                 "SELECT d.id, d.rel_path, d.title, ("
                 "SELECT group_concat(f.value, char(31)) FROM facets f WHERE "
-                "f.doc_id = d.id AND f.key IN ('keywords', 'tags')) "
+                f"f.doc_id = d.id AND f.key IN {NAME_KEYS}) "
                 f"FROM documents d WHERE d.id IN ({marks})",
                 tuple(chunk),
             ):
                 named = tuple(keywords.split("\x1f")) if keywords else ()
                 out[int(doc_id)] = DocName(rel_path, title, named)
         return out
-
-    def keyword_counts(self, keywords: Sequence[str]) -> tuple[dict[str, int], int]:
-        """Documents carrying each keyword (or tag), and documents carrying any."""
-        counts: dict[str, int] = {}
-        for chunk in chunks(list(keywords)):
-            marks = ",".join("?" * len(chunk))
-            counts.update(
-                self.conn.execute(
-                    "SELECT value, count(DISTINCT doc_id) FROM facets WHERE key IN "
-                    f"('keywords', 'tags') AND value IN ({marks}) GROUP BY value",
-                    tuple(chunk),
-                ).fetchall()
-            )
-        row = self.conn.execute(
-            "SELECT count(DISTINCT doc_id) FROM facets WHERE key IN ('keywords', 'tags')"
-        ).fetchone()
-        return counts, int(row[0]) if row else 0
 
     def document_terms(self, doc_ids: Sequence[int]) -> dict[int, str]:
         """doc id -> its stored salient terms (``NewDocument.terms``).

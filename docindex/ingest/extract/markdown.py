@@ -6,18 +6,13 @@ import re
 
 from docindex.ingest.extract import ExtractLimits
 from docindex.ingest.extract.text import decode, looks_binary
-from docindex.models import Extracted, Unit
+from docindex.models import NAME_LISTS, Extracted, Unit
 from docindex.text.mdsyntax import heading_text, hide_unrendered
 
 _FRONT = re.compile(r"\A---[ \t]*\n(.*?\n)(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S)
 _H1 = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.M)
 # A line that may be an H1 (group 2) or opens/closes a fence (group 1), after "\\n".
 _H1_OR_FENCE = re.compile(r"\n(?:[^\S\n]*(```|~~~)|(#)[ \t])")
-
-
-# Front-matter lists that name the page (Docusaurus, Hugo, Jekyll, MkDocs):
-# kept as one comma-separated facet; the search treats each as a name (#37).
-NAME_LISTS = ("keywords", "tags")
 
 
 def parse_front_matter(text: str) -> tuple[dict[str, str], int]:

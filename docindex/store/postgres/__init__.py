@@ -126,17 +126,17 @@ class PgStore(PgReader):
         self._finish_behind()
         held, self._batch = self._batch, Batch()
         if held:
-            self._write(held)
+            held.insert_documents(self._conn)
+            self._finish(held)
 
     def _finish_behind(self) -> None:
         """Wait for the batch in flight, and finish it if it met a clash."""
         behind = self._sender.wait()
         if behind:
-            self._write(behind)
+            self._finish(behind)
 
-    def _write(self, held: Batch) -> None:
-        if not held.inserted:
-            held.insert_documents(self._conn)
+    def _finish(self, held: Batch) -> None:
+        """The rest of a batch whose ``documents`` rows are in."""
         for values in held.clashed:
             self._insert_again(values)
         held.write_rows(self._conn)
@@ -579,7 +579,7 @@ class PgStore(PgReader):
             doc.terms or None, doc_len, body_len, seg_len,
             list(made.seg_lens),
         ))  # fmt: skip
-        held.paths.add((doc.root_id, doc.rel_path))
+        held.paths.add(key)
         if meta:
             held.facets.extend((doc_id, k, v) for k, v in facet_rows(meta))
         lens = made.seg_lens
@@ -613,7 +613,7 @@ class PgStore(PgReader):
 
     def _insert_again(self, values: tuple[object, ...]) -> None:
         """Insert a held-back document whose (root, path) another writer
-        committed meanwhile: its copy goes first (``Batch.write``)."""
+        committed meanwhile: its copy goes first (``Batch.insert_documents``)."""
         other = self._conn.execute(
             "SELECT id FROM documents WHERE root_id = %s AND rel_path = %s",
             values[1:3],

@@ -52,8 +52,6 @@ class Batch:
     postings: list[str] = field(default_factory=list)
     size: int = 0  # bytes held, roughly
     clashed: list[tuple[object, ...]] = field(default_factory=list)
-    inserted: bool = False  # the documents rows are in (``clashed`` aside)
-    written: bool = False  # and the facets, segments and postings
 
     def __bool__(self) -> bool:
         return bool(self.documents)
@@ -71,7 +69,6 @@ class Batch:
                 if cur.fetchone() is None:
                     self.clashed.append(values)
                 cur.nextset()
-        self.inserted = True
 
     def write_rows(self, conn: Connection[TupleRow]) -> None:
         """The facets, segments and postings of the inserted documents."""
@@ -88,7 +85,6 @@ class Batch:
             if self.postings:
                 with cur.copy(COPY_POSTINGS) as copy:
                     copy.write("".join(self.postings))
-        self.written = True
 
 
 class Sender:
@@ -124,7 +120,8 @@ class Sender:
         self._thread.start()
 
     def wait(self) -> Batch | None:
-        """Wait for the batch in flight; return it if it is not all written.
+        """Wait for the batch in flight; return it if it met a clash: its
+        ``documents`` rows are in, the clashed ones and the rest are not.
 
         Raises:
             BaseException: what the thread's statements raised.
@@ -136,7 +133,7 @@ class Sender:
         error, self._error = self._error, None
         if error is not None:
             raise error
-        return None if held is None or held.written else held
+        return held if held is not None and held.clashed else None
 
     def drop(self) -> None:
         """Wait for the batch in flight and forget it (a rollback follows)."""

@@ -178,21 +178,16 @@ def bm25_sql(
     return lateral, lateral_params, score, score_params
 
 
-def term_freqs(columns: Sequence[str]) -> tuple[dict[str, int], int]:
-    """(term -> packed hits per column, tokens in all columns) of one FTS row
-    of two columns: ``hits(first) << 24 | hits(second)`` (``HIT_BITS``).
+def _packed(columns: Sequence[str]) -> tuple[dict[str, int], list[str], int]:
+    """(term -> packed hits per column, the second column's terms, tokens in
+    all columns) of one FTS row of two columns: ``hits(first) << 24 |
+    hits(second)`` (``HIT_BITS``).
 
     Columns hold pre-tokenised terms separated by spaces, which FTS5's
     ``unicode61`` keeps whole (``text.tokenize``): splitting on spaces counts
-    what FTS5 counts.
+    what FTS5 counts. The caller counts the body from the second column's
+    terms rather than splitting the text again.
     """
-    packed, second, n = _packed(columns)
-    return packed, n
-
-
-def _packed(columns: Sequence[str]) -> tuple[dict[str, int], list[str], int]:
-    """``term_freqs`` and the second column's terms (the caller counts the
-    body from them rather than splitting the text again)."""
     first, second = columns[0].split(), columns[1].split()
     packed = Counter(second)  # the second column's terms are the most
     if first:
@@ -218,7 +213,7 @@ def document_rows(
         packs.append(packed)
         seg_lens.append(n)
         body.update(tokens)
-    doc_tf, fields_len = term_freqs(fields)
+    doc_tf, _, fields_len = _packed(fields)
     body_len = body.total()
     doc_len = fields_len + body_len
     return EngineRows(
@@ -239,8 +234,8 @@ def postings_copy(
     (``segments``: each one's packed hits), with the ordinals and packed hits
     of the segments holding it; ``body``: its body hits per term.
 
-    The one loop over every (segment, term) pair appends two items (issue
-    #34: the writer's cost); everything else runs once per term.
+    The one loop over every (segment, term) pair adds two items to a list
+    (issue #34: the postings' cost); everything else runs once per term.
     """
     held: dict[str, list[str]] = {}
     get = held.get

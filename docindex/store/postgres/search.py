@@ -10,6 +10,7 @@ import zlib
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from docindex.store._sql import NAME_KEYS
 from docindex.store.documents import DocumentRows
 from docindex.store.postgres import ranking
 from docindex.store.postgres.filters import ALL_DOCS, filter_sql
@@ -299,26 +300,11 @@ class PgReader(DocumentRows):
         """doc id -> its path, title and front-matter keywords (and tags)."""
         rows = self.pg.execute(
             "SELECT d.id, d.rel_path, d.title, ARRAY(SELECT f.value FROM facets f "
-            "WHERE f.doc_id = d.id AND f.key IN ('keywords', 'tags')) "
+            f"WHERE f.doc_id = d.id AND f.key IN {NAME_KEYS}) "
             "FROM documents d WHERE d.id = ANY(%s)",
             (list(doc_ids),),
         )
         return {int(i): DocName(str(p), t, tuple(k)) for i, p, t, k in rows}
-
-    def keyword_counts(self, keywords: Sequence[str]) -> tuple[dict[str, int], int]:
-        """Documents carrying each keyword (or tag), and documents carrying any."""
-        counts = {
-            str(v): int(n)
-            for v, n in self.pg.execute(
-                "SELECT value, count(DISTINCT doc_id) FROM facets WHERE key IN "
-                "('keywords', 'tags') AND value = ANY(%s) GROUP BY value",
-                (list(keywords),),
-            )
-        }
-        row = self.pg.execute(
-            "SELECT count(DISTINCT doc_id) FROM facets WHERE key IN ('keywords', 'tags')"
-        ).fetchone()
-        return counts, int(row[0]) if row else 0
 
     def doc_ids_of(self, segment_ids: Sequence[int]) -> dict[int, int]:
         """segment id -> doc id."""
