@@ -22,8 +22,10 @@ from docindex.errors import ExtractionError
 from docindex.ingest.analyze import analyze_document, document_fields
 from docindex.ingest.pool import POOL_THRESHOLD, ExtractTimeout, Workers, deadline
 from docindex.store import (
+    DocTerms,
     EncodedSegments,
     compress_body,
+    doc_terms,
     encode_segments,
 )
 from docindex.text.fields import title_text
@@ -73,7 +75,7 @@ class Prepared:
     notes: tuple[tuple[str, str], ...] = ()
     fields: tuple[str, str] = ("", "")  # the document's FTS fields (#21)
     terms: str = ""  # its salient terms (analyze.document_terms)
-    doc_body: str = ""  # its doc_fts body (store.document_body), made here (#35)
+    doc_terms: DocTerms | None = None  # its stored term counts, made here (#46)
     rows: EngineRows | None = None  # the store's own rows (Index.row_maker, #34)
 
 
@@ -190,7 +192,7 @@ def _index_parts(
         return Prepared(job, hash=digest, skip="empty", kind=extracted.kind,
                         message=f"no text found in this {extracted.kind} file")  # fmt: skip
     doc_title = title_text(extracted.title, job.rel_path)
-    fts, vectors, terms, doc_body = analyze_document(
+    fts, vectors, terms, counts = analyze_document(
         cfg, extracted.title, doc_title, segments, bulk=bulk
     )
     fields = document_fields(cfg, doc_title, (s.heading_path for s in segments))
@@ -199,7 +201,7 @@ def _index_parts(
         meta=_facets(extracted.meta), notes=_notes(extracted.meta),
         body_z=compress_body(body), segments=encode_segments(segments, job.rel_path, body),
         fts=fts, vectors=vectors, fields=fields,
-        terms=terms, doc_body=doc_body,
+        terms=terms, doc_terms=doc_terms(fields, counts),
     )  # fmt: skip
 
 

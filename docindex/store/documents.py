@@ -24,10 +24,12 @@ from docindex.store._sql import (
     compress_body,
     decode_section,
     decode_sections,
-    document_body,
+    delete_doc_counts,
     facet_rows,
     filter_sql,
+    insert_doc_terms,
 )
+from docindex.store.doccounts import SLOT_BITS, body_counts, doc_terms
 from docindex.store.records import (
     SEGMENT_COLUMNS,
     DocFilter,
@@ -262,14 +264,10 @@ class DocumentRows:
                 "INSERT INTO fts (rowid, title, body) VALUES (?, ?, ?)",
                 [(first + i, title, body) for i, (title, body) in enumerate(doc.fts)],
             )
-            self.conn.execute(
-                "INSERT INTO doc_fts (rowid, title, heads, body) VALUES (?, ?, ?, ?)",
-                (
-                    doc_id,
-                    *doc.fields,
-                    document_body(doc.fts) if doc.doc_body is None else doc.doc_body,
-                ),
-            )
+            counts = doc.doc_terms
+            if counts is None:
+                counts = doc_terms(doc.fields, body_counts(b for _, b in doc.fts))
+            insert_doc_terms(self.conn, doc_id, counts)
         return doc_id
 
     def next_segment_id(self) -> int:
@@ -285,7 +283,7 @@ class DocumentRows:
         corpus. The setting persists in ``fts_config``; it costs memory only
         while writing.
         """
-        for table in ("fts", "doc_fts"):  # doc_fts too (issue #35)
+        for table in ("fts", "doc_terms"):  # the documents' too (issues #35, #46)
             row = self.conn.execute(
                 f"SELECT v FROM {table}_config WHERE k = 'hashsize'"
             ).fetchone()
@@ -304,7 +302,8 @@ class DocumentRows:
         The FTS tables are contentless: their rows go by replaying the exact
         (segment id, title tokens, body tokens) they were indexed with, which
         the caller recomputes from the stored text (``fts``), and the
-        document's ``fields`` (``NewDocument.fields``) for its ``doc_fts`` row.
+        document's ``fields`` (``NewDocument.fields``) for its ``doc_terms``
+        rows (made from the fields and the rows' bodies, #46).
         """
         rows = list(fts)
         with self.atomic(savepoint=False):
@@ -314,11 +313,13 @@ class DocumentRows:
             )
             maintenance.note_deleted(self.conn, len(rows))
             if fields is not None:
-                self.conn.execute(
-                    "INSERT INTO doc_fts (doc_fts, rowid, title, heads, body) "
-                    "VALUES ('delete', ?, ?, ?, ?)",
-                    (doc_id, *fields, document_body((t, b) for _, t, b in rows)),
+                counts = doc_terms(fields, body_counts(b for _, _, b in rows))
+                self.conn.executemany(
+                    "INSERT INTO doc_terms (doc_terms, rowid, terms) "
+                    "VALUES ('delete', ?, ?)",
+                    [(doc_id << SLOT_BITS | s, t) for s, t in counts.slots],
                 )
+            delete_doc_counts(self.conn, doc_id)
             self._bodies.pop(doc_id, None)
             span = self._span(doc_id)
             if span is not None:

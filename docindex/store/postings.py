@@ -12,15 +12,25 @@ from typing import TYPE_CHECKING
 
 from docindex.store._sql import (
     ALL_DOCS,
+    MAX_VARS,
     MAX_WITHIN,
     NAME_KEYS,
     chunks,
     filter_sql,
-    varints,
 )
+from docindex.store.doccounts import (
+    SLOT_BITS,
+    TermHits,
+    bm25_scores,
+    fts5_terms,
+    term_hits,
+    weighted_freq,
+)
+from docindex.store.matchexpr import Node, parse_match
 from docindex.store.records import DocFilter, DocHit, DocName, SegmentRow
 
 if TYPE_CHECKING:
+    from docindex.store.doccounts import Array
     from docindex.store.halves import Halves
 
 
@@ -55,10 +65,10 @@ class PostingRows:
                 ids = sorted(within)
                 lower, upper = ids[: len(ids) // 2], ids[len(ids) // 2 :]
                 sql = (
-                    "SELECT rowid, -bm25(fts, ?, 1.0) FROM fts WHERE fts MATCH ? "
+                    "SELECT rowid, -bm25(fts, 1.0, ?) FROM fts WHERE fts MATCH ? "
                     "AND rowid BETWEEN ? AND ? AND +rowid IN "
                     f"({','.join('?' * len(upper))}) "
-                    "ORDER BY bm25(fts, ?, 1.0), rowid LIMIT ?"
+                    "ORDER BY bm25(fts, 1.0, ?), rowid LIMIT ?"
                 )
                 # ``lower`` padded to ``upper``'s length (one statement text)
                 pad = [lower[-1]] * (len(upper) - len(lower))
@@ -72,23 +82,23 @@ class PostingRows:
                 return _merged(a, b, limit)
             marks = ",".join("?" * len(within))
             cur = self.conn.execute(
-                "SELECT rowid, -bm25(fts, ?, 1.0) FROM fts WHERE fts MATCH ? "
-                f"AND +rowid IN ({marks}) ORDER BY bm25(fts, ?, 1.0), rowid LIMIT ?",
+                "SELECT rowid, -bm25(fts, 1.0, ?) FROM fts WHERE fts MATCH ? "
+                f"AND +rowid IN ({marks}) ORDER BY bm25(fts, 1.0, ?), rowid LIMIT ?",
                 (title_weight, match, *within, title_weight, limit),
             )
             return [(int(r[0]), float(r[1])) for r in cur]
         where, params = filter_sql(only)
         if where:
             sql = (
-                "SELECT f.rowid, -bm25(fts, ?, 1.0) AS s FROM fts f "
+                "SELECT f.rowid, -bm25(fts, 1.0, ?) AS s FROM fts f "
                 "JOIN segments s ON s.id = f.rowid JOIN documents d ON d.id = s.doc_id "
-                f"WHERE fts MATCH ? AND {where} ORDER BY bm25(fts, ?, 1.0), f.rowid "
+                f"WHERE fts MATCH ? AND {where} ORDER BY bm25(fts, 1.0, ?), f.rowid "
                 "LIMIT ?"
             )
         else:
             sql = (
-                "SELECT rowid, -bm25(fts, ?, 1.0) FROM fts WHERE fts MATCH ? "
-                "ORDER BY bm25(fts, ?, 1.0), rowid LIMIT ?"
+                "SELECT rowid, -bm25(fts, 1.0, ?) FROM fts WHERE fts MATCH ? "
+                "ORDER BY bm25(fts, 1.0, ?), rowid LIMIT ?"
             )
         cur = self.conn.execute(
             sql, (title_weight, match, *params, title_weight, limit)
@@ -207,32 +217,155 @@ class PostingRows:
         weights: tuple[float, float, float],
         only: DocFilter = ALL_DOCS,
     ) -> list[DocHit]:
-        """The best documents for an FTS5 query, by ``bm25(doc_fts, *weights)``.
+        """The best documents for an FTS5 query, scored as ``bm25()`` scored them
+        over a ``(title, heads, body)`` FTS5 row with column ``weights``.
 
-        ``weights`` are the title (with file name), headings and body column
-        weights. Returns DocHits (id, negated bm25, segment id range) best first.
+        Issue #46: the documents holding the query's terms and their exact
+        counts come from ``doc_terms`` (``doccounts``), and ``bm25_scores``
+        computes FTS5's score from them. Returns DocHits (id, score, segment
+        id range) best first, ties by id.
         """
+        import numpy as np
+
         if self.halves is not None:
             self.halves.warm()  # for the segments' ranking that follows
+        tree, phrases = parse_match(match)
+        hits = {t: self._term_hits(t) for t in dict.fromkeys(phrases)}
+        cand = _matching(tree, hits)
         where, params = filter_sql(only)
-        if where:
-            cur = self.conn.execute(
-                "SELECT d.id, -bm25(doc_fts, ?, ?, ?) AS s, d.first_segment, "
-                "d.n_segments FROM doc_fts JOIN documents d ON d.id = doc_fts.rowid "
-                f"WHERE doc_fts MATCH ? AND {where} ORDER BY s DESC, d.id LIMIT ?",
-                (*weights, match, *params, limit),
+        if where and len(cand):
+            allowed = [
+                int(r[0])
+                for r in self.conn.execute(
+                    f"SELECT d.id FROM documents d WHERE {where}", params
+                )
+            ]
+            cand = np.intersect1d(cand, np.asarray(allowed, dtype=np.int64))
+        if not len(cand):
+            return []
+        n_rows, total, _ = self._doc_totals()
+        lengths = self._doc_lengths(cand)
+        phrase_freqs = [
+            (len(hits[t].docs), self._freqs(hits[t], cand, weights))
+            for t in phrases
+        ]
+        scores = bm25_scores(n_rows, total, lengths, phrase_freqs)
+        best = np.lexsort((cand, -scores))[:limit]
+        ids = [int(cand[i]) for i in best]
+        spans = {
+            int(r[0]): (int(r[1]), int(r[2]))
+            for chunk in chunks(ids)
+            for r in self.conn.execute(
+                "SELECT id, first_segment, n_segments FROM documents WHERE id IN "
+                f"({','.join('?' * len(chunk))})",
+                tuple(chunk),
             )
+        }
+        return [
+            DocHit(doc, float(scores[i]), *spans[doc])
+            for doc, i in zip(ids, best, strict=True)
+            if doc in spans
+        ]
+
+    def _term_hits(self, term: str) -> TermHits:
+        """The documents holding ``term`` and its counts in each of their fields.
+
+        FTS5 read a query term its tokenizer splits (``fts5_terms``) as a
+        phrase of its pieces; without positions, the documents holding every
+        piece stand in for it, each field counting its rarest piece (the only
+        case not exactly as before, #46: no query of the judged sets has one).
+        """
+        pieces = fts5_terms([term]).get(term, (term,))
+        if len(pieces) == 1:
+            return self._piece_hits(pieces[0])
+        import numpy as np
+
+        if not pieces:
+            empty = np.zeros(0, dtype=np.int64)
+            return TermHits(empty, empty, empty, empty, empty)
+        parts = [self._piece_hits(p) for p in pieces]
+        docs = parts[0].docs
+        for part in parts[1:]:
+            docs = np.intersect1d(docs, part.docs, assume_unique=True)
+        at = [np.searchsorted(part.docs, docs) for part in parts]
+        fields = [
+            np.min([getattr(part, f)[i] for part, i in zip(parts, at, strict=True)],
+                   axis=0)
+            for f in ("title", "heads", "body")
+        ]  # fmt: skip
+        return TermHits(docs, *fields, escaped=docs[:0])
+
+    def _piece_hits(self, term: str) -> TermHits:
+        """One FTS5 token's ``doc_terms`` row ids, decoded, with its whole counts."""
+        import numpy as np
+
+        rows = self.conn.execute(
+            "SELECT rowid FROM doc_terms WHERE doc_terms MATCH ?", (_phrase(term),)
+        ).fetchall()
+        hits = term_hits(np.array(rows, dtype=np.int64).reshape(-1))
+        if not len(hits.escaped):
+            return hits
+        title, heads, body = hits.title.copy(), hits.heads.copy(), hits.body.copy()
+        for doc in hits.escaped.tolist():
+            row = self.conn.execute(
+                "SELECT title, heads, body FROM doc_term_counts "
+                "WHERE doc_id = ? AND term = ?",
+                (doc, term),
+            ).fetchone()
+            if row is not None:
+                at = int(np.searchsorted(hits.docs, doc))
+                title[at], heads[at], body[at] = (int(v) for v in row)
+        return TermHits(hits.docs, title, heads, body, hits.escaped)
+
+    @staticmethod
+    def _freqs(
+        hits: TermHits, cand: Array, weights: tuple[float, float, float]
+    ) -> Array:
+        """Each candidate's weighted frequency of a term (0.0 where it has none)."""
+        import numpy as np
+
+        freq = np.zeros(len(cand), dtype=np.float64)
+        pos = np.searchsorted(cand, hits.docs)
+        inside = pos < len(cand)
+        inside[inside] = cand[pos[inside]] == hits.docs[inside]
+        title, heads, body = hits.title, hits.heads, hits.body
+        plain = inside & (title == 0) & (heads == 0)
+        if weights[2] == 1.0:  # adding 1.0 n times to 0.0 gives n exactly
+            freq[pos[plain]] = body[plain]
         else:
-            # Rank first, join the few winners: joining every matching row
-            # doubled the cost of a broad query on a big index (issue #24).
-            cur = self.conn.execute(
-                "SELECT d.id, t.s, d.first_segment, d.n_segments FROM ("
-                "SELECT rowid, -bm25(doc_fts, ?, ?, ?) AS s FROM doc_fts "
-                "WHERE doc_fts MATCH ? ORDER BY s DESC, rowid LIMIT ?"
-                ") t JOIN documents d ON d.id = t.rowid ORDER BY t.s DESC, d.id",
-                (*weights, match, limit),
+            plain[:] = False
+        for k in np.flatnonzero(inside & ~plain):
+            freq[pos[k]] = weighted_freq(
+                (int(title[k]), int(heads[k]), int(body[k])), weights
             )
-        return [DocHit(int(r[0]), float(r[1]), int(r[2]), int(r[3])) for r in cur]
+        return freq
+
+    def _doc_totals(self) -> tuple[int, int, int]:
+        """(documents, their terms in all fields, their body terms)."""
+        n, total, body = self.conn.execute(
+            "SELECT count(*), coalesce(sum(length), 0), coalesce(sum(body), 0) "
+            "FROM doc_lengths"
+        ).fetchone()
+        return int(n), int(total), int(body)
+
+    def _doc_lengths(self, docs: Array) -> Array:
+        """Each document's terms in all fields (float64), in the order of ``docs``."""
+        import numpy as np
+
+        if len(docs) > MAX_VARS:
+            rows = self.conn.execute("SELECT id, length FROM doc_lengths").fetchall()
+        else:
+            marks = ",".join("?" * len(docs))
+            rows = self.conn.execute(
+                f"SELECT id, length FROM doc_lengths WHERE id IN ({marks})",
+                tuple(docs.tolist()),
+            ).fetchall()
+        table = np.array(rows, dtype=np.int64).reshape(-1, 2)
+        order = np.argsort(table[:, 0])
+        ids, lengths = table[order, 0], table[order, 1]
+        at = np.minimum(np.searchsorted(ids, docs), max(0, len(ids) - 1))
+        found: Array = np.where(ids[at] == docs, lengths[at], 0).astype(np.float64)
+        return found
 
     def _halves_for(self, n_ids: int) -> Halves | None:
         """The two-halves helper when a ranking over ``n_ids`` ids can be
@@ -284,16 +417,24 @@ class PostingRows:
 
     def document_freqs(self, terms: Sequence[str]) -> dict[str, int]:
         """Number of documents holding each term; absent terms are left out."""
-        return self._row_counts("doc_fts", terms)
+        out: dict[str, int] = {}
+        for term in dict.fromkeys(terms):
+            pieces = fts5_terms([term]).get(term, (term,))
+            if len(pieces) == 1:
+                (n,) = self.conn.execute(
+                    f"SELECT count(DISTINCT rowid >> {SLOT_BITS}) FROM doc_terms "
+                    "WHERE doc_terms MATCH ?",
+                    (_phrase(pieces[0]),),
+                ).fetchone()
+            else:
+                n = len(self._term_hits(term).docs)
+            if n:
+                out[term] = int(n)
+        return out
 
     def document_stats(self) -> tuple[int, float]:
-        """(documents, mean body terms per document) from ``doc_fts``'s totals."""
-        row = self.conn.execute(
-            "SELECT block FROM doc_fts_data WHERE id = 1"
-        ).fetchone()
-        totals = varints(row[0]) if row and row[0] else []
-        n_docs = totals[0] if totals else 0
-        body = totals[3] if len(totals) > 3 else 0
+        """(documents, mean body terms per document) from ``doc_lengths``."""
+        n_docs, _, body = self._doc_totals()
         return n_docs, body / max(1, n_docs)
 
     def doc_ids_of(self, segment_ids: Sequence[int]) -> dict[int, int]:
@@ -306,6 +447,32 @@ class PostingRows:
             ):
                 out[int(sid)] = int(doc_id)
         return out
+
+
+def _phrase(term: str) -> str:
+    """One term as an FTS5 phrase."""
+    return '"' + term.replace('"', '""') + '"'
+
+
+def _matching(tree: Node, hits: dict[str, TermHits]) -> Array:
+    """The documents (ascending ids) a MATCH tree selects, by the terms they hold."""
+    import numpy as np
+
+    if tree.op == "term":
+        found: Array = hits[tree.term].docs
+        return found
+    kids = [_matching(k, hits) for k in tree.kids]
+    if tree.op == "not":
+        out: Array = np.setdiff1d(kids[0], kids[1], assume_unique=True)
+        return out
+    joined = kids[0]
+    for k in kids[1:]:
+        joined = (
+            np.union1d(joined, k)
+            if tree.op == "or"
+            else np.intersect1d(joined, k, assume_unique=True)
+        )
+    return joined
 
 
 def _merged(

@@ -38,7 +38,8 @@ from docindex.errors import (
     SchemaTooNewError,
 )
 from docindex.store import maintenance, migrations
-from docindex.store._sql import document_body
+from docindex.store._sql import insert_doc_terms
+from docindex.store.doccounts import body_counts, doc_terms
 from docindex.store.documents import DocumentRows
 from docindex.store.postings import PostingRows
 from docindex.store.records import Space, Vacuumed
@@ -486,13 +487,12 @@ class Store(DocumentRows, PostingRows):
         self, doc_id: int, rows: Sequence[tuple[int, str, str]], fields: tuple[str, str]
     ) -> None:
         """Insert a document's FTS rows (segment id, title tokens, body tokens) and
-        its ``doc_fts`` row (``fields`` and the rows' bodies) after ``clear_fts``."""
+        its stored term counts (``fields`` and the rows' bodies) after ``clear_fts``."""
         self.conn.executemany(
             "INSERT INTO fts (rowid, title, body) VALUES (?, ?, ?)", rows
         )
-        self.conn.execute(
-            "INSERT INTO doc_fts (rowid, title, heads, body) VALUES (?, ?, ?, ?)",
-            (doc_id, *fields, document_body((t, b) for _, t, b in rows)),
+        insert_doc_terms(
+            self.conn, doc_id, doc_terms(fields, body_counts(b for _, _, b in rows))
         )
 
     def notices(self) -> list[str]:

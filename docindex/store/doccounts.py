@@ -1,0 +1,254 @@
+"""Documents' exact term counts, and FTS5's ``bm25()`` computed from them (#46).
+
+Issue #35's option (b): a document's row no longer stores every body word as
+FTS5 positions. What ranking a whole document needs of a term is its count in
+each field (title and file name, headings, body) and the document's length;
+those are stored exactly, and the score FTS5's ``bm25()`` gave over the old
+``doc_fts(title, heads, body)`` is computed from them (``DocScorer``).
+
+Where the counts live (``doc_terms``, an FTS5 table with ``detail=none``,
+which stores row ids only, no positions or columns): each document owns
+``SLOTS`` consecutive row ids, ``doc_id << SLOT_BITS | slot``, and a term goes
+into the rows whose slot is a set bit of its count in a field (``TITLE``,
+``HEADS`` and ``BODY`` give each field's first slot and width). A term held
+once in the body is one row id in one slot; a count of 6 is two. Querying a
+term reads its row ids (FTS5, in C) and adds the bits back. A count too wide
+for its slots (a title word 16 times, a body word a million times) sets the
+``ESCAPE`` slot instead, and its three counts go to ``doc_term_counts``.
+``doc_lengths`` holds each document's length (all fields) and body length.
+
+On the shared corpus this is 4 MB where ``doc_fts`` was 15.9 (the index 75.5
+-> see docs/performance.md), and the scores are FTS5's to the last bit: the
+weighted frequency is summed one hit at a time in column order, the idf and
+the length norm in the same operations and order as ``fts5Bm25Function``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sqlite3
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    Array = npt.NDArray[Any]
+
+SLOT_BITS = 5
+SLOTS = 1 << SLOT_BITS
+# (first slot, bits) of each field's count, and the slot of a count stored whole
+TITLE = (0, 4)  # up to 15
+HEADS = (4, 7)  # up to 127
+BODY = (11, 20)  # up to 1,048,575
+ESCAPE = 31
+FIELDS = (TITLE, HEADS, BODY)
+K1 = 1.2  # fts5_aux.c
+B = 0.75
+
+
+@dataclass(frozen=True, slots=True)
+class DocTerms:
+    """A document's rows in ``doc_terms``, ``doc_term_counts`` and ``doc_lengths``.
+
+    ``slots``: (slot, space-separated terms) for each non-empty slot;
+    ``escaped``: (term, title, heads, body) counts too wide for their slots;
+    ``length``: the document's terms in all fields; ``body``: in its body.
+    """
+
+    slots: tuple[tuple[int, str], ...]
+    escaped: tuple[tuple[str, int, int, int], ...]
+    length: int
+    body: int
+
+
+def doc_terms(fields: tuple[str, str], body: Counter[str]) -> DocTerms:
+    """The stored form of a document's counts (pure: the scan's workers call it).
+
+    Counted as FTS5 counted the old row's columns: a term its ``unicode61``
+    tokenizer splits (a ``・`` inside a CJK n-gram) counts as its pieces
+    (``fts5_terms``).
+
+    Args:
+        fields: the pre-tokenised (title and file name, headings).
+        body: each body term's count (its segments' body terms).
+    """
+    title = fts5_counts(Counter(fields[0].split()))
+    heads = fts5_counts(Counter(fields[1].split()))
+    body = fts5_counts(body)
+    slots: list[list[str]] = [[] for _ in range(SLOTS)]
+    wide = {
+        t for counts, (_, bits) in ((title, TITLE), (heads, HEADS), (body, BODY))
+        for t, n in counts.items() if n >> bits
+    }  # fmt: skip
+    # Terms of one count share their slots: grouped by count, not one by one.
+    for counts, (first, _) in ((title, TITLE), (heads, HEADS), (body, BODY)):
+        by_count: dict[int, list[str]] = {}
+        for t, n in counts.items():
+            by_count.setdefault(n, []).append(t)
+        for n, terms in by_count.items():
+            if wide:
+                terms = [t for t in terms if t not in wide]
+            bit = 0
+            while n:
+                if n & 1:
+                    slots[first + bit].extend(terms)
+                n >>= 1
+                bit += 1
+    escaped = tuple(
+        (t, title.get(t, 0), heads.get(t, 0), body.get(t, 0)) for t in sorted(wide)
+    )
+    if escaped:
+        slots[ESCAPE] = [t for t, *_ in escaped]
+    length = title.total() + heads.total() + body.total()
+    return DocTerms(
+        tuple((s, " ".join(terms)) for s, terms in enumerate(slots) if terms),
+        escaped, length, body.total(),
+    )  # fmt: skip
+
+
+# Characters FTS5's unicode61 (Unicode 6.1 tables) keeps in a token as they
+# are, among those our tokenizer emits: a term made of these alone is one
+# FTS5 token. Any other term (CJK punctuation such as ``・``, radicals, letters
+# newer than Unicode 6.1, other scripts) is split by FTS5 itself.
+_PLAIN = (
+    "a-z0-9\u00c0-\u024f\u3005\u3007\u3041-\u3096\u309d\u309e"
+    "\u30a1-\u30fa\u30fc-\u30fe\u3400-\u4db5\u4e00-\u9fcc\uac00-\ud7a3"
+)
+_OTHER: list[re.Pattern[str]] = []
+_SPLIT: dict[str, tuple[str, ...]] = {}  # term -> its unicode61 tokens (memo)
+_SPLIT_MAX = 100_000
+_SPLITTER: list[sqlite3.Connection] = []
+
+
+def _other() -> re.Pattern[str]:
+    if not _OTHER:
+        _OTHER.append(re.compile(f"[^ {_PLAIN}]"))
+    return _OTHER[0]
+
+
+def fts5_terms(terms: Iterable[str]) -> dict[str, tuple[str, ...]]:
+    """The terms FTS5's ``unicode61`` would not keep whole, each with its tokens.
+
+    Asked of FTS5 itself (an in-memory table), once per term and process.
+    """
+    other = _other()
+    odd = [t for t in terms if other.search(t)]
+    todo = [t for t in odd if t not in _SPLIT]
+    if todo:
+        if len(_SPLIT) > _SPLIT_MAX:
+            _SPLIT.clear()
+        if not _SPLITTER:
+            conn = sqlite3.connect(":memory:")
+            conn.execute(
+                "CREATE VIRTUAL TABLE s USING fts5(x, content='', "
+                "tokenize='unicode61 remove_diacritics 0')"
+            )
+            conn.execute("CREATE VIRTUAL TABLE si USING fts5vocab(s, 'instance')")
+            _SPLITTER.append(conn)
+        conn = _SPLITTER[0]
+        conn.executemany("INSERT INTO s (rowid, x) VALUES (?, ?)", enumerate(todo))
+        pieces: dict[int, list[str]] = {}
+        for row, term in conn.execute("SELECT doc, term FROM si ORDER BY doc, offset"):
+            pieces.setdefault(int(row), []).append(str(term))
+        conn.execute("INSERT INTO s (s) VALUES ('delete-all')")
+        for i, t in enumerate(todo):
+            _SPLIT[t] = tuple(pieces.get(i, ()))
+    return {t: _SPLIT[t] for t in odd}
+
+
+def fts5_counts(counts: Counter[str]) -> Counter[str]:
+    """``counts`` of our terms as counts of the tokens FTS5 indexes them as."""
+    if not counts or not _other().search(" ".join(counts)):
+        return counts
+    split = fts5_terms(counts)
+    out: Counter[str] = Counter()
+    for t, n in counts.items():
+        for piece in split.get(t, (t,)):
+            out[piece] += n
+    return out
+
+
+def body_counts(bodies: Iterable[str]) -> Counter[str]:
+    """Each term's count over a document's segments' pre-tokenised bodies."""
+    counts: Counter[str] = Counter()
+    for text in bodies:
+        if text:
+            counts.update(text.split())
+    return counts
+
+
+@dataclass(frozen=True, slots=True)
+class TermHits:
+    """One term's documents (ascending ids) and its counts in each field."""
+
+    docs: Array
+    title: Array
+    heads: Array
+    body: Array
+    escaped: Array  # documents whose counts are in doc_term_counts
+
+
+def term_hits(rowids: Array) -> TermHits:
+    """Decode a term's ``doc_terms`` row ids (ascending) into per-document counts."""
+    import numpy as np
+
+    docs_all = rowids >> SLOT_BITS
+    slot = rowids & (SLOTS - 1)
+    docs, inverse = np.unique(docs_all, return_inverse=True)
+    fields = []
+    for first, bits in FIELDS:
+        inside = (slot >= first) & (slot < first + bits)
+        weights = np.where(inside, np.left_shift(1, slot - first, dtype=np.int64), 0)
+        fields.append(np.bincount(inverse, weights=weights, minlength=len(docs)))
+    escaped = np.unique(docs_all[slot == ESCAPE])
+    return TermHits(
+        docs, *(f.astype(np.int64) for f in fields), escaped=escaped
+    )  # fmt: skip
+
+
+def idf(n_rows: int, n_hit: int) -> float:
+    """FTS5's idf of a phrase held by ``n_hit`` of ``n_rows`` rows."""
+    value = math.log((n_rows - n_hit + 0.5) / (n_hit + 0.5))
+    return value if value > 0.0 else 1e-6
+
+
+def weighted_freq(counts: Sequence[int], weights: Sequence[float]) -> float:
+    """FTS5's per-phrase frequency: each hit's column weight added in column order."""
+    f = 0.0
+    for n, w in zip(counts, weights, strict=True):
+        if n and w == 1.0 and f == 0.0:
+            f = float(n)  # adding 1.0 n times to 0.0 is exact
+            continue
+        for _ in range(n):
+            f += w
+    return f
+
+
+def bm25_scores(
+    n_rows: int, total_tokens: int, lengths: Array,
+    phrases: Sequence[tuple[int, Array]],
+) -> Array:  # fmt: skip
+    """FTS5's ``bm25()`` (negated: higher is better) of the candidate documents.
+
+    Args:
+        n_rows: documents in the index; ``total_tokens``: their terms, all
+            fields.
+        lengths: each candidate's terms in all fields (float64).
+        phrases: per query phrase, in order: the documents holding it in the
+            whole index, and each candidate's weighted frequency (float64,
+            0.0 where it holds none).
+    """
+    import numpy as np
+
+    avgdl = float(total_tokens) / float(n_rows)
+    score = np.zeros(len(lengths), dtype=np.float64)
+    # (1 - b + b * D / avgdl) exactly as fts5_aux.c groups it
+    norm = K1 * ((1 - B) + (B * lengths) / avgdl)
+    for n_hit, freq in phrases:
+        score += idf(n_rows, n_hit) * ((freq * (K1 + 1.0)) / (freq + norm))
+    result: Array = score
+    return result
