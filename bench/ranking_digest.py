@@ -152,8 +152,10 @@ def compare(a_path: Path, b_path: Path, tol: float) -> int:
                 bad += 1
                 print(f"{key} {q!r}: ids {'same' if ids_a == ids_b else 'differ'}, "
                       f"max score diff {diff:.2e}")  # fmt: skip
-    print(f"{total} queries compared, {bad} differ (tolerance {tol}); "
-          f"largest score difference among same ids {worst:.2e}")
+    print(
+        f"{total} queries compared, {bad} differ (tolerance {tol}); "
+        f"largest score difference among same ids {worst:.2e}"
+    )
     return 1 if bad else 0
 
 

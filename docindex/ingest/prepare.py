@@ -2,7 +2,7 @@
 
 ``prepare`` runs in the scan's worker processes (``_prepare_all`` hands the
 jobs out in walk order); everything it returns is ready to store, the
-``doc_fts`` body included (issue #35), so the single writer only inserts.
+stored term counts included (issues #35, #46), so the single writer only inserts.
 """
 
 from __future__ import annotations

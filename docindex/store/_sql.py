@@ -61,18 +61,6 @@ def compress_body(text: str) -> bytes:
 _COMPRESS: list[Callable[[bytes, int], bytes]] = []
 
 
-def varints(blob: bytes) -> list[int]:
-    """Decode SQLite's big-endian base-128 varints (FTS5 record format)."""
-    out: list[int] = []
-    value = 0
-    for byte in blob:
-        value = (value << 7) | (byte & 0x7F)
-        if not byte & 0x80:
-            out.append(value)
-            value = 0
-    return out
-
-
 # A stored section: a bare heading path (its anchor is the path's slug), or
 # [heading path, anchor] (``encoding.encode_segments``).
 Section = list[str] | list[list[str] | str]

@@ -4,7 +4,7 @@ Issue #35's option (b): a document's row no longer stores every body word as
 FTS5 positions. What ranking a whole document needs of a term is its count in
 each field (title and file name, headings, body) and the document's length;
 those are stored exactly, and the score FTS5's ``bm25()`` gave over the old
-``doc_fts(title, heads, body)`` is computed from them (``DocScorer``).
+``doc_fts(title, heads, body)`` is computed from them (``bm25_scores``).
 
 Where the counts live (``doc_terms``, an FTS5 table with ``detail=none``,
 which stores row ids only, no positions or columns): each document owns
@@ -17,10 +17,12 @@ for its slots (a title word 16 times, a body word a million times) sets the
 ``ESCAPE`` slot instead, and its three counts go to ``doc_term_counts``.
 ``doc_lengths`` holds each document's length (all fields) and body length.
 
-On the shared corpus this is 4 MB where ``doc_fts`` was 15.9 (the index 75.5
--> see docs/performance.md), and the scores are FTS5's to the last bit: the
-weighted frequency is summed one hit at a time in column order, the idf and
-the length norm in the same operations and order as ``fts5Bm25Function``.
+On the shared corpus this is 3.9 MB where ``doc_fts`` was 15.9, and the
+scores are FTS5's to the last bit (``tests/test_doc_rows.py`` compares them
+with FTS5's own over the old rows): the weighted frequency is summed one hit
+at a time in column order, the idf and the length norm in the same
+operations and order as ``fts5Bm25Function``; terms are counted as FTS5's
+``unicode61`` tokenizer counted them (``fts5_counts``).
 """
 
 from __future__ import annotations
@@ -205,9 +207,8 @@ def term_hits(rowids: Array) -> TermHits:
         weights = np.where(inside, np.left_shift(1, slot - first, dtype=np.int64), 0)
         fields.append(np.bincount(inverse, weights=weights, minlength=len(docs)))
     escaped = np.unique(docs_all[slot == ESCAPE])
-    return TermHits(
-        docs, *(f.astype(np.int64) for f in fields), escaped=escaped
-    )  # fmt: skip
+    title, heads, body = (f.astype(np.int64) for f in fields)
+    return TermHits(docs, title, heads, body, escaped)
 
 
 def idf(n_rows: int, n_hit: int) -> float:

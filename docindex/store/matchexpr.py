@@ -94,5 +94,3 @@ def parse_match(match: str) -> tuple[Node, list[str]]:
     if pos != len(tokens):
         raise ValueError(f"unsupported MATCH syntax: {match!r}")
     return tree, phrases
-
-

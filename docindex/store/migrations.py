@@ -317,7 +317,9 @@ def _rebuild_fts(conn: sqlite3.Connection) -> None:
         ).fetchall():
             heading = decode_section(sections, section)[0]
             headings.append(heading)
-            rows.append((sid, *fts_row(cfg, doc_title, heading, text[start : start + chars])))
+            rows.append(
+                (sid, *fts_row(cfg, doc_title, heading, text[start : start + chars]))
+            )
         conn.executemany("INSERT INTO fts (rowid, title, body) VALUES (?, ?, ?)", rows)
         fields = document_fields(cfg, doc_title, headings)
         insert_doc_terms(

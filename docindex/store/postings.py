@@ -246,8 +246,7 @@ class PostingRows:
         n_rows, total, _ = self._doc_totals()
         lengths = self._doc_lengths(cand)
         phrase_freqs = [
-            (len(hits[t].docs), self._freqs(hits[t], cand, weights))
-            for t in phrases
+            (len(hits[t].docs), self._freqs(hits[t], cand, weights)) for t in phrases
         ]
         scores = bm25_scores(n_rows, total, lengths, phrase_freqs)
         best = np.lexsort((cand, -scores))[:limit]
@@ -288,12 +287,12 @@ class PostingRows:
         for part in parts[1:]:
             docs = np.intersect1d(docs, part.docs, assume_unique=True)
         at = [np.searchsorted(part.docs, docs) for part in parts]
-        fields = [
+        title, heads, body = (
             np.min([getattr(part, f)[i] for part, i in zip(parts, at, strict=True)],
                    axis=0)
             for f in ("title", "heads", "body")
-        ]  # fmt: skip
-        return TermHits(docs, *fields, escaped=docs[:0])
+        )  # fmt: skip
+        return TermHits(docs, title, heads, body, docs[:0])
 
     def _piece_hits(self, term: str) -> TermHits:
         """One FTS5 token's ``doc_terms`` row ids, decoded, with its whole counts."""

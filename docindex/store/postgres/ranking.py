@@ -29,6 +29,7 @@ from docindex.store.records import DOC_MARK, EngineRows
 K1 = 1.2
 B = 0.75
 
+
 def bool_sql(
     node: Node, leaf: Callable[[str], tuple[str, list[object]]]
 ) -> tuple[str, list[object]]:
