@@ -27,18 +27,14 @@ operations and order as ``fts5Bm25Function``; terms are counted as FTS5's
 
 from __future__ import annotations
 
+import bisect
+import functools
 import math
 import re
 import sqlite3
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    import numpy.typing as npt
-
-    Array = npt.NDArray[Any]
 
 SLOT_BITS = 5
 SLOTS = 1 << SLOT_BITS
@@ -117,18 +113,37 @@ def doc_terms(fields: tuple[str, str], body: Counter[str]) -> DocTerms:
 # FTS5 token. Any other term (CJK punctuation such as ``・``, radicals, letters
 # newer than Unicode 6.1, other scripts) is split by FTS5 itself.
 _PLAIN = (
-    "a-z0-9\u00c0-\u024f\u3005\u3007\u3041-\u3096\u309d\u309e"
-    "\u30a1-\u30fa\u30fc-\u30fe\u3400-\u4db5\u4e00-\u9fcc\uac00-\ud7a3"
-)
-_OTHER: list[re.Pattern[str]] = []
+    (0x30, 0x39), (0x61, 0x7A), (0xC0, 0x24F), (0x3005, 0x3005), (0x3007, 0x3007),
+    (0x3041, 0x3096), (0x309D, 0x309E), (0x30A1, 0x30FA), (0x30FC, 0x30FE),
+    (0x3400, 0x4DB5), (0x4E00, 0x9FCC), (0xAC00, 0xD7A3),
+)  # fmt: skip
+_STARTS = [a for a, _ in _PLAIN]
 _SPLIT: dict[str, tuple[str, ...]] = {}  # term -> its unicode61 tokens (memo)
 _SPLIT_MAX = 100_000
 _SPLITTER: list[sqlite3.Connection] = []
 
 
+def _plain(term: str) -> bool:
+    """True when FTS5 keeps ``term`` whole (every character in ``_PLAIN``)."""
+    if term.isascii():
+        return term.isalnum() and term == term.lower()
+    for ch in term:
+        code = ord(ch)
+        i = bisect.bisect_right(_STARTS, code) - 1
+        if i < 0 or code > _PLAIN[i][1]:
+            return False
+    return True
+
+
+_OTHER: list[re.Pattern[str]] = []
+
+
 def _other() -> re.Pattern[str]:
+    """A character outside ``_PLAIN`` (compiled once per process: ~20-40 ms,
+    which a scan's workers pay once and a query never)."""
     if not _OTHER:
-        _OTHER.append(re.compile(f"[^ {_PLAIN}]"))
+        ranges = "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in _PLAIN)
+        _OTHER.append(re.compile(f"[^ {ranges}]"))
     return _OTHER[0]
 
 
@@ -137,8 +152,7 @@ def fts5_terms(terms: Iterable[str]) -> dict[str, tuple[str, ...]]:
 
     Asked of FTS5 itself (an in-memory table), once per term and process.
     """
-    other = _other()
-    odd = [t for t in terms if other.search(t)]
+    odd = [t for t in terms if not _plain(t)]
     todo = [t for t in odd if t not in _SPLIT]
     if todo:
         if len(_SPLIT) > _SPLIT_MAX:
@@ -164,7 +178,12 @@ def fts5_terms(terms: Iterable[str]) -> dict[str, tuple[str, ...]]:
 
 def fts5_counts(counts: Counter[str]) -> Counter[str]:
     """``counts`` of our terms as counts of the tokens FTS5 indexes them as."""
-    if not counts or not _other().search(" ".join(counts)):
+    if not counts:
+        return counts
+    joined = " ".join(counts)
+    if joined.isascii() and joined == joined.lower():
+        return counts  # [a-z0-9] terms (the tokenizer's ASCII)
+    if not _other().search(joined):
         return counts
     split = fts5_terms(counts)
     out: Counter[str] = Counter()
@@ -183,32 +202,43 @@ def body_counts(bodies: Iterable[str]) -> Counter[str]:
     return counts
 
 
-@dataclass(frozen=True, slots=True)
-class TermHits:
-    """One term's documents (ascending ids) and its counts in each field."""
-
-    docs: Array
-    title: Array
-    heads: Array
-    body: Array
-    escaped: Array  # documents whose counts are in doc_term_counts
+# A term's documents: doc id -> its (title, heads, body) counts.
+TermHits = dict[int, tuple[int, int, int]]
 
 
-def term_hits(rowids: Array) -> TermHits:
-    """Decode a term's ``doc_terms`` row ids (ascending) into per-document counts."""
-    import numpy as np
+# slot -> (field, the count it adds): 0 title, 1 headings, 2 body, 3 escaped
+_SLOT_VALUE = [
+    (field, 1 << (slot - first))
+    for slot in range(SLOTS)
+    for field, (first, bits) in enumerate(FIELDS)
+    if first <= slot < first + bits
+] + [(3, 0)]
 
-    docs_all = rowids >> SLOT_BITS
-    slot = rowids & (SLOTS - 1)
-    docs, inverse = np.unique(docs_all, return_inverse=True)
-    fields = []
-    for first, bits in FIELDS:
-        inside = (slot >= first) & (slot < first + bits)
-        weights = np.where(inside, np.left_shift(1, slot - first, dtype=np.int64), 0)
-        fields.append(np.bincount(inverse, weights=weights, minlength=len(docs)))
-    escaped = np.unique(docs_all[slot == ESCAPE])
-    title, heads, body = (f.astype(np.int64) for f in fields)
-    return TermHits(docs, title, heads, body, escaped)
+
+def decode(rowids: Sequence[tuple[int]]) -> tuple[TermHits, list[int]]:
+    """A term's ``doc_terms`` row ids (ascending) -> each document's counts, and
+    the documents whose counts are stored whole (``ESCAPE``).
+
+    Plain Python: a query imports no numpy (a cold ``docindex query`` would
+    pay ~60 ms), and adding the slots up in SQL (``GROUP BY``) cost ~15x more.
+    """
+    out: TermHits = {}
+    escaped: list[int] = []
+    doc = -1
+    counts = [0, 0, 0, 0]
+    for (rowid,) in rowids:
+        d = rowid >> SLOT_BITS
+        if d != doc:
+            if doc >= 0:
+                out[doc] = (counts[0], counts[1], counts[2])
+            doc, counts = d, [0, 0, 0, 0]
+        field, value = _SLOT_VALUE[rowid & (SLOTS - 1)]
+        counts[field] += value
+        if field == 3:
+            escaped.append(d)
+    if doc >= 0:
+        out[doc] = (counts[0], counts[1], counts[2])
+    return out, escaped
 
 
 def idf(n_rows: int, n_hit: int) -> float:
@@ -217,7 +247,8 @@ def idf(n_rows: int, n_hit: int) -> float:
     return value if value > 0.0 else 1e-6
 
 
-def weighted_freq(counts: Sequence[int], weights: Sequence[float]) -> float:
+@functools.lru_cache(maxsize=4096)
+def weighted_freq(counts: tuple[int, int, int], weights: tuple[float, ...]) -> float:
     """FTS5's per-phrase frequency: each hit's column weight added in column order."""
     f = 0.0
     for n, w in zip(counts, weights, strict=True):
@@ -230,26 +261,40 @@ def weighted_freq(counts: Sequence[int], weights: Sequence[float]) -> float:
 
 
 def bm25_scores(
-    n_rows: int, total_tokens: int, lengths: Array,
-    phrases: Sequence[tuple[int, Array]],
-) -> Array:  # fmt: skip
-    """FTS5's ``bm25()`` (negated: higher is better) of the candidate documents.
+    n_rows: int, total_tokens: int, lengths: dict[int, int],
+    phrases: Sequence[TermHits], weights: tuple[float, float, float],
+) -> dict[int, float]:  # fmt: skip
+    """FTS5's ``bm25()`` (negated: higher is better) of the documents in ``lengths``.
 
     Args:
         n_rows: documents in the index; ``total_tokens``: their terms, all
             fields.
-        lengths: each candidate's terms in all fields (float64).
-        phrases: per query phrase, in order: the documents holding it in the
-            whole index, and each candidate's weighted frequency (float64,
-            0.0 where it holds none).
-    """
-    import numpy as np
+        lengths: each candidate's terms in all fields.
+        phrases: per query phrase, in order (repeats included): the
+            documents holding it in the whole index, with their counts.
+        weights: the (title, heads, body) column weights.
 
+    As ``fts5Bm25Function`` computes it, operation for operation: a
+    document's score adds its phrases' parts in query order (a phrase it
+    does not hold adds 0.0, which changes nothing).
+    """
     avgdl = float(total_tokens) / float(n_rows)
-    score = np.zeros(len(lengths), dtype=np.float64)
-    # (1 - b + b * D / avgdl) exactly as fts5_aux.c groups it
-    norm = K1 * ((1 - B) + (B * lengths) / avgdl)
-    for n_hit, freq in phrases:
-        score += idf(n_rows, n_hit) * ((freq * (K1 + 1.0)) / (freq + norm))
-    result: Array = score
-    return result
+
+    norms = {d: K1 * ((1 - B) + (B * float(n)) / avgdl) for d, n in lengths.items()}
+
+    score: dict[int, float] = {}
+    get = score.get
+    top = K1 + 1.0
+    body_only = weights[2] == 1.0  # adding 1.0 n times to 0.0 gives n exactly
+    for hits in phrases:
+        weight = idf(n_rows, len(hits))
+        for d, counts in hits.items():
+            norm = norms.get(d)
+            if norm is None:
+                continue  # not a candidate
+            if body_only and not (counts[0] or counts[1]):
+                f = float(counts[2])
+            else:
+                f = weighted_freq(counts, weights)
+            score[d] = get(d, 0.0) + weight * ((f * top) / (f + norm))
+    return score

@@ -22,15 +22,13 @@ from docindex.store.doccounts import (
     SLOT_BITS,
     TermHits,
     bm25_scores,
+    decode,
     fts5_terms,
-    term_hits,
-    weighted_freq,
 )
 from docindex.store.matchexpr import Node, parse_match
 from docindex.store.records import DocFilter, DocHit, DocName, SegmentRow
 
 if TYPE_CHECKING:
-    from docindex.store.doccounts import Array
     from docindex.store.halves import Halves
 
 
@@ -225,32 +223,29 @@ class PostingRows:
         computes FTS5's score from them. Returns DocHits (id, score, segment
         id range) best first, ties by id.
         """
-        import numpy as np
-
         if self.halves is not None:
             self.halves.warm()  # for the segments' ranking that follows
         tree, phrases = parse_match(match)
         hits = {t: self._term_hits(t) for t in dict.fromkeys(phrases)}
         cand = _matching(tree, hits)
         where, params = filter_sql(only)
-        if where and len(cand):
-            allowed = [
+        if where and cand:
+            cand &= {
                 int(r[0])
                 for r in self.conn.execute(
                     f"SELECT d.id FROM documents d WHERE {where}", params
                 )
-            ]
-            cand = np.intersect1d(cand, np.asarray(allowed, dtype=np.int64))
-        if not len(cand):
+            }
+        if not cand:
             return []
         n_rows, total, _ = self._doc_totals()
-        lengths = self._doc_lengths(cand)
-        phrase_freqs = [
-            (len(hits[t].docs), self._freqs(hits[t], cand, weights)) for t in phrases
-        ]
-        scores = bm25_scores(n_rows, total, lengths, phrase_freqs)
-        best = np.lexsort((cand, -scores))[:limit]
-        ids = [int(cand[i]) for i in best]
+        scores = bm25_scores(
+            n_rows, total, self._doc_lengths(cand, n_rows),
+            [hits[t] for t in phrases], weights,
+        )  # fmt: skip
+        # ties by id, as ``ORDER BY score DESC, rowid``
+        best = sorted(scores.items(), key=_best_first)[:limit]
+        ids = [d for d, _ in best]
         spans = {
             int(r[0]): (int(r[1]), int(r[2]))
             for chunk in chunks(ids)
@@ -260,84 +255,47 @@ class PostingRows:
                 tuple(chunk),
             )
         }
-        return [
-            DocHit(doc, float(scores[i]), *spans[doc])
-            for doc, i in zip(ids, best, strict=True)
-            if doc in spans
-        ]
+        return [DocHit(d, s, *spans[d]) for d, s in best if d in spans]
 
     def _term_hits(self, term: str) -> TermHits:
-        """The documents holding ``term`` and its counts in each of their fields.
+        """The documents holding ``term`` -> its (title, heads, body) counts.
 
         FTS5 read a query term its tokenizer splits (``fts5_terms``) as a
         phrase of its pieces; without positions, the documents holding every
         piece stand in for it, each field counting its rarest piece (the only
-        case not exactly as before, #46: no query of the judged sets has one).
+        case not exactly as before, #46; our tokenizer makes none with
+        ``cjk_ngram`` up to 2, and no query of the judged sets has one).
         """
         pieces = fts5_terms([term]).get(term, (term,))
         if len(pieces) == 1:
             return self._piece_hits(pieces[0])
-        import numpy as np
-
-        if not pieces:
-            empty = np.zeros(0, dtype=np.int64)
-            return TermHits(empty, empty, empty, empty, empty)
         parts = [self._piece_hits(p) for p in pieces]
-        docs = parts[0].docs
-        for part in parts[1:]:
-            docs = np.intersect1d(docs, part.docs, assume_unique=True)
-        at = [np.searchsorted(part.docs, docs) for part in parts]
-        title, heads, body = (
-            np.min([getattr(part, f)[i] for part, i in zip(parts, at, strict=True)],
-                   axis=0)
-            for f in ("title", "heads", "body")
-        )  # fmt: skip
-        return TermHits(docs, title, heads, body, docs[:0])
+        common = set(parts[0]).intersection(*parts[1:]) if parts else set()
+        return {
+            d: (
+                min(p[d][0] for p in parts),
+                min(p[d][1] for p in parts),
+                min(p[d][2] for p in parts),
+            )
+            for d in common
+        }
 
     def _piece_hits(self, term: str) -> TermHits:
-        """One FTS5 token's ``doc_terms`` row ids, decoded, with its whole counts."""
-        import numpy as np
-
+        """One FTS5 token's documents and counts: its ``doc_terms`` row ids'
+        slots added up (``doccounts.decode``), whole counts where escaped."""
         rows = self.conn.execute(
             "SELECT rowid FROM doc_terms WHERE doc_terms MATCH ?", (_phrase(term),)
         ).fetchall()
-        hits = term_hits(np.array(rows, dtype=np.int64).reshape(-1))
-        if not len(hits.escaped):
-            return hits
-        title, heads, body = hits.title.copy(), hits.heads.copy(), hits.body.copy()
-        for doc in hits.escaped.tolist():
-            row = self.conn.execute(
+        out, escaped = decode(rows)
+        for doc in escaped:
+            whole = self.conn.execute(
                 "SELECT title, heads, body FROM doc_term_counts "
                 "WHERE doc_id = ? AND term = ?",
                 (doc, term),
             ).fetchone()
-            if row is not None:
-                at = int(np.searchsorted(hits.docs, doc))
-                title[at], heads[at], body[at] = (int(v) for v in row)
-        return TermHits(hits.docs, title, heads, body, hits.escaped)
-
-    @staticmethod
-    def _freqs(
-        hits: TermHits, cand: Array, weights: tuple[float, float, float]
-    ) -> Array:
-        """Each candidate's weighted frequency of a term (0.0 where it has none)."""
-        import numpy as np
-
-        freq = np.zeros(len(cand), dtype=np.float64)
-        pos = np.searchsorted(cand, hits.docs)
-        inside = pos < len(cand)
-        inside[inside] = cand[pos[inside]] == hits.docs[inside]
-        title, heads, body = hits.title, hits.heads, hits.body
-        plain = inside & (title == 0) & (heads == 0)
-        if weights[2] == 1.0:  # adding 1.0 n times to 0.0 gives n exactly
-            freq[pos[plain]] = body[plain]
-        else:
-            plain[:] = False
-        for k in np.flatnonzero(inside & ~plain):
-            freq[pos[k]] = weighted_freq(
-                (int(title[k]), int(heads[k]), int(body[k])), weights
-            )
-        return freq
+            if whole is not None:
+                out[doc] = (int(whole[0]), int(whole[1]), int(whole[2]))
+        return out
 
     def _doc_totals(self) -> tuple[int, int, int]:
         """(documents, their terms in all fields, their body terms)."""
@@ -347,24 +305,18 @@ class PostingRows:
         ).fetchone()
         return int(n), int(total), int(body)
 
-    def _doc_lengths(self, docs: Array) -> Array:
-        """Each document's terms in all fields (float64), in the order of ``docs``."""
-        import numpy as np
-
-        if len(docs) > MAX_VARS:
-            rows = self.conn.execute("SELECT id, length FROM doc_lengths").fetchall()
-        else:
-            marks = ",".join("?" * len(docs))
-            rows = self.conn.execute(
+    def _doc_lengths(self, docs: set[int], n_rows: int) -> dict[int, int]:
+        """Each of ``docs``'s terms in all fields (the whole table's when that
+        reads faster than looking them up: past a tenth of the documents)."""
+        if len(docs) > MAX_VARS or len(docs) * 10 > n_rows:
+            return dict(self.conn.execute("SELECT id, length FROM doc_lengths"))
+        marks = ",".join("?" * len(docs))
+        return dict(
+            self.conn.execute(
                 f"SELECT id, length FROM doc_lengths WHERE id IN ({marks})",
-                tuple(docs.tolist()),
-            ).fetchall()
-        table = np.array(rows, dtype=np.int64).reshape(-1, 2)
-        order = np.argsort(table[:, 0])
-        ids, lengths = table[order, 0], table[order, 1]
-        at = np.minimum(np.searchsorted(ids, docs), max(0, len(ids) - 1))
-        found: Array = np.where(ids[at] == docs, lengths[at], 0).astype(np.float64)
-        return found
+                tuple(docs),
+            )
+        )
 
     def _halves_for(self, n_ids: int) -> Halves | None:
         """The two-halves helper when a ranking over ``n_ids`` ids can be
@@ -426,7 +378,7 @@ class PostingRows:
                     (_phrase(pieces[0]),),
                 ).fetchone()
             else:
-                n = len(self._term_hits(term).docs)
+                n = len(self._term_hits(term))
             if n:
                 out[term] = int(n)
         return out
@@ -448,30 +400,25 @@ class PostingRows:
         return out
 
 
+def _best_first(item: tuple[int, float]) -> tuple[float, int]:
+    return -item[1], item[0]
+
+
 def _phrase(term: str) -> str:
     """One term as an FTS5 phrase."""
     return '"' + term.replace('"', '""') + '"'
 
 
-def _matching(tree: Node, hits: dict[str, TermHits]) -> Array:
-    """The documents (ascending ids) a MATCH tree selects, by the terms they hold."""
-    import numpy as np
-
+def _matching(tree: Node, hits: dict[str, TermHits]) -> set[int]:
+    """The documents a MATCH tree selects, by the terms they hold."""
     if tree.op == "term":
-        found: Array = hits[tree.term].docs
-        return found
+        return set(hits[tree.term])
     kids = [_matching(k, hits) for k in tree.kids]
     if tree.op == "not":
-        out: Array = np.setdiff1d(kids[0], kids[1], assume_unique=True)
-        return out
-    joined = kids[0]
-    for k in kids[1:]:
-        joined = (
-            np.union1d(joined, k)
-            if tree.op == "or"
-            else np.intersect1d(joined, k, assume_unique=True)
-        )
-    return joined
+        return kids[0] - kids[1]
+    if tree.op == "or":
+        return set().union(*kids)
+    return kids[0].intersection(*kids[1:])
 
 
 def _merged(
