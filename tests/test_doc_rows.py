@@ -19,7 +19,7 @@ import pytest
 from docindex.config import Config
 from docindex.ingest import indexer
 from docindex.search.docstage import FIELD_WEIGHTS
-from docindex.store import Store, migrations
+from docindex.store import DocFilter, Store, migrations
 
 QUERIES = [
     '"widget"', '"configure" OR "install"', '"全文" OR "the"', '"now"',
@@ -82,6 +82,21 @@ def _same_as_fts5(store: Store, cfg: Config) -> None:
                 (h.id, h.score) for h in store.document_lexical(q, 30, FIELD_WEIGHTS)
             ]
             assert got == want, q  # exact: the same floating-point operations
+        # a filter keeps the scores of the whole index (idf, mean length)
+        txt = [
+            r[0]
+            for r in store.conn.execute("SELECT id FROM documents WHERE kind = 'txt'")
+        ]
+        assert txt
+        want = oracle.execute(
+            "SELECT rowid, -bm25(d, ?, ?, ?) AS s FROM d WHERE d MATCH ? AND rowid IN "
+            f"({','.join(map(str, txt))}) ORDER BY s DESC, rowid LIMIT 30",
+            (*FIELD_WEIGHTS, QUERIES[-3]),
+        ).fetchall()
+        got = store.document_lexical(
+            QUERIES[-3], 30, FIELD_WEIGHTS, DocFilter(kinds=("txt",))
+        )
+        assert [(h.id, h.score) for h in got] == want and want
         n_docs = oracle.execute("SELECT count(*) FROM d").fetchone()[0]
         assert store.document_stats()[0] == n_docs
         oracle.execute("CREATE VIRTUAL TABLE v USING fts5vocab(d, 'row')")
@@ -125,7 +140,8 @@ def _downgrade_to_schema_6(db: Path, cfg: Config) -> None:
         docs = [int(r[0]) for r in c.execute("SELECT id FROM documents")]
         rows = {d: indexer.document_fts(store, cfg, d) for d in docs}
         with store.atomic():
-            for name in ("doc_terms", "doc_lengths", "doc_term_counts", "fts_vocab",
+            for name in ("doc_terms", "doc_lengths", "doc_totals", "doc_term_counts",
+                         "fts_vocab",
                          "fts"):  # fmt: skip
                 c.execute(f"DROP TABLE {name}")
             c.execute(

@@ -143,6 +143,7 @@ def test_index_from_schema_4_gets_document_rows_by_a_rescan(
     conn = sqlite3.connect(db)  # back to schema 4, before the document rows
     for statement in (
         "DROP TABLE doc_terms", "DROP TABLE doc_lengths", "DROP TABLE doc_term_counts",
+        "DROP TABLE doc_totals",
         "ALTER TABLE documents DROP COLUMN terms",
         "DELETE FROM _docindex_migrations WHERE name IN "
         "('m005_document_fields', 'm007_document_counts')",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from docindex import config as cfgmod
@@ -21,10 +21,16 @@ Location = Path | ServerUrl  # a SQLite file, or a PostgreSQL URL (issue #34)
 
 @dataclass(frozen=True, slots=True)
 class Workspace:
-    """A resolved index path (or server URL) and its effective settings."""
+    """A resolved index path (or server URL) and its effective settings.
+
+    ``reader``: the index already opened for a reading command by ``load``
+    (``reading=True``), which read its settings from it; ``open_reader``
+    hands it over once (issue #46: one open per query, not two).
+    """
 
     db: Location
     config: Config
+    reader: list[Store] = field(default_factory=list, compare=False, repr=False)
 
     def open(
         self, *, create: bool = False, readonly: bool = False, mapped: bool = False
@@ -34,14 +40,45 @@ class Workspace:
                                   busy_timeout=self.config.busy_timeout_s,
                                   readonly=readonly,
                                   private=self.config.private_index)  # fmt: skip
-        if store.outdated:
-            store.close()
-            raise DocindexError(
-                f"index {self.db} was written by an older docindex and must be "
-                "upgraded, which needs write access: run `docindex scan` where "
-                "its folder is writable"
-            )
+        _check_current(store, self.db)
         return store
+
+    def open_reader(self) -> Store:
+        """The index for a reading command: memory-mapped, read-only where need
+        be (``readonly_ok``); the one ``load`` opened, when it did."""
+        if self.reader:
+            return self.reader.pop()
+        return self.open(readonly=readonly_ok(self.db), mapped=True)
+
+    def close_reader(self) -> None:
+        """Close the index ``load`` opened, when no one took it."""
+        while self.reader:
+            self.reader.pop().close()
+
+
+def _check_current(store: Store, db: Location) -> None:
+    if store.outdated:
+        store.close()
+        raise DocindexError(
+            f"index {db} was written by an older docindex and must be "
+            "upgraded, which needs write access: run `docindex scan` where "
+            "its folder is writable"
+        )
+
+
+def readonly_ok(db: Location) -> bool:
+    """Open read-only when we may not write the file or its folder (issue #38).
+
+    An index built by CI, on a read-only mount or owned by another user still
+    answers every reading command (``Store.open(readonly=True)`` picks
+    ``mode=ro`` or ``immutable=1``).
+    """
+    if isinstance(db, ServerUrl):
+        return False  # the server's GRANTs decide (#34)
+    from docindex.store.sqlite import read_only_filesystem
+
+    writable = os.access(db, os.W_OK) and os.access(db.parent, os.W_OK)
+    return not writable or read_only_filesystem(db)
 
 
 def resolve_db(
@@ -184,6 +221,7 @@ def load(
     extra_roots: list[str] | None = None,
     scan_path: Path | None = None,
     must_exist: bool = True,
+    reading: bool = False,
 ) -> Workspace:
     """Resolve the index and its settings for one command.
 
@@ -193,6 +231,8 @@ def load(
         extra_roots: ``--root`` directories to add to the remembered roots.
         scan_path: ``scan PATH``: becomes the root of a new index.
         must_exist: raise IndexNotFoundError when no index is found.
+        reading: a reading command: open the index as it reads (once), read
+            its settings there and keep it open (``Workspace.open_reader``).
 
     Raises:
         IndexNotFoundError: no index and ``must_exist``.
@@ -229,7 +269,26 @@ def load(
         raise IndexNotFoundError(
             f"no index at {path}; create it with `docindex scan DIR --db {path}`"
         )
-    cfg, sources = layered(path)
+    reader: list[Store] = []
+    remembered = None
+    if reading and path.is_file():
+        store = Store.open(path, readonly=readonly_ok(path), mapped=True)
+        try:
+            _check_current(store, path)
+            remembered = dict(store.get_meta("settings") or {})
+        except BaseException:
+            store.close()
+            raise
+        reader.append(store)
+    try:
+        cfg, sources = layered(path, remembered=remembered)
+        if reader:  # opened before the settings said how long to wait
+            ms = int(cfg.busy_timeout_s * 1000)
+            reader[0].conn.execute(f"PRAGMA busy_timeout = {ms}")
+    except BaseException:
+        for store in reader:
+            store.close()
+        raise
     # Roots the index remembers were resolved when they were added and are
     # pinned there (issue #33): resolving them again would follow a symbolic
     # link put in a root's place. Roots typed in a config file or the
@@ -238,7 +297,13 @@ def load(
         roots = list(dict.fromkeys(str(_absolute(r)) for r in cfg.roots))
     else:
         roots = canonical_roots(cfg.roots)
-    return Workspace(path, _settled(cfg, roots, overrides, extra_roots, scan_path))
+    try:
+        settled = _settled(cfg, roots, overrides, extra_roots, scan_path)
+    except BaseException:
+        for store in reader:
+            store.close()
+        raise
+    return Workspace(path, settled, reader)
 
 
 def _server_workspace(
@@ -311,17 +376,22 @@ def add_root(roots: Sequence[str], new: str | Path) -> list[str]:
 
 
 def layered(
-    db: Location, overrides: Mapping[str, object] | None = None
-) -> tuple[Config, dict[str, str]]:
+    db: Location, overrides: Mapping[str, object] | None = None,
+    remembered: dict[str, object] | None = None,
+) -> tuple[Config, dict[str, str]]:  # fmt: skip
     """Effective settings for ``db`` and where each comes from.
 
     Layers, lowest first: defaults, settings remembered in the index, the TOML
     file, ``DOCINDEX_*`` variables, command-line flags. Returns the Config and
     a source per setting (``default``, ``index``, ``config file PATH``,
-    ``environment DOCINDEX_X``, ``flag``).
+    ``environment DOCINDEX_X``, ``flag``). ``remembered``: the index's own
+    settings, when the caller has read them already.
     """
     sources = dict.fromkeys(cfgmod.FIELDS, "default")
-    remembered = _remembered(db) if isinstance(db, ServerUrl) or db.is_file() else {}
+    if remembered is None:
+        remembered = (
+            _remembered(db) if isinstance(db, ServerUrl) or db.is_file() else {}
+        )
     cfg = cfgmod.from_mapping(remembered) if remembered else Config()
     for name in cfgmod.mapping_fields(remembered):
         sources[name] = "index"

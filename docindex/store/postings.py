@@ -300,8 +300,7 @@ class PostingRows:
     def _doc_totals(self) -> tuple[int, int, int]:
         """(documents, their terms in all fields, their body terms)."""
         n, total, body = self.conn.execute(
-            "SELECT count(*), coalesce(sum(length), 0), coalesce(sum(body), 0) "
-            "FROM doc_lengths"
+            "SELECT documents, length, body FROM doc_totals"
         ).fetchone()
         return int(n), int(total), int(body)
 
@@ -309,7 +308,11 @@ class PostingRows:
         """Each of ``docs``'s terms in all fields (the whole table's when that
         reads faster than looking them up: past a tenth of the documents)."""
         if len(docs) > MAX_VARS or len(docs) * 10 > n_rows:
-            return dict(self.conn.execute("SELECT id, length FROM doc_lengths"))
+            return {
+                d: n
+                for d, n in self.conn.execute("SELECT id, length FROM doc_lengths")
+                if d in docs
+            }
         marks = ",".join("?" * len(docs))
         return dict(
             self.conn.execute(

@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
-import logging
 import os
 import shlex
 import sqlite3
@@ -218,6 +217,8 @@ class Store(DocumentRows, PostingRows):
         if tightened:
             # One line on stderr (logging's last-resort handler when the
             # caller set none): the index was readable by other users.
+            import logging  # a warning once: every query would import it (#46)
+
             logging.getLogger("docindex").warning(
                 "docindex: made %s private (owner only; it was readable by "
                 "other users)",
@@ -241,7 +242,7 @@ class Store(DocumentRows, PostingRows):
         if self.outdated or halves.cores() < 2:
             return
         try:
-            n_docs = self.document_stats()[0]
+            n_docs = self.document_stats()[0]  # one row (``doc_totals``)
         except sqlite3.Error:
             return
         if n_docs >= halves.SPLIT_MIN_DOCS:
