@@ -20,7 +20,13 @@ from docindex.embed.choice import embedder_for as _embedder
 from docindex.embed.ngram import NgramEmbedder
 from docindex.errors import ExtractionError
 from docindex.ingest.analyze import analyze_document, document_fields
-from docindex.ingest.pool import POOL_THRESHOLD, ExtractTimeout, Workers, deadline
+from docindex.ingest.pool import (
+    POOL_THRESHOLD,
+    ExtractTimeout,
+    Workers,
+    cpu_budget,
+    deadline,
+)
 from docindex.store import (
     DocTerms,
     EncodedSegments,
@@ -147,10 +153,11 @@ def prepare(job: Job, cfg: Config, *, bulk: bool = False) -> Prepared:
         if looks_binary(data[:8192]):
             return Prepared(job, hash=digest, skip="binary")
         kind = "txt"  # unknown suffix, content sniffed as text
+    budget = cpu_budget(cfg.extract_timeout_s, len(data))
     try:
-        extracted = _extract(kind, data, job.rel_path, cfg)
+        extracted = _extract(kind, data, job.rel_path, cfg, budget)
     except ExtractTimeout as exc:
-        return Prepared(job, hash=digest, skip="timeout", message=str(exc))
+        return Prepared(job, hash=digest, skip="timeout", message=f"extraction {exc}")
     except ExtractionError as exc:
         return Prepared(job, hash=digest, skip=exc.reason, message=str(exc))
     except Exception as exc:  # one bad file is a skip reason, never an aborted scan
@@ -158,13 +165,12 @@ def prepare(job: Job, cfg: Config, *, bulk: bool = False) -> Prepared:
     try:
         # Segmenting, tokenising and embedding have a budget of their own
         # (issue #33: every step of a file is bounded, Markdown included).
-        with deadline(cfg.extract_timeout_s):
+        with deadline(budget):
             return _index_parts(job, digest, extracted, cfg, bulk)
-    except ExtractTimeout:
+    except ExtractTimeout as exc:
         return Prepared(
-            job, hash=digest, skip="timeout",
-            message=f"indexing its text took over {cfg.extract_timeout_s:g} s",
-        )  # fmt: skip
+            job, hash=digest, skip="timeout", message=f"indexing its text {exc}"
+        )
     except Exception as exc:  # the same barrier after extraction (issue #17)
         return _failed(job, digest, exc)
 
@@ -268,8 +274,11 @@ def _notes(meta: dict[str, str]) -> tuple[tuple[str, str], ...]:
     return tuple((k, meta[k]) for k in _NOTE_KEYS if k in meta)
 
 
-def _extract(kind: str, data: bytes, name: str, cfg: Config) -> Extracted:
-    """Run the extractor for ``kind``; its output passes ``clean_extracted`` (#17)."""
+def _extract(
+    kind: str, data: bytes, name: str, cfg: Config, budget: float
+) -> Extracted:
+    """Run the extractor for ``kind`` within ``budget`` CPU-s; its output passes
+    ``clean_extracted`` (#17)."""
     from docindex.ingest.extract import get_extractor
     from docindex.ingest.extract.hygiene import clean_extracted
 
@@ -279,7 +288,7 @@ def _extract(kind: str, data: bytes, name: str, cfg: Config) -> Extracted:
         # PDF bounds itself per page and keeps the pages read (issue #23); so
         # does OCR, with its own budgets (issue #36).
         return clean_extracted(extractor(data, name, limits))
-    with deadline(limits.timeout_s):
+    with deadline(budget):
         extracted = extractor(data, name, limits)
     return clean_extracted(extracted)
 
