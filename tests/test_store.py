@@ -123,7 +123,8 @@ def test_index_from_schema_1_is_migrated_and_rescanned(
     conn.commit()
     assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
     conn.close()
-    out = run_json("scan", "--db", str(db))
+    # A root the index names is read once this user names it here (#44).
+    out = run_json("scan", str(docs), "--db", str(db))
     assert out["indexed"] == 2 and out["unchanged"] == 0
     hits = run_json("query", "first", "--db", str(db))["hits"]
     assert hits[0]["chunk_id"] == "a.md#alpha" and hits[0]["heading_path"] == ["Alpha"]
@@ -158,7 +159,8 @@ def test_index_from_schema_4_gets_document_rows_by_a_rescan(
             "m007_document_counts",
         ]
         assert store.counts().documents == 0
-    out = run_json("scan", "--db", str(db))
+    # A root the index names is read once this user names it here (#44).
+    out = run_json("scan", str(docs), "--db", str(db))
     assert out["indexed"] == 2 and out["unchanged"] == 0
     hits = run_json("query", "unzip", "--db", str(db), "--files")["hits"]
     assert sorted(h["rel_path"] for h in hits) == ["b.txt", "unzip.md"]
