@@ -37,10 +37,13 @@ class PostingRows:
 
     conn: sqlite3.Connection
     halves: Halves | None  # reading commands on a big index and 2+ cores
+    _lengths: tuple[tuple[int, int], dict[int, int]] | None = None
 
     if TYPE_CHECKING:
 
         def segments_by_id(self, ids: Sequence[int]) -> dict[int, SegmentRow]: ...
+
+        def _version(self) -> tuple[int, int]: ...
 
     # -- search ------------------------------------------------------------
 
@@ -305,21 +308,24 @@ class PostingRows:
         return int(n), int(total), int(body)
 
     def _doc_lengths(self, docs: set[int], n_rows: int) -> dict[int, int]:
-        """Each of ``docs``'s terms in all fields (the whole table's when that
-        reads faster than looking them up: past a tenth of the documents)."""
-        if len(docs) > MAX_VARS or len(docs) * 10 > n_rows:
-            return {
-                d: n
-                for d, n in self.conn.execute("SELECT id, length FROM doc_lengths")
-                if d in docs
-            }
-        marks = ",".join("?" * len(docs))
-        return dict(
-            self.conn.execute(
-                f"SELECT id, length FROM doc_lengths WHERE id IN ({marks})",
-                tuple(docs),
+        """Each of ``docs``'s terms in all fields: looked up for a few, else from
+        every document's, kept while the index is unchanged (a batch of queries,
+        the MCP server and ``related`` read them once)."""
+        if len(docs) <= MAX_VARS and len(docs) * 10 <= n_rows:
+            marks = ",".join("?" * len(docs))
+            return dict(
+                self.conn.execute(
+                    f"SELECT id, length FROM doc_lengths WHERE id IN ({marks})",
+                    tuple(docs),
+                )
             )
-        )
+        version = self._version()
+        cached = self._lengths
+        if cached is None or cached[0] != version:
+            rows = self.conn.execute("SELECT id, length FROM doc_lengths")
+            cached = self._lengths = (version, dict(rows))
+        every = cached[1]
+        return {d: every[d] for d in docs if d in every}
 
     def _halves_for(self, n_ids: int) -> Halves | None:
         """The two-halves helper when a ranking over ``n_ids`` ids can be
