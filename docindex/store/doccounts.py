@@ -78,15 +78,20 @@ def doc_terms(fields: tuple[str, str], body: Counter[str]) -> DocTerms:
     heads = fts5_counts(Counter(fields[1].split()))
     body = fts5_counts(body)
     slots: list[list[str]] = [[] for _ in range(SLOTS)]
-    wide = {
-        t for counts, (_, bits) in ((title, TITLE), (heads, HEADS), (body, BODY))
-        for t, n in counts.items() if n >> bits
-    }  # fmt: skip
+    wide: set[str] = set()
+    for counts, (_, bits) in ((title, TITLE), (heads, HEADS), (body, BODY)):
+        if counts and max(counts.values()) >> bits:  # rare: a scan of all only then
+            wide.update(t for t, n in counts.items() if n >> bits)
     # Terms of one count share their slots: grouped by count, not one by one.
     for counts, (first, _) in ((title, TITLE), (heads, HEADS), (body, BODY)):
         by_count: dict[int, list[str]] = {}
+        get = by_count.get
         for t, n in counts.items():
-            by_count.setdefault(n, []).append(t)
+            group = get(n)
+            if group is None:
+                by_count[n] = [t]
+            else:
+                group.append(t)
         for n, terms in by_count.items():
             if wide:
                 terms = [t for t in terms if t not in wide]
