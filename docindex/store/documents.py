@@ -58,6 +58,8 @@ class DocumentRows:
     outdated: bool
     _bodies: dict[int, str]
     _bodies_version: tuple[int, int] | None
+    _sections: dict[int, list[Section]]
+    _sections_version: tuple[int, int] | None
 
     if TYPE_CHECKING:
 
@@ -463,7 +465,7 @@ class DocumentRows:
             f"JOIN roots r ON r.id = d.root_id WHERE {where}"
         )
         rows = []
-        parsed: dict[int, list[Section]] = {}  # doc id -> its sections, per call
+        parsed = self._parsed_sections()  # doc id -> its sections
         for (
             sid, doc_id, ordinal, section, part, frag, start_line, end_line,
             char_start, char_end, page, slide, sheet, cells, root, rel_path,
@@ -471,6 +473,8 @@ class DocumentRows:
         ) in self.conn.execute(sql, params):  # fmt: skip
             sections = parsed.get(doc_id)
             if sections is None:
+                if len(parsed) > 256:
+                    parsed.clear()
                 sections = parsed[doc_id] = decode_sections(sections_blob)
             heading, anchor = decode_section(sections, section)
             if frag is not None:
@@ -601,6 +605,16 @@ class DocumentRows:
                 self._documents("r.path = ? AND d.rel_path = ?", (root, rel_path))
             )
         return out
+
+    def _parsed_sections(self) -> dict[int, list[Section]]:
+        """doc id -> its decoded section list, kept while the index is unchanged:
+        a query reads its documents' segments several times (ranking, fragments,
+        the page), and each read decompressed and parsed them again (#46)."""
+        version = self._version()
+        if version != self._sections_version:
+            self._sections = {}
+            self._sections_version = version
+        return self._sections
 
     def _version(self) -> tuple[int, int]:
         """Changes when any connection (or this one) writes to the index."""

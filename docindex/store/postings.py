@@ -37,7 +37,7 @@ class PostingRows:
 
     conn: sqlite3.Connection
     halves: Halves | None  # reading commands on a big index and 2+ cores
-    _lengths: tuple[tuple[int, int], dict[int, int]] | None = None
+    _lengths: tuple[tuple[int, int], dict[int, int]] | None
 
     if TYPE_CHECKING:
 

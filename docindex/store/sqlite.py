@@ -37,7 +37,7 @@ from docindex.errors import (
     SchemaTooNewError,
 )
 from docindex.store import maintenance, migrations
-from docindex.store._sql import insert_doc_terms
+from docindex.store._sql import Section, insert_doc_terms
 from docindex.store.doccounts import body_counts, doc_terms
 from docindex.store.documents import DocumentRows
 from docindex.store.postings import PostingRows
@@ -146,6 +146,9 @@ class Store(DocumentRows, PostingRows):
         self._depth = 0
         self._bodies: dict[int, str] = {}
         self._bodies_version: tuple[int, int] | None = None
+        self._sections: dict[int, list[Section]] = {}  # decoded, per version
+        self._sections_version: tuple[int, int] | None = None
+        self._lengths: tuple[tuple[int, int], dict[int, int]] | None = None
         self.tightened: list[str] = []  # files made private on open (#33)
         self.outdated = False  # set by _setup: read-only and before the last migration
         self.immutable = False  # opened with immutable=1 (see read_only_query)
