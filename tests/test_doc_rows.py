@@ -199,6 +199,9 @@ def test_an_index_of_schema_6_is_upgraded_in_place(tmp_path: Path) -> None:
         assert migrations.applied(store.conn)[-1] == "m007_document_counts"
         names = {r[0] for r in store.conn.execute("SELECT name FROM sqlite_master")}
         assert "doc_fts" not in names and "doc_terms" in names
+        c = store.conn  # the dropped tables' pages went back to the file system
+        free = c.execute("PRAGMA freelist_count").fetchone()[0]
+        assert free <= 0.01 * c.execute("PRAGMA page_count").fetchone()[0]
         assert store.counts().embedded == vectors
         result = indexer.scan(store, cfg)
         assert result.indexed == result.updated == 0 and result.unchanged > 0

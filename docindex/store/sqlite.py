@@ -306,7 +306,11 @@ class Store(DocumentRows, PostingRows):
                     # writable open migrates it.
                     self.outdated = True
                     return
-                migrations.migrate(conn)
+                if migrations.migrate(conn):
+                    # m007 (#46) drops a table of ~16 MB a corpus copy: give the
+                    # pages back now rather than at the next scan that changes
+                    # something.
+                    self.reclaim()
         except sqlite3.Error as exc:
             raise translate(exc, self.path) from exc
 
