@@ -621,6 +621,8 @@ def watch(
     The index is created if missing (with ``--root``). Its store uses a short
     busy timeout so a batch that meets another writer is retried, not stuck.
     """
+    from docindex.api import trust
+    from docindex.errors import DocindexError
     from docindex.ingest.watch import watch as core_watch
     from docindex.store import Store
     from docindex.store.lock import watch_lock
@@ -628,10 +630,21 @@ def watch(
     ws = workspace.load(db, extra_roots=roots, must_exist=False)
     _refuse_relocated(ws)
     busy = min(ws.config.busy_timeout_s, 2.0)
+    # Only the roots this user accepted on this machine are watched (#44).
+    gate = trust.gate_roots(ws.db, ws.config.roots, ws.named)
+    if not gate.read:
+        raise DocindexError(gate.notice() or "no roots to watch; pass --root DIR")
+    for line in (gate.notice(), _held_back_notice(ws),
+                 trust.record(ws.db, roots=[r for r in ws.named
+                                            if r != trust.home_root(ws.db)])):  # fmt: skip
+        if line and on_notice is not None:
+            on_notice(line)
+    cfg = ws.config.replace(roots=gate.read)
 
     def open_store() -> Store:
         if isinstance(ws.db, ServerUrl):
-            return workspace.Workspace(ws.db, ws.config).open(create=True)
+            quick = ws.config.replace(busy_timeout_s=busy)
+            return workspace.Workspace(ws.db, quick).open(create=True)
         return Store.open(ws.db, create=True, busy_timeout=busy,
                           private=ws.config.private_index)  # fmt: skip
 
@@ -645,10 +658,11 @@ def watch(
     )
     with lock:
         if on_start is not None:
-            on_start(ws.db, list(ws.config.roots))
-        core_watch(open_store, ws.config, debounce_ms=debounce_ms,
+            on_start(ws.db, list(cfg.roots))
+        core_watch(open_store, cfg, debounce_ms=debounce_ms,
                    on_batch=on_batch, stop_event=stop_event,
-                   on_notice=on_notice)  # fmt: skip
+                   on_notice=on_notice,
+                   keep_present=bool(ws.held_back))  # fmt: skip
 
 
 # -- navigation (issue #6) ------------------------------------------------------
