@@ -8,6 +8,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
+# The name on PyPI (issue #45): "docindex" there is an unrelated project, so the
+# distribution is docindex-cli while the command and the package stay docindex.
+DISTRIBUTION = "docindex-cli"
+
+
+def install_hint(extra: str = "", *, upgrade: bool = False) -> str:
+    """The pip line that installs this project (with ``extra``), from PyPI or a checkout."""
+    flag = "-U " if upgrade else ""
+    if not extra:
+        return f"pip install {flag}{DISTRIBUTION} (in a checkout: pip install {flag}.)"
+    return (
+        f"pip install {flag}'{DISTRIBUTION}[{extra}]' "
+        f"(in a checkout: pip install {flag}'.[{extra}]')"
+    )
+
 
 class DocindexError(Exception):
     """Base class: an expected failure with a one-line, user-facing message."""

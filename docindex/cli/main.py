@@ -649,7 +649,7 @@ def _start_serving(db: Path) -> Serving | None:
 )
 @db_option
 def mcp(roots: tuple[str, ...], db: str | None) -> None:
-    """Serve the index to agents over MCP (stdio); needs the mcp extra (`pip install '.[mcp]'`).
+    """Serve the index to agents over MCP (stdio); needs the mcp extra (`pip install 'docindex-cli[mcp]'`).
 
     Tools: doc_scan, doc_query, doc_reindex, doc_stats, get_doc, get_outline,
     get_section, find_related, list_documents, search_batch. No tool reads or

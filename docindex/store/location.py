@@ -12,8 +12,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from docindex.errors import install_hint
+
 SCHEMES = ("postgresql://", "postgres://")
-INSTALL_HINT = "pip install 'docindex[postgres]'"
+INSTALL_HINT = install_hint("postgres")
 # user:password@ in the authority part; the password never contains "@" unescaped
 _PASSWORD = re.compile(r"^(postgres(?:ql)?://[^:/@?#]*:)([^@/?#]*)(@)")
 _QUERY_PASSWORD = re.compile(r"([?&]password=)([^&#]*)", re.IGNORECASE)

@@ -36,6 +36,7 @@ from docindex.errors import (
     IndexNotWritableError,
     ReadOnlyIndexError,
     SchemaTooNewError,
+    install_hint,
 )
 from docindex.store import maintenance, migrations
 from docindex.store._sql import document_body
@@ -269,7 +270,8 @@ class Store(DocumentRows, PostingRows):
         if version > migrations.SCHEMA_VERSION:
             raise SchemaTooNewError(
                 f"{self.path} was written by a newer docindex (schema {version} > "
-                f"{migrations.SCHEMA_VERSION}); upgrade docindex"
+                f"{migrations.SCHEMA_VERSION}); upgrade docindex: "
+                + install_hint(upgrade=True)
             )
         try:
             if version == 0 and not tables and may_migrate:

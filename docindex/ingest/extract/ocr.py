@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from docindex.errors import ExtractionError
+from docindex.errors import ExtractionError, install_hint
 from docindex.models import OCR_OFF as OFF_MESSAGE
 
 if TYPE_CHECKING:
@@ -128,7 +128,7 @@ def unavailable_message(settings: OcrSettings | None) -> str | None:
         )
     missing = _libraries_missing()
     if missing:
-        return f"OCR is on but {missing} is missing: pip install 'docindex[ocr]'"
+        return f"OCR is on but {missing} is missing: {install_hint('ocr')}"
     if not languages(settings, found):
         asked = "+".join(settings.languages)
         return f"OCR is on but none of its languages ({asked}) is installed"
