@@ -484,9 +484,16 @@ def skipped(db: str | None, *, reason: str | None = None) -> SkippedFiles:
     """Files left out of the index with reason and message (issue #23).
 
     ``counts`` covers every reason, ``files`` only ``reason`` when one is given.
+
+    Raises:
+        MisuseError: ``reason`` is not a skip reason.
     """
     from docindex.api.records import SkippedFiles
+    from docindex.models import SkipReason
 
+    if reason is not None and reason not in {r.value for r in SkipReason}:
+        known = ", ".join(sorted(SkipReason))
+        raise MisuseError(f"no skip reason {reason!r}; the reasons: {known}")
     ws = workspace.load(db)
     with ws.open(readonly=_readonly_ok(ws.db)) as store:
         return SkippedFiles(store.skip_counts(), store.skipped(reason))

@@ -152,7 +152,7 @@ def list_(path_glob: str | None, types: tuple[str, ...], limit: int, offset: int
 @click.option(
     "--reason",
     metavar="REASON",
-    help="Only files skipped for this reason (unsupported, timeout, truncated, ...).",
+    help="Only files skipped for this reason (unsupported, hidden, script, ...).",
 )
 @db_option
 @json_option
@@ -169,7 +169,7 @@ def skipped(reason: str | None, db: str | None, as_json: bool) -> None:
     if as_json:
         echo_json(result)
     else:
-        print_skipped(out_console(), result)
+        print_skipped(out_console(), result, reason)
 
 
 @click.command()

@@ -138,9 +138,10 @@ def prepare(job: Job, cfg: Config, *, bulk: bool = False) -> Prepared:
     if not data.strip():
         return Prepared(job, hash=digest, skip="empty", message="the file is blank")
     extra = frozenset(s if s.startswith(".") else f".{s}" for s in cfg.text_extensions)
-    kind = kind_for(job.rel_path) or (
-        "txt" if os.path.splitext(job.rel_path)[1].lower() in extra else None
-    )
+    opted = os.path.splitext(job.rel_path)[1].lower() in extra
+    kind = kind_for(job.rel_path)
+    if opted and (kind is None or (kind == "legacy" and not looks_binary(data[:8192]))):
+        kind = "txt"  # text_extensions: an SVG, or a Graphviz .dot (not Word's)
     if kind is None:
         if looks_binary(data[:8192]):
             return Prepared(job, hash=digest, skip="binary")

@@ -34,7 +34,14 @@ from docindex.ingest.settings import (
     tokenizer_settings,
 )
 from docindex.ingest.writer import _apply, embed_pending
-from docindex.models import OCR_OFF, Progress, ProgressFn, ScanResult, printable
+from docindex.models import (
+    ASSET_REASONS,
+    OCR_OFF,
+    Progress,
+    ProgressFn,
+    ScanResult,
+    printable,
+)
 from docindex.store import Fingerprint, Index, SkipRow
 
 if TYPE_CHECKING:
@@ -174,6 +181,7 @@ def _walk_jobs(
     the corpus): per-root state is looked up when the root changes, and the
     counts are kept in locals (issue #24).
     """
+    from docindex.ingest.assets import opt_ins
     from docindex.ingest.walker import SkipEntry, WalkOptions, walk
 
     options = WalkOptions(
@@ -181,6 +189,7 @@ def _walk_jobs(
         follow_symlinks=cfg.follow_symlinks, max_depth=cfg.max_depth,
         max_walked_files=cfg.max_walked_files, max_file_bytes=cfg.max_file_bytes,
         images_unread=_images_unread(cfg), pins=root_pins(store),
+        opted_in=opt_ins(cfg.text_extensions),
     )  # fmt: skip
     # A file skipped for want of OCR is read again once OCR can run (#36);
     # whether it can is asked only when such a file is met.
@@ -294,7 +303,10 @@ def _walk_skip(
 ) -> None:  # fmt: skip
     """Count a file the walk left out; a root it could not see whole is not pruned."""
     if report:
-        result.skip(entry.reason, str(entry.path), entry.message)
+        # Assets are expected, like hidden files: counted, not warned about
+        # one by one; `docindex skipped` lists them with their message (#45).
+        quiet = entry.reason in ASSET_REASONS
+        result.skip(entry.reason, str(entry.path), "" if quiet else entry.message)
     if entry.reason == "missing-root":
         rid = root_ids.get(str(entry.path))
         if rid is not None:
@@ -306,12 +318,14 @@ def _walk_skip(
             complete[rid] = False
 
 
-#: Walk skips worth a record: not the user's own exclusions (ignored, hidden),
-#: the walk's limits, nor I/O errors, which are transient (a file that vanished
-#: mid-walk) and are reported on every scan.
+#: Walk skips worth a record: the user's own exclusions too (ignored, hidden:
+#: the scan counts them, so `skipped --reason hidden` must list them, #45), but
+#: not the walk's limits nor I/O errors, which are transient (a file that
+#: vanished mid-walk) and are reported on every scan (models.UNRECORDED_REASONS).
 _RECORDED_WALK_SKIPS = frozenset(
-    {"too-large", "unsupported", "symlink", "bad-name", "no-text-layer"}
-)
+    {"too-large", "unsupported", "symlink", "bad-name", "no-text-layer", "hidden",
+     "ignored"}
+) | ASSET_REASONS  # fmt: skip
 
 
 def _images_unread(cfg: Config) -> str | None:
