@@ -99,5 +99,7 @@ def test_a_word_template_named_dot_is_not_a_diagram(tmp_path: Path) -> None:
                                           "old-readme.dot": "Plain words here.\n"})  # fmt: skip
     db = str(tmp_path / "i.db")
     run_json("scan", str(root), "--db", db)
-    listed = {f["rel_path"]: f["reason"] for f in run_json("skipped", "--db", db)["files"]}
+    listed = {
+        f["rel_path"]: f["reason"] for f in run_json("skipped", "--db", db)["files"]
+    }
     assert listed == {"letter.dot": "unsupported"}

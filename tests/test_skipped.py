@@ -140,7 +140,7 @@ def test_removing_a_root_forgets_its_skipped_files(tmp_path: Path) -> None:
 
 
 def test_what_the_scan_counts_as_hidden_or_ignored_is_listed(tmp_path: Path) -> None:
-    """"skipped: hidden 1" then `skipped --reason hidden` listed nothing (#45)."""
+    """The scan said "skipped: hidden 1", `skipped --reason hidden` listed none (#45)."""
     root = tmp_path / "docs"
     (root / ".drafts").mkdir(parents=True)
     (root / ".drafts" / "plan.md").write_text("# Plan\n")
@@ -159,4 +159,6 @@ def test_what_the_scan_counts_as_hidden_or_ignored_is_listed(tmp_path: Path) -> 
     limit = run("skipped", "--db", db, "--reason", "walk-limit").output
     assert "not kept in the index" in limit
     bad = CliRunner().invoke(cli, ["skipped", "--db", db, "--reason", "hiden"])
-    assert bad.exit_code == 2 and "the reasons: " in bad.output and "hidden" in bad.output
+    assert (
+        bad.exit_code == 2 and "the reasons: " in bad.output and "hidden" in bad.output
+    )
