@@ -81,7 +81,10 @@ def show(target: str, context: int, db: str | None, as_json: bool) -> None:
 @json_option
 def section(file: str, heading: str, no_subsections: bool, db: str | None,
             as_json: bool) -> None:  # fmt: skip
-    """Print the section of FILE under HEADING (case-insensitive) with its lines."""
+    """Print the section of FILE under HEADING (case-insensitive) with its lines.
+
+    HEADING is a heading's text, a path 'Parent > Heading', or its id: '#install'.
+    """
     from docindex.api.index import Index
     from docindex.cli.render import print_section
 
