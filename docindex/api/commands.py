@@ -461,8 +461,10 @@ def stats(db: str | None) -> IndexStats:
         )  # fmt: skip
 
 
-def vacuum(db: str | None) -> VacuumResult:
+def vacuum(db: str | None, *, ocr_cache: bool = False) -> VacuumResult:
     """Merge the FTS index and give free pages back (``docindex vacuum``, #22).
+
+    ``ocr_cache`` also empties the user's OCR text cache (#45).
 
     Raises:
         IndexBusyError: a scan or a watcher is writing the index; nothing changed.
@@ -473,10 +475,18 @@ def vacuum(db: str | None) -> VacuumResult:
     with ws.open() as store:
         done = store.vacuum()
         left = store.space().reclaimable_bytes
+    removed = freed = 0
+    if ocr_cache:
+        from docindex.config import cache_dir
+        from docindex.ingest.extract.ocr import prune_cache
+
+        pruned = prune_cache(cache_dir(), 0)
+        removed, freed = pruned.removed, pruned.freed_bytes
     return VacuumResult(
         db=str(ws.db), before_bytes=done.before_bytes, after_bytes=done.after_bytes,
         reclaimed_bytes=max(0, done.before_bytes - done.after_bytes),
         reclaimable_bytes=left, took_ms=done.took_ms,
+        ocr_cache_removed=removed, ocr_cache_freed_bytes=freed,
     )  # fmt: skip
 
 

@@ -510,21 +510,27 @@ def stats(db: str | None, as_json: bool) -> None:
 
 
 @cli.command()
+@click.option(
+    "--ocr-cache",
+    is_flag=True,
+    help="Also empty the OCR text cache (~/.cache/docindex/ocr).",
+)
 @db_option
 @json_option
-def vacuum(db: str | None, as_json: bool) -> None:
+def vacuum(ocr_cache: bool, db: str | None, as_json: bool) -> None:
     """Shrink the index file: merge the search index and free unused pages.
 
     Prints the size before and after. `docindex stats` shows how much is
     reclaimable. Like any writer it waits for the lock (the busy timeout,
     10 s by default): it may run between a scan's commits, and when a scan or
     a watcher holds the lock longer it fails with "index is busy" and
-    changes nothing.
+    changes nothing. The OCR text cache is kept under ocr_cache_max_bytes
+    (256 MB) after each scan; --ocr-cache empties it.
     """
     from docindex.api.index import Index
     from docindex.cli.render import vacuum_text
 
-    result = Index(_find_db(db)).vacuum()
+    result = Index(_find_db(db)).vacuum(ocr_cache=ocr_cache)
     if as_json:
         _echo_json(result)
     else:

@@ -281,12 +281,18 @@ def human_size(n: float) -> str:
 def vacuum_text(result_record: object) -> str:
     """The line ``docindex vacuum`` prints."""
     result: dict[str, Any] = to_dict(result_record)
-    return (
+    line = (
         f"{result['db']}: {human_size(result['before_bytes'])} -> "
         f"{human_size(result['after_bytes'])} "
         f"({human_size(result['reclaimed_bytes'])} reclaimed, "
         f"{result['took_ms'] / 1000:.1f} s)"
     )
+    if result.get("ocr_cache_removed"):
+        line += (
+            f"\nOCR cache: {result['ocr_cache_removed']} entries removed "
+            f"({human_size(result['ocr_cache_freed_bytes'])})"
+        )
+    return line
 
 
 TOP = 10  # types and facets shown by ``docindex stats``

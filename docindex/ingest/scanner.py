@@ -106,8 +106,18 @@ def scan(
         embed_pending(store, cfg, on_progress=on_progress, result=result, stop=stop)
     store.tidy_fts()  # deleted rows past a share of the index: merge them away
     store.reclaim()
+    if cfg.ocr and (result.indexed or result.updated or result.skipped):
+        _prune_ocr_cache(cfg)
     result.took_ms = round((time.perf_counter() - started) * 1000, 1)
     return result
+
+
+def _prune_ocr_cache(cfg: Config) -> None:
+    """Keep the OCR text cache under ``ocr_cache_max_bytes`` (#45)."""
+    from docindex.config import cache_dir
+    from docindex.ingest.extract.ocr import prune_cache
+
+    prune_cache(cache_dir(), cfg.ocr_cache_max_bytes)
 
 
 @dataclass(slots=True)
@@ -194,6 +204,8 @@ def _walk_jobs(
     # A file skipped for want of OCR is read again once OCR can run (#36);
     # whether it can is asked only when such a file is met.
     ocr_now = options.images_unread is None
+    # The scan's OCR time ends here, in every worker (#45); 0: OCR is off.
+    ocr_until = time.time() + cfg.ocr_scan_timeout_s if cfg.ocr else 0.0
     jobs: list[Job] = []
     walk_scopes: list[Path | None] = list(scopes) or [None]
     walked_root: Path | None = None
@@ -237,7 +249,7 @@ def _walk_jobs(
             # about again; `docindex skipped` still lists it (issue #23).
             unchanged += 1
             continue
-        jobs.append(_job(entry, old.hash if old and not force else None))
+        jobs.append(_job(entry, old.hash if old and not force else None, ocr_until))
         if len(jobs) == POOL_THRESHOLD:
             workers.boot()  # imports while the walk goes on
         if on_progress:
@@ -390,6 +402,6 @@ def _under(rel_path: str, prefixes: list[str]) -> bool:
     )
 
 
-def _job(entry: FileEntry, known_hash: str | None) -> Job:
+def _job(entry: FileEntry, known_hash: str | None, ocr_until: float) -> Job:
     return Job(entry.location, entry.rel_path, str(entry.root), entry.size,
-                entry.mtime_ns, known_hash)  # fmt: skip
+                entry.mtime_ns, known_hash, ocr_until)  # fmt: skip
