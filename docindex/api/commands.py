@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING
 from docindex.api import workspace
 from docindex.config import Config
 from docindex.errors import MisuseError, OutsideRootsError, RelocatedIndexError
-from docindex.models import Hit, Progress, QueryOptions, QueryResult, ScanResult
+from docindex.models import (
+    Hit,
+    Progress,
+    ProgressFn,
+    QueryOptions,
+    QueryResult,
+    ScanResult,
+)
 from docindex.store.location import ServerUrl
 
 if TYPE_CHECKING:
@@ -814,21 +821,25 @@ def _newlines(lines: list[str], offset: int) -> Iterator[None]:
         yield None
 
 
-def export(db: str | None) -> Iterator[dict[str, object]]:
+def export(
+    db: str | None, on_progress: ProgressFn | None = None
+) -> Iterator[dict[str, object]]:
     """The index as NDJSON records (``docindex export``, issue #34)."""
     from docindex.api.transfer import export_records
 
     ws = workspace.load(db)
     with _open_for_reading(ws) as store, store.atomic(immediate=False):
-        yield from export_records(store)
+        yield from export_records(store, on_progress)
 
 
-def import_(db: str | None, lines: Iterable[str]) -> dict[str, int]:
+def import_(
+    db: str | None, lines: Iterable[str], on_progress: ProgressFn | None = None
+) -> dict[str, int]:
     """Load an export into a new index (``docindex import``, issue #34)."""
     from docindex.api.transfer import import_records
 
     ws = workspace.load(db, must_exist=False, scan_path=None)
     with ws.open(create=True) as store:
-        counts = import_records(store, ws.config, lines)
+        counts = import_records(store, ws.config, lines, on_progress)
         store.tidy_fts()  # as after a scan (PostgreSQL: the postings btrees, #34)
         return counts

@@ -20,6 +20,7 @@ from docindex.errors import DocindexError, MisuseError
 
 if TYPE_CHECKING:
     from docindex.config import Config
+    from docindex.models import ProgressFn
     from docindex.store import Index
 
 FORMAT = "docindex-export"
@@ -27,15 +28,25 @@ VERSION = 1
 META_KEYS = ("settings", "tokenizer", "embedder")
 
 
-def export_records(store: Index) -> Iterator[dict[str, Any]]:
-    """Every record of the index, in order (one read transaction)."""
-    yield {"type": FORMAT, "version": VERSION}
+def export_records(
+    store: Index, on_progress: ProgressFn | None = None
+) -> Iterator[dict[str, Any]]:
+    """Every record of the index, in order (one read transaction).
+
+    The header counts the documents (``documents``), so an import can show
+    how far it is (#45); ``on_progress`` hears of each document written.
+    """
+    from docindex.models import Progress
+
+    docs, _ = store.documents()
+    yield {"type": FORMAT, "version": VERSION, "documents": len(docs)}
     for key in META_KEYS:
         yield {"type": "meta", "key": key, "value": store.get_meta(key)}
     for path in store.roots().values():
         yield {"type": "root", "path": path}
-    docs, _ = store.documents()
-    for doc in docs:
+    for done, doc in enumerate(docs, start=1):
+        if on_progress:
+            on_progress(Progress("export", done, len(docs), doc.rel_path))
         segments = store.segments_of(doc.id)
         ids, blobs = store.vectors([s.id for s in segments])
         vec = dict(zip(ids, blobs, strict=True))
@@ -60,8 +71,13 @@ def export_records(store: Index) -> Iterator[dict[str, Any]]:
         }  # fmt: skip
 
 
-def import_records(store: Index, cfg: Config, lines: Iterable[str]) -> dict[str, int]:
+def import_records(
+    store: Index, cfg: Config, lines: Iterable[str],
+    on_progress: ProgressFn | None = None,
+) -> dict[str, int]:  # fmt: skip
     """Load exported records into an empty index, in one transaction.
+
+    ``on_progress`` hears of each document loaded (of the header's count).
 
     Raises:
         MisuseError: not an export of this format, or the index holds documents.
@@ -76,6 +92,9 @@ def import_records(store: Index, cfg: Config, lines: Iterable[str]) -> dict[str,
         raise DocindexError("this export was written by a newer docindex; upgrade")
     if store.fill_counts()[0]:
         raise MisuseError("import needs an empty index; pass a new --db")
+    from docindex.models import Progress
+
+    total = head.get("documents") if isinstance(head.get("documents"), int) else None
     counts = {"documents": 0, "chunks": 0, "vectors": 0, "roots": 0}
     root_ids: dict[str, int] = {}
     with store.atomic():
@@ -92,6 +111,9 @@ def import_records(store: Index, cfg: Config, lines: Iterable[str]) -> dict[str,
                 counts["roots"] += 1
             elif kind == "document":
                 _import_document(store, cfg, rec, root_ids, counts)
+                if on_progress:
+                    on_progress(Progress("import", counts["documents"], total,
+                                         rec["rel_path"]))  # fmt: skip
     return counts
 
 

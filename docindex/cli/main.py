@@ -472,22 +472,31 @@ def _batch(
     help="With --full: the roots to rebuild, when a damaged index cannot say.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress or summary on stderr.")
+@click.option(
+    "--progress",
+    "ndjson",
+    is_flag=True,
+    help="With --json: stream progress events as JSON lines before the result.",
+)
 @db_option
 @json_option
 def reindex(path: Path | None, full: bool, provider: str | None,
-            roots: tuple[str, ...], quiet: bool, db: str | None,
+            roots: tuple[str, ...], quiet: bool, ndjson: bool, db: str | None,
             as_json: bool) -> None:  # fmt: skip
     """Re-read every file (or PATH) even if unchanged; --full rebuilds the index file."""
     from docindex.api.index import Index
 
     if provider and not full:
         raise click.UsageError("--provider needs --full")
+    if ndjson and not as_json:
+        raise click.UsageError("--progress streams JSON lines: use it with --json")
+    progress = _NdjsonProgress() if ndjson else _progress(not (as_json or quiet))
     signals = _signals()
     result = Index(db, roots=roots).reindex(
-        path, full=full, provider=provider, progress=_progress(not (as_json or quiet)),
+        path, full=full, provider=provider, progress=progress,
         stop=signals.graceful().is_set,
     )  # fmt: skip
-    _print_scan(result, as_json, quiet, _command_line())
+    _print_scan(result, as_json, quiet, _command_line(), event=ndjson)
     _exit_if_signalled(signals)
 
 
@@ -754,8 +763,9 @@ def export_(db: str | None) -> None:
     """
     from docindex.api import commands as api
 
-    for record in api.export(db):
-        click.echo(json.dumps(record, ensure_ascii=False))
+    with _progress(True) as on_progress:  # stderr, on a terminal only (#45)
+        for record in api.export(db, on_progress):
+            click.echo(json.dumps(record, ensure_ascii=False))
 
 
 @cli.command("import")
@@ -766,7 +776,8 @@ def import_(file: TextIO, db: str | None, as_json: bool) -> None:
     """Load FILE (from `docindex export`, or - for stdin) into a new, empty index."""
     from docindex.api import commands as api
 
-    counts = api.import_(db, file)
+    with _progress(True) as on_progress:  # stderr, on a terminal only (#45)
+        counts = api.import_(db, file, on_progress)
     if as_json:
         _echo_json(counts)
     else:
