@@ -109,7 +109,8 @@ def scan(
                 ) from None
             raise OutsideRootsError(
                 f"{path} is outside the index's roots "
-                f"({', '.join(map(str, roots_p))}); to add its folder as a root "
+                f"({', '.join(map(str, roots_p)) or 'none yet'}); to add its folder "
+                "as a root "
                 f"and scan it, run `docindex scan --root {shlex.quote(str(folder))}`"
             ) from None
     with ws.open(create=True) as store, _progress_ctx(progress) as on_progress:

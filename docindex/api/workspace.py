@@ -222,6 +222,14 @@ def load(
         env_roots = cfgmod.env_value("ROOTS")
         if first is None and env_roots:
             first = env_roots.split(os.pathsep)[0]
+        if first is None and scan_path is not None:
+            # `scan /no/such/folder` (#45): say what is wrong with the path
+            if not os.path.lexists(scan_path):
+                raise MisuseError(f"{scan_path} does not exist; nothing to scan")
+            raise MisuseError(
+                f"{scan_path} is not a folder; scan the folder that holds it, "
+                "or pass --root DIR"
+            )
         if first is None:
             raise DocindexError("nothing to scan: pass a directory or --root DIR")
         path = cfgmod.default_db_for_root(Path(first))

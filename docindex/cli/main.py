@@ -20,7 +20,7 @@ from docindex.cli.output import find_db as _find_db
 from docindex.cli.output import out_console as _out_console
 from docindex.cli.output import piped as _piped
 from docindex.cli.output import progress_bar as _progress
-from docindex.errors import DocindexError, IndexNotWritableError
+from docindex.errors import DocindexError, IndexBusyError, IndexNotWritableError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -50,7 +50,10 @@ class _Group(click.Group):
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         ctx.meta[_ARGV] = list(args)
-        return super().parse_args(ctx, args)
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            raise _safe_usage(exc, args) from None
 
     def invoke(self, ctx: click.Context) -> object:
         from docindex.cli.signals import Interrupted, Signals
@@ -69,10 +72,16 @@ class _Group(click.Group):
         argv = ctx.meta.get(_ARGV, [])
         try:
             return super().invoke(ctx)
+        except click.UsageError as exc:  # a command's own options and arguments
+            raise _safe_usage(exc, argv) from None
         except IndexNotWritableError as exc:
             from docindex.cli import remedy  # error paths only: `re`, `shlex`
 
             raise _failure(remedy.elsewhere(argv, exc), exc.exit_code) from None
+        except IndexBusyError as exc:
+            from docindex.cli import remedy
+
+            raise _failure(remedy.busy(str(exc), argv), exc.exit_code) from None
         except DocindexError as exc:
             from docindex.cli import remedy
 
@@ -91,6 +100,8 @@ class _Group(click.Group):
             err = translate(exc, path)
             from docindex.cli import remedy
 
+            if isinstance(err, IndexBusyError):
+                raise _failure(remedy.busy(str(err), argv), err.exit_code) from None
             raise _failure(remedy.with_db(str(err), argv), err.exit_code) from None
         except KeyboardInterrupt:
             click.echo(
@@ -99,8 +110,9 @@ class _Group(click.Group):
             sys.exit(130)
         except PermissionError as exc:
             # Another user's index is private to its owner (issue #33).
-            name = exc.filename or "a file the command needs"
-            raise _failure(f"permission denied: {name}", 1) from None
+            from docindex.cli import remedy
+
+            raise _failure(remedy.permission(exc), 1) from None
         except BrokenPipeError:
             # `docindex list | head`: the reader has all it wanted (issue #20).
             # Point stdout at /dev/null so the interpreter's final flush is quiet.
@@ -134,7 +146,35 @@ class _Misuse(click.ClickException):
 
 
 def _failure(message: str, exit_code: int) -> click.ClickException:
+    """The one exit for expected failures; what the user typed is echoed
+    with its terminal control characters escaped (#45)."""
+    from docindex.cli.render import term_safe
+
+    message = term_safe(message)
     return _Misuse(message) if exit_code == 2 else _Failure(message)
+
+
+def _safe_usage(exc: click.UsageError, argv: list[str]) -> click.UsageError:
+    """A usage error as click words it, escaped, with how to search for "-word".
+
+    ``docindex query -yield`` is "No such option '-y'": a query that starts
+    with "-" goes after "--" (#45).
+    """
+    from docindex.cli.render import term_safe
+
+    message = exc.message
+    if isinstance(exc, click.NoSuchOption) and exc.ctx is not None:
+        if exc.ctx.command.name == "query":
+            import shlex
+
+            typed = next((a for a in argv if a.startswith(exc.option_name)), "")
+            if typed and not typed.startswith("--"):
+                message += (
+                    f" Is {typed!r} the query? A query that starts with '-' goes "
+                    f"after '--': `docindex query -- {shlex.quote(typed)}` (in a "
+                    "query, -word leaves out the chunks holding the word)"
+                )
+    return click.UsageError(term_safe(message), ctx=exc.ctx)
 
 
 def _signals() -> Signals:

@@ -52,6 +52,15 @@ WAL_LIMIT_BYTES = 8 << 20  # 2x the -wal of SQLite's auto-checkpoint (1,000 page
 MMAP_BYTES = 1 << 30  # Store.open(mapped=True): a 10x corpus index is 0.8 GB
 
 
+def busy_message(where: str) -> str:
+    """ "index is busy", with what to do about it (#45)."""
+    return (
+        f"index is busy (another docindex is writing){where}; run the command "
+        "again when that scan, reindex, vacuum or watch catch-up ends, or let it "
+        "wait longer than busy_timeout_s (10 s by default)"
+    )
+
+
 def translate(exc: sqlite3.Error, path: Path | str) -> DocindexError:
     """Turn an sqlite3 error into a one-line DocindexError that says what to do."""
     msg = str(exc)
@@ -61,7 +70,7 @@ def translate(exc: sqlite3.Error, path: Path | str) -> DocindexError:
     index = f"index {path}" if str(path) else "the index"
     if "locked" in msg or "busy" in msg:
         where = f": {path}" if str(path) else ""
-        return IndexBusyError(f"index is busy (another docindex is writing){where}")
+        return IndexBusyError(busy_message(where))
     if code.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or (
         isinstance(exc, sqlite3.DatabaseError)
         and ("malformed" in msg or "not a database" in msg or "corrupt" in msg)
