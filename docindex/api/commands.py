@@ -100,13 +100,7 @@ def scan(
             above = Path(path).resolve()
             held = [r for r in roots_p if above in r.parents] if above.is_dir() else []
             if held:  # the folder above a root: `scan --root` would refuse (#38)
-                raise OutsideRootsError(
-                    f"{path} holds the root {held[0]}; to index all of it, run "
-                    + " and then ".join(
-                        f"`docindex roots remove {shlex.quote(str(r))}`" for r in held
-                    )
-                    + f" and then `docindex scan --root {shlex.quote(str(folder))}`"
-                ) from None
+                raise OutsideRootsError(_above_roots(path, held)) from None
             raise OutsideRootsError(
                 f"{path} is outside the index's roots "
                 f"({', '.join(map(str, roots_p)) or 'none yet'}); to add its folder "
@@ -154,6 +148,23 @@ def _refuse_relocated(ws: workspace.Workspace) -> None:
 def _inside(path: Path, root: Path) -> bool:
     target = path.resolve()
     return target == root or root in target.parents
+
+
+def _above_roots(path: str | Path, held: list[Path]) -> str:
+    """``scan TOP`` where TOP holds roots: the commands after which it works.
+
+    Run as printed, then the user's own ``scan TOP`` indexes all of TOP (#45:
+    it said `roots remove` and `scan --root`, and the scan of TOP that the
+    user ran next still found TOP outside the roots).
+    """
+    top = shlex.quote(str(Path(path).resolve()))
+    steps = [f"`docindex roots remove {shlex.quote(str(r))}`" for r in held]
+    steps.append(f"`docindex roots add {top}`")
+    return (
+        f"{path} holds the root {held[0]}; to index all of it, run "
+        + " and ".join(steps)
+        + ", then this scan again"
+    )
 
 
 def _progress_ctx(

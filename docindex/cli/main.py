@@ -276,10 +276,11 @@ def scan(path: Path | None, roots: tuple[str, ...], exclude: tuple[str, ...],
 
 def _command_line() -> str:
     """The command as the user typed it, to run again (issue #38)."""
-    import shlex
 
     root = click.get_current_context().find_root()
-    return shlex.join(["docindex", *root.meta.get(_ARGV, [])])
+    from docindex.cli import remedy
+
+    return remedy.again(root.meta.get(_ARGV, []))
 
 
 def _print_scan(

@@ -25,6 +25,27 @@ _TAKES_DB = frozenset(
 )
 
 
+def db_word(db: str) -> str:
+    """A ``--db`` value as a remedy prints it: the one place every remedy's
+    index passes through (a server URL's password is for this to mask)."""
+    return shlex.quote(db)
+
+
+def again(argv: list[str]) -> str:
+    """The user's command line, as a remedy prints it (its ``--db`` by ``db_word``)."""
+    words = ["docindex"]
+    after_db = False
+    for arg in argv:
+        if after_db:
+            words.append(db_word(arg))
+        elif arg.startswith("--db="):
+            words.append("--db=" + db_word(arg[len("--db=") :]))
+        else:
+            words.append(shlex.quote(arg))
+        after_db = arg == "--db" and not after_db
+    return " ".join(words)
+
+
 def given_db(argv: list[str]) -> str | None:
     """The ``--db`` value on the command line (the last one wins, as in click)."""
     found: str | None = None
@@ -69,7 +90,7 @@ def with_db(message: str, argv: list[str]) -> str:
         words = command.split()
         if "--db" in words or len(words) < 2 or words[1] not in _TAKES_DB:
             return match.group(0)
-        return f"`{command} --db {shlex.quote(db)}`"
+        return f"`{command} --db {db_word(db)}`"
 
     return _COMMAND.sub(add, message)
 
@@ -77,15 +98,14 @@ def with_db(message: str, argv: list[str]) -> str:
 def elsewhere(argv: list[str], exc: IndexNotWritableError) -> str:
     """The index cannot be made where asked: the same command, writing elsewhere."""
     target = cfgmod.writable_db_for(exc.path)
-    again = shlex.join(["docindex", *_replace_db(argv, str(target))])
+    command = again(_replace_db(argv, str(target)))
     head = str(exc).split("; pass --db", 1)[0]
-    return f"{head}; keep it elsewhere: `{again}` (or set DOCINDEX_DB)"
+    return f"{head}; keep it elsewhere: `{command}` (or set DOCINDEX_DB)"
 
 
 def busy(message: str, argv: list[str]) -> str:
     """ "index is busy": the user's command again, waiting two minutes (#45)."""
-    again = shlex.join(["docindex", *argv])
-    return f"{message}: `DOCINDEX_BUSY_TIMEOUT_S=120 {again}`"
+    return f"{message}: `DOCINDEX_BUSY_TIMEOUT_S=120 {again(argv)}`"
 
 
 def permission(exc: PermissionError) -> str:
@@ -149,15 +169,14 @@ def os_error(exc: OSError, argv: list[str]) -> str | None:
     if what is None:
         return None
     where = f" at {exc.filename}" if exc.filename else ""
-    again = shlex.join(["docindex", *argv])
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        fix = f"free some space, then run `{again}` again"
+        fix = f"free some space, then run `{again(argv)}` again"
     else:
         fix = "pass --db FILE in a folder you may write, or set DOCINDEX_DB"
         if exc.filename:
             place = cfgmod.writable_db_for(Path(str(exc.filename)))
             fix = (
                 "run it with an index you may write: "
-                f"`{shlex.join(['docindex', *_replace_db(argv, str(place))])}`"
+                f"`{again(_replace_db(argv, str(place)))}`"
             )
     return f"{what}{where}; {fix}"

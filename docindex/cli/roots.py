@@ -69,7 +69,11 @@ def _roots_change(
     if as_json or (ctx.obj or {}).get("as_json"):
         echo_json(change)
     else:
-        click.echo(root_change_text(change), err=True)
+        from docindex.cli import remedy
+        from docindex.cli.main import _ARGV
+
+        argv = ctx.find_root().meta.get(_ARGV, [])
+        click.echo(remedy.with_db(root_change_text(change), argv), err=True)
 
 
 @roots.command(name="add")

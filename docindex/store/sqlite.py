@@ -120,9 +120,14 @@ def repair_hint(path: Path | str) -> str:
     if path.parent.name == DEFAULT_DB_DIR or _remembers_roots(path):
         return "run `docindex reindex --full` to rebuild it"
     quoted = shlex.quote(str(path))
+    roots = salvaged_roots(path)
+    if roots:  # the real folders, never a placeholder to type over (#45)
+        named = " ".join(f"--root {shlex.quote(r)}" for r in roots)
+        return f"rebuild it with `docindex reindex --full {named} --db {quoted}`"
     return (
-        f"rebuild it with `docindex reindex --full --root DIR --db {quoted}` "
-        "(DIR: the folder it indexed), or point --db elsewhere"
+        "its roots cannot be read from it: rebuild it with docindex reindex --full "
+        f"--db {quoted} and a --root for each folder it indexed, or point --db "
+        "elsewhere"
     )
 
 
@@ -139,6 +144,39 @@ def _remembers_roots(path: Path) -> bool:
         return False
     finally:
         conn.close()
+
+
+_ROOTS_KEY = b'"roots": ['
+SALVAGE_BYTES = 64 << 20  # a damaged index is searched this far for its settings
+
+
+def salvaged_roots(path: Path) -> list[str]:
+    """The roots a damaged index remembered, read from its bytes (#45).
+
+    When SQLite can no longer read the file, the ``settings`` meta value (JSON
+    with ``"roots": [...]``) is usually still there as written. Only folders
+    that exist are returned; the last copy wins (a page rewritten later).
+    """
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(SALVAGE_BYTES)
+    except OSError:
+        return []
+    found: list[str] = []
+    decoder = json.JSONDecoder()
+    at = data.rfind(_ROOTS_KEY)
+    while at >= 0 and not found:
+        start = at + len(_ROOTS_KEY) - 1
+        try:
+            value, _ = decoder.raw_decode(
+                data[start : start + 65536].decode("utf-8", "replace")
+            )
+        except (ValueError, UnicodeDecodeError):
+            value = None
+        if isinstance(value, list):
+            found = [r for r in value if isinstance(r, str) and Path(r).is_dir()]
+        at = data.rfind(_ROOTS_KEY, 0, at)
+    return found
 
 
 class Store(DocumentRows, PostingRows):
