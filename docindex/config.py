@@ -339,6 +339,24 @@ def config_file_for(
     return candidate if candidate.is_file() else None
 
 
+def user_config_dir(environ: dict[str, str] | None = None) -> Path:
+    """Per-user config folder: what this user accepted on this machine (#44)."""
+    env = os.environ if environ is None else environ
+    base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "docindex"
+
+
+def local_config_file(environ: dict[str, str] | None = None) -> Path | None:
+    """The config file this user chose (``DOCINDEX_CONFIG``), if any (#44).
+
+    Unlike ``config.toml`` beside an index, which came with the index and may
+    have been written by anyone who could write the index's folder.
+    """
+    env = os.environ if environ is None else environ
+    name = env.get("DOCINDEX_CONFIG")
+    return Path(name) if name else None
+
+
 def cache_dir(environ: dict[str, str] | None = None) -> Path:
     """Per-user cache folder (the neural provider's optimised model, issue #9)."""
     env = os.environ if environ is None else environ

@@ -52,6 +52,11 @@ class IndexBusyError(DocindexError):
     """Another process holds the write lock longer than our timeout."""
 
 
+class IndexUnreachableError(DocindexError):
+    """The index's server cannot be reached: down, restarting, or the network
+    (issue #44). A long-lived command reconnects; a one-off command fails."""
+
+
 class IndexCorruptError(DocindexError):
     """The database file is damaged or not an SQLite database."""
 

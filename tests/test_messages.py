@@ -80,6 +80,7 @@ def test_a_cjk_question_that_is_answered_is_no_weak_match(tmp_path: Path) -> Non
 
 
 def test_busy_says_what_to_do(tmp_path: Path) -> None:
+    """A writer that does not wait (vacuum; a scan waits, #44) says what to do."""
     root = write_tree(tmp_path / "docs", {"a.md": "# A\n\ntext\n"})
     db = tmp_path / "i.db"
     run("scan", str(root), "--db", str(db))
@@ -87,7 +88,7 @@ def test_busy_says_what_to_do(tmp_path: Path) -> None:
     try:
         holder.execute("BEGIN IMMEDIATE")  # another writer holds the lock
         done = subprocess.run(
-            [sys.executable, "-m", "docindex", "scan", "--db", str(db)],
+            [sys.executable, "-m", "docindex", "vacuum", "--db", str(db)],
             capture_output=True, text=True, timeout=60,
             env={**_env(), "DOCINDEX_BUSY_TIMEOUT_S": "0.2"},
         )  # fmt: skip
@@ -97,7 +98,7 @@ def test_busy_says_what_to_do(tmp_path: Path) -> None:
     assert done.returncode == 1, done.stderr
     (line,) = done.stderr.strip().splitlines()
     assert "index is busy" in line and "run the command again" in line
-    assert f"`DOCINDEX_BUSY_TIMEOUT_S=120 docindex scan --db {db}`" in line
+    assert f"`DOCINDEX_BUSY_TIMEOUT_S=120 docindex vacuum --db {db}`" in line
     again = line.split("`")[1].split(" ", 1)  # the advice, run as printed
     rerun = subprocess.run(
         [sys.executable, "-m", "docindex", *shlex.split(again[1])[1:]],

@@ -479,28 +479,41 @@ def _document(store: Any, root_id: int, rel_path: str, text: str) -> Any:
     )  # fmt: skip
 
 
-def test_a_file_another_writer_committed_meanwhile_is_replaced(pg_url: str) -> None:
-    """Documents a writer adds wait to be sent with the next statement; if
-    another writer committed the same file meanwhile, that copy is replaced,
-    and every read of the writer's transaction sees its own documents."""
+def test_a_second_writer_waits_and_its_copy_replaces_the_first(pg_url: str) -> None:
+    """Writers take turns (issue #44): a second writer waits for the first's
+    commit instead of meeting its rows halfway; then its copy of a file the
+    first one wrote replaces it, and each file is there once."""
+    import threading
+
     from docindex.store import open_index
     from docindex.store.location import ServerUrl
 
     url = ServerUrl(pg_url)
-    with open_index(url, create=True) as mine, open_index(url) as other:
+    done = threading.Event()
+
+    def other_writer() -> None:
+        with open_index(url, busy_timeout=30) as other:
+            rid = other.root_id("/r")
+            other.add_document(_document(other, rid, "a.md", "# A\n\ntheirs gamma\n"))
+        done.set()
+
+    with open_index(url, create=True) as mine:
         rid = mine.root_id("/r")
         with mine.atomic():
             kept = mine.add_document(
                 _document(mine, rid, "a.md", "# A\n\nmine alpha\n")
             )
             mine.add_document(_document(mine, rid, "b.md", "# B\n\nmine beta\n"))
-            other.add_document(_document(other, rid, "a.md", "# A\n\ntheirs gamma\n"))
+            thread = threading.Thread(target=other_writer)
+            thread.start()
+            assert not done.wait(1.0)  # it waits for this transaction
             assert mine.document(kept) is not None  # read in the transaction
-            assert mine.fingerprints(rid)["a.md"].id == kept
-        assert mine.fingerprints(rid)["a.md"].hash == "# A\n\nmine alpha\n"
+        thread.join(30)
+        assert done.is_set()
+        assert mine.fingerprints(rid)["a.md"].hash == "# A\n\ntheirs gamma\n"
     _consistent(pg_url)
-    assert [c for c, _ in _hits(pg_url, "gamma")] == []
-    assert len(_hits(pg_url, "alpha")) == 1 and len(_hits(pg_url, "beta")) == 1
+    assert [c for c, _ in _hits(pg_url, "alpha")] == []
+    assert len(_hits(pg_url, "gamma")) == 1 and len(_hits(pg_url, "beta")) == 1
 
 
 def test_killed_writer_leaves_a_consistent_index(tmp_path: Path, pg_url: str) -> None:

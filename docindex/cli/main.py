@@ -58,6 +58,7 @@ class _Group(click.Group):
     def invoke(self, ctx: click.Context) -> object:
         from docindex.cli.signals import Interrupted, Signals
 
+        _warn_password_in_argv(ctx.meta.get(_ARGV, []))
         with Signals() as signals:
             ctx.meta[_SIGNALS] = signals
             try:
@@ -135,6 +136,24 @@ class _Group(click.Group):
             raise _failure(str(err), err.exit_code) from None
 
 
+def _warn_password_in_argv(argv: list[str]) -> None:
+    """A password in ``--db`` is in ``ps`` for every local user: say so (#44)."""
+    from docindex.cli.remedy import given_db
+
+    db = given_db(argv)
+    if db is None or "://" not in db:
+        return
+    from docindex.store.location import ServerUrl, is_server_url
+
+    if is_server_url(db) and ServerUrl(db).has_password:
+        click.echo(
+            "warning: the password in --db is visible to every user of this "
+            "machine (ps); keep it in ~/.pgpass, PGPASSFILE or a service file, "
+            "or pass the URL in DOCINDEX_DB (README: Share an index with a team)",
+            err=True,
+        )
+
+
 class _Failure(click.ClickException):
     """A core runtime failure as ``Error: message`` (exit 1)."""
 
@@ -146,11 +165,14 @@ class _Misuse(click.ClickException):
 
 
 def _failure(message: str, exit_code: int) -> click.ClickException:
-    """The one exit for expected failures; what the user typed is echoed
-    with its terminal control characters escaped (#45)."""
+    """The one exit for expected failures: no password in any error (#44), and
+    what the user typed is echoed with terminal controls escaped (#45)."""
+    from docindex.cli.remedy import scrubbed
     from docindex.cli.render import term_safe
 
-    message = term_safe(message)
+    ctx = click.get_current_context(silent=True)
+    argv = ctx.find_root().meta.get(_ARGV, []) if ctx else []
+    message = term_safe(scrubbed(message, argv))
     return _Misuse(message) if exit_code == 2 else _Failure(message)
 
 
@@ -227,9 +249,21 @@ def _not_nan(value: float) -> float:
     help="gitignore-style exclude pattern (repeatable; !negation re-includes).",
 )
 @click.option("--force", is_flag=True, help="Re-index every file, even unchanged ones.")
-@click.option("--hidden", is_flag=True, default=None, help="Index hidden files too.")
-@click.option("--follow-symlinks", is_flag=True, default=None, help="Follow symlinks.")
-@click.option("--no-gitignore", is_flag=True, help="Do not honour .gitignore files.")
+@click.option(
+    "--hidden/--no-hidden",
+    default=None,
+    help="Index hidden files too (remembered here for this index).",
+)
+@click.option(
+    "--follow-symlinks/--no-follow-symlinks",
+    default=None,
+    help="Follow symlinks (remembered here for this index).",
+)
+@click.option(
+    "--gitignore/--no-gitignore",
+    default=None,
+    help="Honour .gitignore files (default; remembered here for this index).",
+)
 @click.option(
     "--provider",
     type=click.Choice(["ngram", "none", "minilm"]),
@@ -251,12 +285,14 @@ def _not_nan(value: float) -> float:
 @json_option
 def scan(path: Path | None, roots: tuple[str, ...], exclude: tuple[str, ...],
          force: bool, hidden: bool | None, follow_symlinks: bool | None,
-         no_gitignore: bool, provider: str | None, ocr: bool | None, quiet: bool,
-         ndjson: bool, db: str | None, as_json: bool) -> None:  # fmt: skip
+         gitignore: bool | None, provider: str | None, ocr: bool | None,
+         quiet: bool, ndjson: bool, db: str | None, as_json: bool) -> None:  # fmt: skip
     """Scan the roots incrementally; PATH limits the scan to a file or folder inside them.
 
     Without an index, PATH (a directory) becomes the first root and the index is
-    created at PATH/.docindex/index.db.
+    created at PATH/.docindex/index.db. A root is read on this machine only
+    when you named it here (scan DIR, --root, roots add/accept) or the index
+    lives in it; see `docindex roots accept`.
     """
     from docindex.api.index import Index
 
@@ -266,21 +302,28 @@ def scan(path: Path | None, roots: tuple[str, ...], exclude: tuple[str, ...],
     signals = _signals()
     result = Index(db, roots=roots).scan(
         path, exclude=exclude, force=force, hidden=hidden,
-        follow_symlinks=follow_symlinks, gitignore=not no_gitignore,
+        follow_symlinks=follow_symlinks, gitignore=gitignore,
         provider=provider, progress=progress, stop=signals.graceful().is_set,
-        ocr=ocr,
+        ocr=ocr, on_notice=_notice,
     )  # fmt: skip
     _print_scan(result, as_json, quiet, _command_line(), event=ndjson)
     _exit_if_signalled(signals)
 
 
-def _command_line() -> str:
-    """The command as the user typed it, to run again (issue #38)."""
+def _notice(message: str) -> None:
+    """A line the user should see now (e.g. a scan waiting for another writer)."""
+    from docindex.cli.remedy import scrubbed
 
     root = click.get_current_context().find_root()
-    from docindex.cli import remedy
+    click.echo(scrubbed(message, root.meta.get(_ARGV, [])), err=True)
 
-    return remedy.again(root.meta.get(_ARGV, []))
+
+def _command_line() -> str:
+    """The command as the user typed it, to run again (issue #38), masked (#44)."""
+    from docindex.cli.remedy import command_line
+
+    root = click.get_current_context().find_root()
+    return command_line(root.meta.get(_ARGV, []))
 
 
 def _print_scan(

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from docindex import config as cfgmod
 from docindex.errors import IndexNotWritableError
+from docindex.store.location import mask, redact
 
 _COMMAND = re.compile(r"`(docindex [^`]*)`")
 # Commands that take --db (every command but `eval`, which makes its own).
@@ -23,27 +24,6 @@ _TAKES_DB = frozenset(
     "scan query reindex stats vacuum watch mcp outline show section list related "
     "skipped roots config".split()
 )
-
-
-def db_word(db: str) -> str:
-    """A ``--db`` value as a remedy prints it: the one place every remedy's
-    index passes through (a server URL's password is for this to mask)."""
-    return shlex.quote(db)
-
-
-def again(argv: list[str]) -> str:
-    """The user's command line, as a remedy prints it (its ``--db`` by ``db_word``)."""
-    words = ["docindex"]
-    after_db = False
-    for arg in argv:
-        if after_db:
-            words.append(db_word(arg))
-        elif arg.startswith("--db="):
-            words.append("--db=" + db_word(arg[len("--db=") :]))
-        else:
-            words.append(shlex.quote(arg))
-        after_db = arg == "--db" and not after_db
-    return " ".join(words)
 
 
 def given_db(argv: list[str]) -> str | None:
@@ -57,6 +37,31 @@ def given_db(argv: list[str]) -> str | None:
         elif arg.startswith("--db="):
             found = arg[len("--db=") :]
     return found
+
+
+def masked(argv: list[str]) -> list[str]:
+    """``argv`` with the password of any ``postgresql://`` URL in it masked:
+    a command echoed back (a remedy, "run … again") never shows it (#44)."""
+    return [mask(arg) if "://" in arg else arg for arg in argv]
+
+
+def command_line(argv: list[str]) -> str:
+    """The command as the user typed it, to run again, its password masked."""
+    return shlex.join(["docindex", *masked(argv)])
+
+
+def secret_places(argv: list[str]) -> list[str]:
+    """Every index URL this command may hold a password of: ``--db``,
+    ``DOCINDEX_DB`` and the ``DOCINDEX_CONFIG`` file's ``[db] url``."""
+    places = [given_db(argv), cfgmod.env_value("DB"), cfgmod.file_db_url()]
+    places.extend(a for a in argv if "://" in a)  # `eval --engine URL`
+    return [p for p in places if p]
+
+
+def scrubbed(message: str, argv: list[str]) -> str:
+    """``message`` with every password this command knows of redacted: the
+    last net under every line the CLI prints on the way out (#44)."""
+    return redact(message, *secret_places(argv))
 
 
 def _replace_db(argv: list[str], db: str) -> list[str]:
@@ -90,7 +95,7 @@ def with_db(message: str, argv: list[str]) -> str:
         words = command.split()
         if "--db" in words or len(words) < 2 or words[1] not in _TAKES_DB:
             return match.group(0)
-        return f"`{command} --db {db_word(db)}`"
+        return f"`{command} --db {shlex.quote(mask(db))}`"
 
     return _COMMAND.sub(add, message)
 
@@ -98,14 +103,14 @@ def with_db(message: str, argv: list[str]) -> str:
 def elsewhere(argv: list[str], exc: IndexNotWritableError) -> str:
     """The index cannot be made where asked: the same command, writing elsewhere."""
     target = cfgmod.writable_db_for(exc.path)
-    command = again(_replace_db(argv, str(target)))
+    again = shlex.join(["docindex", *masked(_replace_db(argv, str(target)))])
     head = str(exc).split("; pass --db", 1)[0]
-    return f"{head}; keep it elsewhere: `{command}` (or set DOCINDEX_DB)"
+    return f"{head}; keep it elsewhere: `{again}` (or set DOCINDEX_DB)"
 
 
 def busy(message: str, argv: list[str]) -> str:
     """ "index is busy": the user's command again, waiting two minutes (#45)."""
-    return f"{message}: `DOCINDEX_BUSY_TIMEOUT_S=120 {again(argv)}`"
+    return f"{message}: `DOCINDEX_BUSY_TIMEOUT_S=120 {command_line(argv)}`"
 
 
 def permission(exc: PermissionError) -> str:
@@ -169,14 +174,15 @@ def os_error(exc: OSError, argv: list[str]) -> str | None:
     if what is None:
         return None
     where = f" at {exc.filename}" if exc.filename else ""
+    again = command_line(argv)
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        fix = f"free some space, then run `{again(argv)}` again"
+        fix = f"free some space, then run `{again}` again"
     else:
         fix = "pass --db FILE in a folder you may write, or set DOCINDEX_DB"
         if exc.filename:
             place = cfgmod.writable_db_for(Path(str(exc.filename)))
             fix = (
                 "run it with an index you may write: "
-                f"`{again(_replace_db(argv, str(place)))}`"
+                f"`{shlex.join(['docindex', *masked(_replace_db(argv, str(place)))])}`"
             )
     return f"{what}{where}; {fix}"

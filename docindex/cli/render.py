@@ -566,12 +566,27 @@ def print_roots(console: Console, data_record: object) -> None:
         console.print(Text(hint, style="dim"))
         return
     table = Table(box=None)
-    for name in ("root", "documents", "folder"):
+    for name in ("root", "documents", "folder", "read here"):
         table.add_column(name, justify="right" if name == "documents" else "left")
     for root in data["roots"]:
         folder = Text("ok") if root["exists"] else Text("missing", style="bold red")
-        table.add_row(Text(term_safe(root["path"])), f"{root['documents']:,}", folder)
+        here = Text("yes") if root["accepted"] else Text("no", style="yellow")
+        table.add_row(
+            Text(term_safe(root["path"])), f"{root['documents']:,}", folder, here
+        )
     console.print(table)
+    waiting = [r["path"] for r in data["roots"] if not r["accepted"]]
+    if waiting:
+        import shlex
+
+        fix = " ".join(shlex.quote(p) for p in waiting)
+        console.print(
+            Text(
+                "a scan here reads a root only once you accept it: "
+                f"`docindex roots accept {term_safe(fix)}`",
+                style="yellow",
+            )
+        )
     moved = data.get("relocated")
     if moved:
         console.print(
@@ -585,8 +600,18 @@ def print_roots(console: Console, data_record: object) -> None:
 
 def root_change_text(change: RootChange) -> str:
     """One line saying what ``roots add/remove/move`` did and what comes next."""
+    line = _root_change_line(change)
+    return f"{line}\nwarning: {change.notice}" if change.notice else line
+
+
+def _root_change_line(change: RootChange) -> str:
     if change.action == "add":
         return f"added root {change.root}; index it with `docindex scan`"
+    if change.action == "accept":
+        return (
+            f"accepted root {change.root}: a scan on this machine reads it; "
+            "index it with `docindex scan`"
+        )
     if change.action == "remove":
         return (
             f"removed root {change.root} and its {_count(change.documents, 'document')}"

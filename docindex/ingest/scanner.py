@@ -8,6 +8,8 @@ writer waits (busy timeout) or is told the index is busy.
 from __future__ import annotations
 
 import contextlib
+import os
+import shlex
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -57,6 +59,7 @@ def scan(
     on_progress: ProgressFn | None = None,
     bulk: bool = False,
     stop: StopFn | None = None,
+    keep_present: bool = False,
 ) -> ScanResult:
     """Bring the index up to date with the roots (or only with ``scopes`` inside them).
 
@@ -75,6 +78,9 @@ def scan(
             commits the files it has finished and returns with
             ``interrupted`` set (issue #17). Nothing is pruned after a walk
             that was cut short.
+        keep_present: remove only documents whose file is gone, not those
+            this walk's narrower rules leave out (issue #44: another
+            machine's wider settings indexed them).
 
     Returns:
         The scan's counts.
@@ -96,7 +102,8 @@ def scan(
         _remember(store, "embedder", embedder_params(cfg))
         _remember(store, "settings", cfg.index_settings())
         if restore_pending_fts(store, cfg, stop, on_progress):
-            _scan(store, cfg, roots, scopes, force, on_progress, result, stop)
+            _scan(store, cfg, roots, scopes, force, on_progress, result, stop,
+                  keep_present)  # fmt: skip
         else:
             result.interrupted = True
     if result.interrupted:
@@ -160,6 +167,7 @@ class _Seen:
 def _scan(
     store: Index, cfg: Config, roots: list[Path], scopes: Sequence[Path], force: bool,
     on_progress: ProgressFn | None, result: ScanResult, stop: StopFn | None,
+    keep_present: bool = False,
 ) -> None:  # fmt: skip
     state = _Seen.read(store, roots, scopes)
     remove, cleared = _remover(store, cfg, state.known, force and not scopes)
@@ -176,7 +184,7 @@ def _scan(
         workers.close(kill=True)  # an error or a second Ctrl-C: no waiting
         raise
     workers.close(kill=result.interrupted)
-    _prune(store, state, result, remove)
+    _prune(store, state, result, remove, keep_present)
     _restore_kept(store, cfg, cleared, result, on_progress)
 
 
@@ -260,20 +268,34 @@ def _walk_jobs(
 
 
 def _prune(
-    store: Index, state: _Seen, result: ScanResult, remove: Callable[[int], None]
-) -> None:
+    store: Index, state: _Seen, result: ScanResult, remove: Callable[[int], None],
+    keep_present: bool = False,
+) -> None:  # fmt: skip
     """Remove what a complete walk did not meet (and forget gone files' skips).
 
     Only after a complete walk: a root that vanished, a walk that hit a limit
-    or one cut short must not delete what it did not see.
+    or one cut short must not delete what it did not see; nor a root whose
+    folder is empty here while the index holds its documents (a share that
+    is not mounted is not an empty share, issue #44). ``keep_present``: see
+    ``scan``.
     """
-    for rid in state.root_ids.values():
+    for root, rid in state.root_ids.items():
         prefixes = state.under[rid]
         if not state.complete[rid] or not prefixes:  # cut short, or out of scope
             continue
         seen = state.seen[rid]
+        if prefixes == [""] and not seen and state.known[rid] and _empty(root):
+            n = len(state.known[rid])
+            result.warnings.append(
+                f"root {root} is empty on this host (a share that is not "
+                f"mounted?); its {n:,} documents are kept. If you emptied it on "
+                f"purpose, run `docindex roots remove {shlex.quote(root)}`"
+            )
+            continue
         for rel_path, row in state.known[rid].items():
             if rel_path in seen or not _under(rel_path, prefixes):
+                continue
+            if keep_present and os.path.lexists(os.path.join(root, rel_path)):
                 continue
             remove(row.id)
             result.removed += 1
@@ -281,6 +303,15 @@ def _prune(
             gone = rel_path not in seen and rel_path not in state.skipped[rid]
             if gone and _under(rel_path, prefixes):
                 store.clear_skip(rid, rel_path)  # the file is gone
+
+
+def _empty(root: str) -> bool:
+    """True when the folder holds no entry at all (an empty mount point)."""
+    try:
+        with os.scandir(root) as entries:
+            return next(entries, None) is None
+    except OSError:
+        return False
 
 
 def _restore_kept(

@@ -86,8 +86,12 @@ def root_pins(store: Index) -> tuple[tuple[str, int, int, int], ...]:
     return tuple((root, *map(int, pin)) for root, pin in sorted(pins.items()))
 
 
-def pin_roots(store: Index, roots: Sequence[str]) -> None:
-    """Pin each root that is a real directory and has no pin yet (issue #33)."""
+def pin_roots(store: Index, roots: Sequence[str], keep: Sequence[str] = ()) -> None:
+    """Pin each root that is a real directory and has no pin yet (issue #33).
+
+    The pins of other roots go, but those of ``keep`` (roots this machine
+    does not read, issue #44: never looked at here).
+    """
     from docindex.ingest.walker import root_problem
 
     pins = dict(store.get_meta("root_pins") or {})
@@ -101,7 +105,7 @@ def pin_roots(store: Index, roots: Sequence[str]) -> None:
             continue
         pins[root] = [st.st_dev, st.st_ino, st.st_uid]
         changed = True
-    for gone in set(pins) - set(roots):
+    for gone in set(pins) - set(roots) - set(keep):
         del pins[gone]
         changed = True
     if changed:

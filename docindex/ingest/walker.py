@@ -180,14 +180,14 @@ def walk(
     budget = [options.max_walked_files]
     pins = {p[0]: (p[1], p[2], p[3]) for p in options.pins}
     for root in sorted(roots):
+        if scope is not None and scope != root and root not in scope.parents:
+            continue  # not even looked at: it may be a root not read here (#44)
         problem = root_problem(root, pins.get(str(root)))
         if problem is not None:
             yield SkipEntry(root, "missing-root", problem)
             continue
         if not root.is_dir():
             yield SkipEntry(root, "missing-root", "root is not a directory")
-            continue
-        if scope is not None and scope != root and root not in scope.parents:
             continue
         rules = PathRules(root, options.exclude, use_gitignore=options.use_gitignore)
         yield from _walk_root(root, options, rules, budget, scope)

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from docindex.api.records import Vocabulary
     from docindex.models import Progress, QueryResult
     from docindex.models.serialize import JSONObject, JSONValue
+    from docindex.store.location import ServerUrl
 
 # A JSON schema as the tools list it (built here, only handed to the SDK).
 Schema = dict[str, object]
@@ -352,7 +353,7 @@ class Tools:
         roots: ``--root`` directories; the tools never leave the roots.
     """
 
-    def __init__(self, db: str | None, roots: list[str]) -> None:
+    def __init__(self, db: str | Path | ServerUrl | None, roots: list[str]) -> None:
         self.db = db
         self.roots = [str(Path(r).resolve()) for r in roots]
         self.index = Index(db, roots=self.roots)  # the tools that read or add roots
@@ -752,7 +753,7 @@ def _warm(index: Index) -> None:
         pass
 
 
-def serve(db: str | None, roots: list[str]) -> None:
+def serve(db: str | Path | ServerUrl | None, roots: list[str]) -> None:
     """Run the MCP server on stdin/stdout until the client disconnects.
 
     Raises:
