@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, TextIO
 import click
 
 from docindex import __version__
-from docindex.cli.output import COLOR_OPTION, db_option, json_option
+from docindex.cli.output import ARGV_META, COLOR_OPTION, db_option, json_option
 from docindex.cli.output import NdjsonProgress as _NdjsonProgress
 from docindex.cli.output import color as _color
 from docindex.cli.output import echo_json as _echo_json
@@ -37,7 +37,7 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
 _SIGNALS = "docindex.cli.signals"
-_ARGV = "docindex.cli.argv"  # the arguments as the user typed them (remedies, #38)
+_ARGV = ARGV_META
 
 
 class _Group(click.Group):

@@ -83,9 +83,9 @@ def _print_change(change: RootChange, ctx: click.Context, as_json: bool) -> None
         echo_json(change)
     else:
         from docindex.cli import remedy
-        from docindex.cli.main import _ARGV
+        from docindex.cli.output import ARGV_META
 
-        argv = ctx.find_root().meta.get(_ARGV, [])
+        argv = ctx.find_root().meta.get(ARGV_META, [])
         click.echo(remedy.with_db(root_change_text(change), argv), err=True)
 
 
