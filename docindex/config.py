@@ -72,7 +72,13 @@ class Config:
     ocr_languages: tuple[str, ...] = ()
     ocr_page_timeout_s: float = 60.0
     ocr_timeout_s: float = 600.0
+    # A scan's OCR time in all (#45): past it, files that need OCR wait for the
+    # next scan (the cache keeps the pages read).
+    ocr_scan_timeout_s: float = 3600.0
     ocr_max_pixels: int = 12_000_000
+    # The OCR text cache ($XDG_CACHE_HOME/docindex/ocr) is pruned to this after
+    # each scan that ran OCR, least recently used first (#45).
+    ocr_cache_max_bytes: int = 256 * 1024 * 1024
 
     def replace(self, **changes: Any) -> Config:  # each field's own type
         """Return a copy with ``changes`` applied and validated."""
@@ -88,6 +94,8 @@ _REMEMBERED = (
     "text_extensions", "max_docs", "max_segments", "max_embedded",
     "max_file_bytes", "max_depth", "max_walked_files", "segment_chars",
     "cjk_ngram", "stem", "embedding_provider", "embedding_dim", "embedding_model",
+    # OCR stays on for an index scanned with --ocr until --no-ocr (#45)
+    "ocr", "ocr_languages",
 )  # fmt: skip
 _GROUPS = {
     "walk": "", "segment": "segment_", "embedding": "embedding_", "ranking": "",
@@ -152,8 +160,9 @@ def validate(cfg: Config) -> Config:
         (0.0 <= cfg.neural_weight <= 10.0, "neural_weight must be in 0..10"),
         (cfg.max_docs > 0 and cfg.max_segments > 0, "caps must be positive"),
         (cfg.max_depth >= 0, "max_depth must be >= 0"),
-        (cfg.ocr_page_timeout_s > 0 and cfg.ocr_timeout_s > 0,
-         "ocr timeouts must be > 0"),
+        (cfg.ocr_page_timeout_s > 0 and cfg.ocr_timeout_s > 0
+         and cfg.ocr_scan_timeout_s > 0, "ocr timeouts must be > 0"),
+        (cfg.ocr_cache_max_bytes >= 0, "ocr_cache_max_bytes must be >= 0"),
         (cfg.ocr_max_pixels >= 100_000, "ocr_max_pixels must be >= 100000"),
         (all(x.replace("_", "").isalnum() for x in cfg.ocr_languages),
          "ocr_languages are Tesseract codes such as eng, chi_sim"),

@@ -377,7 +377,7 @@ def test_missing_driver_is_one_line_with_install_command(tmp_path: Path) -> None
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 1
     assert out.stderr.strip().count("\n") == 0, out.stderr
-    assert "pip install 'docindex[postgres]'" in out.stderr
+    assert "pip install 'docindex-cli[postgres]'" in out.stderr
 
 
 def _scan_proc(root: Path, url: str, env: dict[str, str] | None = None) -> Any:

@@ -29,8 +29,14 @@ from typing import TYPE_CHECKING, cast
 from docindex.config import Config
 from docindex.errors import DocindexError, IndexBusyError, IndexUnreachableError
 from docindex.ingest._debounce import Batch, Coalescer, RawEvent, is_under
+from docindex.ingest.assets import asset_reason, opt_ins
 from docindex.ingest.reconnect import Link
-from docindex.ingest.walker import UNSUPPORTED_SUFFIXES, PathRules, root_problem
+from docindex.ingest.walker import (
+    IMAGE_SUFFIXES,
+    UNSUPPORTED_SUFFIXES,
+    PathRules,
+    root_problem,
+)
 from docindex.store import Store
 
 if TYPE_CHECKING:
@@ -84,6 +90,9 @@ class PathFilter:
         self.cfg = cfg
         self.own = frozenset(own)
         self._rules: dict[str, PathRules] = {}
+        self._opted_in = opt_ins(cfg.text_extensions)
+        # images are documents when OCR is on (#36): their events count then
+        self._unread = UNSUPPORTED_SUFFIXES - (IMAGE_SUFFIXES if cfg.ocr else set())
 
     def root_of(self, path: str) -> str | None:
         """The (innermost) root containing ``path``."""
@@ -107,9 +116,9 @@ class PathFilter:
         parts = rel.split("/")
         if not self.cfg.hidden and any(p.startswith(".") for p in parts):
             return False
-        if (
-            not is_dir
-            and os.path.splitext(parts[-1])[1].lower() in UNSUPPORTED_SUFFIXES
+        if not is_dir and (
+            os.path.splitext(parts[-1])[1].lower() in self._unread
+            or asset_reason(parts[-1], self._opted_in) is not None
         ):
             return False
         rules = self._rules.get(root)

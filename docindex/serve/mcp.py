@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 from docindex.api.index import Index
-from docindex.errors import BadInputError, DocindexError
+from docindex.errors import BadInputError, DocindexError, install_hint
 from docindex.models.limits import (
     MAX_CHUNK_ID_CHARS,
     MAX_GLOB_CHARS,
@@ -49,10 +49,7 @@ if TYPE_CHECKING:
 # A JSON schema as the tools list it (built here, only handed to the SDK).
 Schema = dict[str, object]
 
-INSTALL_HINT = (
-    "the MCP server needs the mcp extra: pip install '.[mcp]' in a checkout "
-    "(pip install 'docindex[mcp]' from a package index)"
-)
+INSTALL_HINT = f"the MCP server needs the mcp extra: {install_hint('mcp')}"
 MAX_BATCH = 10
 MAX_ENUM = 100  # a facet with more values gets no enum (schemas stay small)
 MAX_IN_FLIGHT = 4  # tool calls running at once (threads); the rest wait

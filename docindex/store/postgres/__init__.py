@@ -31,6 +31,7 @@ from docindex.errors import (
     ForeignDatabaseError,
     IndexNotFoundError,
     SchemaTooNewError,
+    install_hint,
 )
 from docindex.store._sql import facet_rows
 from docindex.store.location import ServerUrl
@@ -212,7 +213,7 @@ class PgStore(PgReader):
             raise SchemaTooNewError(
                 f"index {self.location} was written by a newer docindex (schema "
                 f"{version} > {schema.SCHEMA_VERSION}); upgrade docindex: "
-                "pip install -U 'docindex[postgres]'"
+                + install_hint("postgres", upgrade=True)
             )
         if version == schema.SCHEMA_VERSION:
             if may_migrate:
