@@ -140,7 +140,7 @@ def pg_server() -> Any:
     try:
         import psycopg  # noqa: F401
     except ImportError:
-        _pg_unavailable("psycopg not installed: pip install 'docindex[postgres]'")
+        _pg_unavailable("psycopg not installed: pip install 'docindex-cli[postgres]'")
     given = os.environ.get("DOCINDEX_TEST_PG")
     if given:
         yield given

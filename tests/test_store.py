@@ -309,7 +309,8 @@ def test_term_frequencies_equal_the_fts5_vocabulary(tmp_path: Path) -> None:
     import docindex
 
     root = tmp_path / "docs"
-    shutil.copytree(Path(__file__).resolve().parents[1] / "example", root)
+    example = Path(__file__).resolve().parents[1] / "example"
+    shutil.copytree(example, root, ignore=shutil.ignore_patterns(".docindex"))
     (root / "extra.md").write_text("# x86_64 C++ utf-8\n\nv2 e.g. naïve café Ωmega\n")
     db = tmp_path / "i.db"
     docindex.open(str(db), roots=[str(root)]).scan()

@@ -16,8 +16,20 @@ from typing import TYPE_CHECKING
 
 from docindex.api import workspace
 from docindex.config import Config
-from docindex.errors import MisuseError, OutsideRootsError, RelocatedIndexError
-from docindex.models import Hit, Progress, QueryOptions, QueryResult, ScanResult
+from docindex.errors import (
+    DocindexError,
+    MisuseError,
+    OutsideRootsError,
+    RelocatedIndexError,
+)
+from docindex.models import (
+    Hit,
+    Progress,
+    ProgressFn,
+    QueryOptions,
+    QueryResult,
+    ScanResult,
+)
 from docindex.store.location import ServerUrl
 
 if TYPE_CHECKING:
@@ -88,6 +100,8 @@ def scan(
             ws.db, ws.config.replace(exclude=(*ws.config.exclude, *exclude)),
             ws.named, ws.held_back,
         )  # fmt: skip
+    if not ws.config.roots:
+        raise DocindexError("no roots to scan; pass a directory or --root DIR")
     gate = trust.gate_roots(ws.db, ws.config.roots, ws.named)
     scopes, missing = _scan_scopes(ws, gate, path)
     warnings = [w for w in (gate.notice(), _held_back_notice(ws)) if w]
@@ -164,17 +178,11 @@ def _outside(path: Path, roots_p: list[Path]) -> OutsideRootsError:
     above = Path(path).resolve()
     held = [r for r in roots_p if above in r.parents] if above.is_dir() else []
     if held:  # the folder above a root: `scan --root` would refuse (#38)
-        return OutsideRootsError(
-            f"{path} holds the root {held[0]}; to index all of it, run "
-            + " and then ".join(
-                f"`docindex roots remove {shlex.quote(str(r))}`" for r in held
-            )
-            + f" and then `docindex scan --root {shlex.quote(str(folder))}`"
-        )
+        return OutsideRootsError(_above_roots(path, held))
     return OutsideRootsError(
         f"{path} is outside the index's roots "
-        f"({', '.join(map(str, roots_p))}); to add its folder as a root "
-        f"and scan it, run `docindex scan --root {shlex.quote(str(folder))}`"
+        f"({', '.join(map(str, roots_p)) or 'none yet'}); to add its folder as a "
+        f"root and scan it, run `docindex scan --root {shlex.quote(str(folder))}`"
     )
 
 
@@ -264,6 +272,23 @@ def _refuse_relocated(ws: workspace.Workspace) -> None:
 def _inside(path: Path, root: Path) -> bool:
     target = path.resolve()
     return target == root or root in target.parents
+
+
+def _above_roots(path: str | Path, held: list[Path]) -> str:
+    """``scan TOP`` where TOP holds roots: the commands after which it works.
+
+    Run as printed, then the user's own ``scan TOP`` indexes all of TOP (#45:
+    it said `roots remove` and `scan --root`, and the scan of TOP that the
+    user ran next still found TOP outside the roots).
+    """
+    top = shlex.quote(str(Path(path).resolve()))
+    steps = [f"`docindex roots remove {shlex.quote(str(r))}`" for r in held]
+    steps.append(f"`docindex roots add {top}`")
+    return (
+        f"{path} holds the root {held[0]}; to index all of it, run "
+        + " and ".join(steps)
+        + ", then this scan again"
+    )
 
 
 def _progress_ctx(
@@ -575,8 +600,10 @@ def stats(db: DbArg) -> IndexStats:
         )  # fmt: skip
 
 
-def vacuum(db: DbArg) -> VacuumResult:
+def vacuum(db: DbArg, *, ocr_cache: bool = False) -> VacuumResult:
     """Merge the FTS index and give free pages back (``docindex vacuum``, #22).
+
+    ``ocr_cache`` also empties the user's OCR text cache (#45).
 
     Raises:
         IndexBusyError: a scan or a watcher is writing the index; nothing changed.
@@ -587,10 +614,18 @@ def vacuum(db: DbArg) -> VacuumResult:
     with ws.open() as store:
         done = store.vacuum()
         left = store.space().reclaimable_bytes
+    removed = freed = 0
+    if ocr_cache:
+        from docindex.config import cache_dir
+        from docindex.ingest.extract.ocr import prune_cache
+
+        pruned = prune_cache(cache_dir(), 0)
+        removed, freed = pruned.removed, pruned.freed_bytes
     return VacuumResult(
         db=str(ws.db), before_bytes=done.before_bytes, after_bytes=done.after_bytes,
         reclaimed_bytes=max(0, done.before_bytes - done.after_bytes),
         reclaimable_bytes=left, took_ms=done.took_ms,
+        ocr_cache_removed=removed, ocr_cache_freed_bytes=freed,
     )  # fmt: skip
 
 
@@ -598,9 +633,16 @@ def skipped(db: DbArg, *, reason: str | None = None) -> SkippedFiles:
     """Files left out of the index with reason and message (issue #23).
 
     ``counts`` covers every reason, ``files`` only ``reason`` when one is given.
+
+    Raises:
+        MisuseError: ``reason`` is not a skip reason.
     """
     from docindex.api.records import SkippedFiles
+    from docindex.models import SkipReason
 
+    if reason is not None and reason not in {r.value for r in SkipReason}:
+        known = ", ".join(sorted(SkipReason))
+        raise MisuseError(f"no skip reason {reason!r}; the reasons: {known}")
     ws = workspace.load(db)
     with ws.open(readonly=_readonly_ok(ws.db)) as store:
         return SkippedFiles(store.skip_counts(), store.skipped(reason))
@@ -617,6 +659,8 @@ def watch(
     The index is created if missing (with ``--root``). Its store uses a short
     busy timeout so a batch that meets another writer is retried, not stuck.
     """
+    from docindex.api import trust
+    from docindex.errors import DocindexError
     from docindex.ingest.watch import watch as core_watch
     from docindex.store import Store
     from docindex.store.lock import watch_lock
@@ -624,10 +668,21 @@ def watch(
     ws = workspace.load(db, extra_roots=roots, must_exist=False)
     _refuse_relocated(ws)
     busy = min(ws.config.busy_timeout_s, 2.0)
+    # Only the roots this user accepted on this machine are watched (#44).
+    gate = trust.gate_roots(ws.db, ws.config.roots, ws.named)
+    if not gate.read:
+        raise DocindexError(gate.notice() or "no roots to watch; pass --root DIR")
+    for line in (gate.notice(), _held_back_notice(ws),
+                 trust.record(ws.db, roots=[r for r in ws.named
+                                            if r != trust.home_root(ws.db)])):  # fmt: skip
+        if line and on_notice is not None:
+            on_notice(line)
+    cfg = ws.config.replace(roots=gate.read)
 
     def open_store() -> Store:
         if isinstance(ws.db, ServerUrl):
-            return workspace.Workspace(ws.db, ws.config).open(create=True)
+            quick = ws.config.replace(busy_timeout_s=busy)
+            return workspace.Workspace(ws.db, quick).open(create=True)
         return Store.open(ws.db, create=True, busy_timeout=busy,
                           private=ws.config.private_index)  # fmt: skip
 
@@ -641,10 +696,11 @@ def watch(
     )
     with lock:
         if on_start is not None:
-            on_start(ws.db, list(ws.config.roots))
-        core_watch(open_store, ws.config, debounce_ms=debounce_ms,
+            on_start(ws.db, list(cfg.roots))
+        core_watch(open_store, cfg, debounce_ms=debounce_ms,
                    on_batch=on_batch, stop_event=stop_event,
-                   on_notice=on_notice)  # fmt: skip
+                   on_notice=on_notice,
+                   keep_present=bool(ws.held_back))  # fmt: skip
 
 
 # -- navigation (issue #6) ------------------------------------------------------
@@ -932,21 +988,32 @@ def _newlines(lines: list[str], offset: int) -> Iterator[None]:
         yield None
 
 
-def export(db: DbArg) -> Iterator[dict[str, object]]:
+def export(
+    db: DbArg, on_progress: ProgressFn | None = None
+) -> Iterator[dict[str, object]]:
     """The index as NDJSON records (``docindex export``, issue #34)."""
     from docindex.api.transfer import export_records
 
     ws = workspace.load(db, reading=True)
     with _open_for_reading(ws) as store, store.atomic(immediate=False):
-        yield from export_records(store)
+        yield from export_records(store, on_progress)
 
 
-def import_(db: DbArg, lines: Iterable[str]) -> dict[str, int]:
+def import_(
+    db: DbArg, lines: Iterable[str], on_progress: ProgressFn | None = None
+) -> dict[str, int]:
     """Load an export into a new index (``docindex import``, issue #34)."""
     from docindex.api.transfer import import_records
 
     ws = workspace.load(db, must_exist=False, scan_path=None)
-    with ws.open(create=True) as store:
-        counts = import_records(store, ws.config, lines)
-        store.tidy_fts()  # as after a scan (PostgreSQL: the postings btrees, #34)
-        return counts
+    made = isinstance(ws.db, Path) and not ws.db.exists()
+    try:
+        with ws.open(create=True) as store:
+            counts = import_records(store, ws.config, lines, on_progress)
+            store.tidy_fts()  # as after a scan (PostgreSQL: the postings btrees)
+            return counts
+    except BaseException:
+        if made and isinstance(ws.db, Path):  # a refused import leaves no file (#44)
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                Path(f"{ws.db}{suffix}").unlink(missing_ok=True)
+        raise

@@ -139,9 +139,12 @@ class Index:
             provider=provider, progress=progress, stop=stop, roots=self._roots(),
         )  # fmt: skip
 
-    def vacuum(self) -> VacuumResult:
-        """Merge the search index and give free pages back to the file system."""
-        return commands.vacuum(self.db)
+    def vacuum(self, *, ocr_cache: bool = False) -> VacuumResult:
+        """Merge the search index and give free pages back to the file system.
+
+        ``ocr_cache`` also empties the OCR text cache (``$XDG_CACHE_HOME/docindex/ocr``).
+        """
+        return commands.vacuum(self.db, ocr_cache=ocr_cache)
 
     def add_root(self, path: str | Path) -> RootChange:
         """Remember ``path`` as a root (indexed by the next scan)."""

@@ -268,6 +268,14 @@ def load(
         env_roots = cfgmod.env_value("ROOTS")
         if first is None and env_roots:
             first = env_roots.split(os.pathsep)[0]
+        if first is None and scan_path is not None:
+            # `scan /no/such/folder` (#45): say what is wrong with the path
+            if not os.path.lexists(scan_path):
+                raise MisuseError(f"{scan_path} does not exist; nothing to scan")
+            raise MisuseError(
+                f"{scan_path} is not a folder; scan the folder that holds it, "
+                "or pass --root DIR"
+            )
         if first is None:
             raise DocindexError("nothing to scan: pass a directory or --root DIR")
         path = cfgmod.default_db_for_root(Path(first))
@@ -353,8 +361,9 @@ def _settled(
     changes = dict(overrides or {})
     changes["roots"] = tuple(roots)
     cfg = cfg.replace(**changes)
+    held = {k: v for k, v in held_back.items() if k not in changes}
     return Workspace(db, cfg, tuple(dict.fromkeys(named)),
-                     trust.still_held_back(cfg, held_back))  # fmt: skip
+                     trust.still_held_back(cfg, held))  # fmt: skip
 
 
 def canonical(path: str | Path) -> str:
@@ -446,12 +455,15 @@ def layers(
         cfg = _apply_here(cfg, here)
         for name in here:
             sources[name] = "this machine (a flag given before)"
+            held_back.pop(name, None)  # this user's own choice wins
     file = cfgmod.config_file_for(db)
     if file is not None:
         names = cfgmod.file_fields(file)
         if file == cfgmod.local_config_file():
             cfg = cfgmod.load_file(file, cfg)
             taken = names
+            for name in names:
+                held_back.pop(name, None)
         else:  # beside the index: it came with the index
             cfg, held = trust.narrowed(cfg, cfgmod.load_file(file, cfg), names)
             held_back.update(held)
@@ -461,10 +473,12 @@ def layers(
     cfg = cfgmod.from_env(cfg)
     for name in cfgmod.env_fields():
         sources[name] = f"environment DOCINDEX_{name.upper()}"
+        held_back.pop(name, None)
     if overrides:
         cfg = cfg.replace(**overrides)
         for name in overrides:
             sources[name] = "flag"
+            held_back.pop(name, None)
     return cfg, sources, trust.still_held_back(cfg, held_back)
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, TextIO
 import click
 
 from docindex import __version__
-from docindex.cli.output import COLOR_OPTION, db_option, json_option
+from docindex.cli.output import ARGV_META, COLOR_OPTION, db_option, json_option
 from docindex.cli.output import NdjsonProgress as _NdjsonProgress
 from docindex.cli.output import color as _color
 from docindex.cli.output import echo_json as _echo_json
@@ -20,7 +20,7 @@ from docindex.cli.output import find_db as _find_db
 from docindex.cli.output import out_console as _out_console
 from docindex.cli.output import piped as _piped
 from docindex.cli.output import progress_bar as _progress
-from docindex.errors import DocindexError, IndexNotWritableError
+from docindex.errors import DocindexError, IndexBusyError, IndexNotWritableError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -37,7 +37,7 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
 _SIGNALS = "docindex.cli.signals"
-_ARGV = "docindex.cli.argv"  # the arguments as the user typed them (remedies, #38)
+_ARGV = ARGV_META
 
 
 class _Group(click.Group):
@@ -50,7 +50,10 @@ class _Group(click.Group):
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         ctx.meta[_ARGV] = list(args)
-        return super().parse_args(ctx, args)
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            raise _safe_usage(exc, args) from None
 
     def invoke(self, ctx: click.Context) -> object:
         from docindex.cli.signals import Interrupted, Signals
@@ -70,10 +73,16 @@ class _Group(click.Group):
         argv = ctx.meta.get(_ARGV, [])
         try:
             return super().invoke(ctx)
+        except click.UsageError as exc:  # a command's own options and arguments
+            raise _safe_usage(exc, argv) from None
         except IndexNotWritableError as exc:
             from docindex.cli import remedy  # error paths only: `re`, `shlex`
 
             raise _failure(remedy.elsewhere(argv, exc), exc.exit_code) from None
+        except IndexBusyError as exc:
+            from docindex.cli import remedy
+
+            raise _failure(remedy.busy(str(exc), argv), exc.exit_code) from None
         except DocindexError as exc:
             from docindex.cli import remedy
 
@@ -92,6 +101,8 @@ class _Group(click.Group):
             err = translate(exc, path)
             from docindex.cli import remedy
 
+            if isinstance(err, IndexBusyError):
+                raise _failure(remedy.busy(str(err), argv), err.exit_code) from None
             raise _failure(remedy.with_db(str(err), argv), err.exit_code) from None
         except KeyboardInterrupt:
             click.echo(
@@ -100,8 +111,9 @@ class _Group(click.Group):
             sys.exit(130)
         except PermissionError as exc:
             # Another user's index is private to its owner (issue #33).
-            name = exc.filename or "a file the command needs"
-            raise _failure(f"permission denied: {name}", 1) from None
+            from docindex.cli import remedy
+
+            raise _failure(remedy.permission(exc), 1) from None
         except BrokenPipeError:
             # `docindex list | head`: the reader has all it wanted (issue #20).
             # Point stdout at /dev/null so the interpreter's final flush is quiet.
@@ -153,12 +165,38 @@ class _Misuse(click.ClickException):
 
 
 def _failure(message: str, exit_code: int) -> click.ClickException:
+    """The one exit for expected failures: no password in any error (#44), and
+    what the user typed is echoed with terminal controls escaped (#45)."""
     from docindex.cli.remedy import scrubbed
+    from docindex.cli.render import term_safe
 
     ctx = click.get_current_context(silent=True)
     argv = ctx.find_root().meta.get(_ARGV, []) if ctx else []
-    message = scrubbed(message, argv)  # no password in any error (#44)
+    message = term_safe(scrubbed(message, argv))
     return _Misuse(message) if exit_code == 2 else _Failure(message)
+
+
+def _safe_usage(exc: click.UsageError, argv: list[str]) -> click.UsageError:
+    """A usage error as click words it, escaped, with how to search for "-word".
+
+    ``docindex query -yield`` is "No such option '-y'": a query that starts
+    with "-" goes after "--" (#45).
+    """
+    from docindex.cli.render import term_safe
+
+    message = exc.format_message()  # "Invalid value for '--top': ..." kept
+    if isinstance(exc, click.NoSuchOption) and exc.ctx is not None:
+        if exc.ctx.command.name == "query":
+            import shlex
+
+            typed = next((a for a in argv if a.startswith(exc.option_name)), "")
+            if typed and not typed.startswith("--"):
+                message += (
+                    f" Is {typed!r} the query? A query that starts with '-' goes "
+                    f"after '--': `docindex query -- {shlex.quote(typed)}` (in a "
+                    "query, -word leaves out the chunks holding the word)"
+                )
+    return click.UsageError(term_safe(message), ctx=exc.ctx)
 
 
 def _signals() -> Signals:
@@ -518,22 +556,31 @@ def _batch(
     help="With --full: the roots to rebuild, when a damaged index cannot say.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress or summary on stderr.")
+@click.option(
+    "--progress",
+    "ndjson",
+    is_flag=True,
+    help="With --json: stream progress events as JSON lines before the result.",
+)
 @db_option
 @json_option
 def reindex(path: Path | None, full: bool, provider: str | None,
-            roots: tuple[str, ...], quiet: bool, db: str | None,
+            roots: tuple[str, ...], quiet: bool, ndjson: bool, db: str | None,
             as_json: bool) -> None:  # fmt: skip
     """Re-read every file (or PATH) even if unchanged; --full rebuilds the index file."""
     from docindex.api.index import Index
 
     if provider and not full:
         raise click.UsageError("--provider needs --full")
+    if ndjson and not as_json:
+        raise click.UsageError("--progress streams JSON lines: use it with --json")
+    progress = _NdjsonProgress() if ndjson else _progress(not (as_json or quiet))
     signals = _signals()
     result = Index(db, roots=roots).reindex(
-        path, full=full, provider=provider, progress=_progress(not (as_json or quiet)),
+        path, full=full, provider=provider, progress=progress,
         stop=signals.graceful().is_set,
     )  # fmt: skip
-    _print_scan(result, as_json, quiet, _command_line())
+    _print_scan(result, as_json, quiet, _command_line(), event=ndjson)
     _exit_if_signalled(signals)
 
 
@@ -556,21 +603,27 @@ def stats(db: str | None, as_json: bool) -> None:
 
 
 @cli.command()
+@click.option(
+    "--ocr-cache",
+    is_flag=True,
+    help="Also empty the OCR text cache (~/.cache/docindex/ocr).",
+)
 @db_option
 @json_option
-def vacuum(db: str | None, as_json: bool) -> None:
+def vacuum(ocr_cache: bool, db: str | None, as_json: bool) -> None:
     """Shrink the index file: merge the search index and free unused pages.
 
     Prints the size before and after. `docindex stats` shows how much is
     reclaimable. Like any writer it waits for the lock (the busy timeout,
     10 s by default): it may run between a scan's commits, and when a scan or
     a watcher holds the lock longer it fails with "index is busy" and
-    changes nothing.
+    changes nothing. The OCR text cache is kept under ocr_cache_max_bytes
+    (256 MB) after each scan; --ocr-cache empties it.
     """
     from docindex.api.index import Index
     from docindex.cli.render import vacuum_text
 
-    result = Index(_find_db(db)).vacuum()
+    result = Index(_find_db(db)).vacuum(ocr_cache=ocr_cache)
     if as_json:
         _echo_json(result)
     else:
@@ -695,7 +748,7 @@ def _start_serving(db: Path) -> Serving | None:
 )
 @db_option
 def mcp(roots: tuple[str, ...], db: str | None) -> None:
-    """Serve the index to agents over MCP (stdio); needs the mcp extra (`pip install '.[mcp]'`).
+    """Serve the index to agents over MCP (stdio); needs the mcp extra (`pip install 'docindex-cli[mcp]'`).
 
     Tools: doc_scan, doc_query, doc_reindex, doc_stats, get_doc, get_outline,
     get_section, find_related, list_documents, search_batch. No tool reads or
@@ -794,8 +847,9 @@ def export_(db: str | None) -> None:
     """
     from docindex.api import commands as api
 
-    for record in api.export(db):
-        click.echo(json.dumps(record, ensure_ascii=False))
+    with _progress(True) as on_progress:  # stderr, on a terminal only (#45)
+        for record in api.export(db, on_progress):
+            click.echo(json.dumps(record, ensure_ascii=False))
 
 
 @cli.command("import")
@@ -806,7 +860,8 @@ def import_(file: TextIO, db: str | None, as_json: bool) -> None:
     """Load FILE (from `docindex export`, or - for stdin) into a new, empty index."""
     from docindex.api import commands as api
 
-    counts = api.import_(db, file)
+    with _progress(True) as on_progress:  # stderr, on a terminal only (#45)
+        counts = api.import_(db, file, on_progress)
     if as_json:
         _echo_json(counts)
     else:

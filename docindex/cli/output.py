@@ -135,6 +135,7 @@ def db_option(fn: F) -> F:
 
 
 DB_META = "docindex.db"  # the running command's --db value (click ctx.meta)
+ARGV_META = "docindex.cli.argv"  # the arguments as the user typed them (remedies, #38)
 
 
 def _remember_db(

@@ -108,6 +108,53 @@ def elsewhere(argv: list[str], exc: IndexNotWritableError) -> str:
     return f"{head}; keep it elsewhere: `{again}` (or set DOCINDEX_DB)"
 
 
+def busy(message: str, argv: list[str]) -> str:
+    """ "index is busy": the user's command again, waiting two minutes (#45)."""
+    return f"{message}: `DOCINDEX_BUSY_TIMEOUT_S=120 {command_line(argv)}`"
+
+
+def permission(exc: PermissionError) -> str:
+    """ "permission denied", and how the owner shares an index (#45).
+
+    Every index is private to its owner (0600, issue #33). Reading another
+    user's index takes the owner's consent: ``private_index = false`` in the
+    index's config file keeps the modes the owner gives, and a group lets
+    the colleague read it.
+    """
+    name = exc.filename
+    if not name:
+        return "permission denied: a file the command needs"
+    path = Path(str(name))
+    head = f"permission denied: {path}"
+    folder = path.parent if path.name.startswith("index.db") else None
+    if folder is None or folder.name != cfgmod.DEFAULT_DB_DIR:
+        return head
+    owner = _owner(path)
+    by = f" (it is {owner}'s)" if owner else ""
+    return (
+        f"{head}{by}; an index is private to its owner: to share it, the owner "
+        f"adds `private_index = false` to {folder / cfgmod.CONFIG_NAME} and lets "
+        f"a group read it (`chgrp -R GROUP {folder} && chmod -R g+rX {folder}`); "
+        'see "Another user on this machine" in the README'
+    )
+
+
+def _owner(path: Path) -> str:
+    """The user name owning ``path`` (or its folder), "" when it cannot be told."""
+    for candidate in (path, path.parent):
+        try:
+            uid = candidate.stat().st_uid
+        except OSError:
+            continue
+        try:
+            import pwd
+
+            return pwd.getpwuid(uid).pw_name
+        except (ImportError, KeyError):
+            return f"uid {uid}"
+    return ""
+
+
 _FS_ERRORS = {
     errno.EACCES: "permission denied",
     errno.EPERM: "operation not permitted",

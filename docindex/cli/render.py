@@ -254,6 +254,8 @@ def scan_text(result: ScanResult) -> str:
         lines.append(click.style(f"warning: {term_safe(warning)}", fg="yellow"))
     if result.skipped:
         skipped = ", ".join(f"{k} {v}" for k, v in sorted(result.skipped.items()))
+        if not result.errors:
+            skipped += " (`docindex skipped` lists them)"
         lines.append(click.style(f"skipped: {skipped}", dim=True))
     for err in result.errors[:20]:
         line = f"  {err['reason']}: {err['path']}: {err['message']}"
@@ -279,12 +281,18 @@ def human_size(n: float) -> str:
 def vacuum_text(result_record: object) -> str:
     """The line ``docindex vacuum`` prints."""
     result: dict[str, Any] = to_dict(result_record)
-    return (
+    line = (
         f"{result['db']}: {human_size(result['before_bytes'])} -> "
         f"{human_size(result['after_bytes'])} "
         f"({human_size(result['reclaimed_bytes'])} reclaimed, "
         f"{result['took_ms'] / 1000:.1f} s)"
     )
+    if result.get("ocr_cache_removed"):
+        line += (
+            f"\nOCR cache: {result['ocr_cache_removed']} entries removed "
+            f"({human_size(result['ocr_cache_freed_bytes'])})"
+        )
+    return line
 
 
 TOP = 10  # types and facets shown by ``docindex stats``
@@ -353,9 +361,13 @@ def print_stats(console: Console, stats_record: object) -> None:
         console.print(Text("every facet and value: docindex stats --json", style="dim"))
 
 
-def print_skipped(console: Console, result: SkippedFiles) -> None:
+def print_skipped(
+    console: Console, result: SkippedFiles, reason: str | None = None
+) -> None:
     """Skipped files grouped by reason: path and message, then the counts."""
     from rich.text import Text
+
+    from docindex.models import UNRECORDED_REASONS
 
     files = result.files
     by_reason: dict[str, list[SkipRecord]] = {}
@@ -372,6 +384,9 @@ def print_skipped(console: Console, result: SkippedFiles) -> None:
     counts = result.counts
     if not counts:
         console.print(Text("no file was left out", style="dim"))
+    elif not files and reason in UNRECORDED_REASONS:
+        console.print(Text(f"{reason} skips are not kept in the index: each scan "
+                           "reports them again", style="dim"))  # fmt: skip
     elif not files:
         console.print(Text("no file skipped for that reason", style="dim"))
     total = sum(counts.values())

@@ -82,7 +82,11 @@ def _print_change(change: RootChange, ctx: click.Context, as_json: bool) -> None
     if as_json or (ctx.obj or {}).get("as_json"):
         echo_json(change)
     else:
-        click.echo(root_change_text(change), err=True)
+        from docindex.cli import remedy
+        from docindex.cli.output import ARGV_META
+
+        argv = ctx.find_root().meta.get(ARGV_META, [])
+        click.echo(remedy.with_db(root_change_text(change), argv), err=True)
 
 
 @roots.command(name="add")

@@ -36,7 +36,14 @@ from docindex.ingest.settings import (
     tokenizer_settings,
 )
 from docindex.ingest.writer import _apply, embed_pending
-from docindex.models import OCR_OFF, Progress, ProgressFn, ScanResult, printable
+from docindex.models import (
+    ASSET_REASONS,
+    OCR_OFF,
+    Progress,
+    ProgressFn,
+    ScanResult,
+    printable,
+)
 from docindex.store import Fingerprint, Index, SkipRow
 
 if TYPE_CHECKING:
@@ -93,7 +100,7 @@ def scan(
         check_settings(store, cfg)
         _remember(store, "tokenizer", tokenizer_settings(cfg))
         _remember(store, "embedder", embedder_params(cfg))
-        _remember(store, "settings", cfg.index_settings())
+        _remember(store, "settings", _settings_row(store, cfg))
         if restore_pending_fts(store, cfg, stop, on_progress):
             _scan(store, cfg, roots, scopes, force, on_progress, result, stop,
                   keep_present)  # fmt: skip
@@ -106,8 +113,32 @@ def scan(
         embed_pending(store, cfg, on_progress=on_progress, result=result, stop=stop)
     store.tidy_fts()  # deleted rows past a share of the index: merge them away
     store.reclaim()
+    if cfg.ocr and (result.indexed or result.updated or result.skipped):
+        _prune_ocr_cache(cfg)
     result.took_ms = round((time.perf_counter() - started) * 1000, 1)
     return result
+
+
+def _settings_row(store: Index, cfg: Config) -> dict[str, object]:
+    """The settings the index remembers after this scan.
+
+    Its roots keep those this scan does not read (a root this machine has not
+    accepted, issue #44): only ``roots remove`` and ``roots move`` drop one.
+    """
+    row = cfg.index_settings()
+    before = store.get_meta("settings")
+    kept = before.get("roots") if isinstance(before, dict) else None
+    if isinstance(kept, list):
+        row["roots"] = list(dict.fromkeys([*cfg.roots, *map(str, kept)]))
+    return row
+
+
+def _prune_ocr_cache(cfg: Config) -> None:
+    """Keep the OCR text cache under ``ocr_cache_max_bytes`` (#45)."""
+    from docindex.config import cache_dir
+    from docindex.ingest.extract.ocr import prune_cache
+
+    prune_cache(cache_dir(), cfg.ocr_cache_max_bytes)
 
 
 @dataclass(slots=True)
@@ -182,6 +213,7 @@ def _walk_jobs(
     the corpus): per-root state is looked up when the root changes, and the
     counts are kept in locals (issue #24).
     """
+    from docindex.ingest.assets import opt_ins
     from docindex.ingest.walker import SkipEntry, WalkOptions, walk
 
     options = WalkOptions(
@@ -189,10 +221,13 @@ def _walk_jobs(
         follow_symlinks=cfg.follow_symlinks, max_depth=cfg.max_depth,
         max_walked_files=cfg.max_walked_files, max_file_bytes=cfg.max_file_bytes,
         images_unread=_images_unread(cfg), pins=root_pins(store),
+        opted_in=opt_ins(cfg.text_extensions),
     )  # fmt: skip
     # A file skipped for want of OCR is read again once OCR can run (#36);
     # whether it can is asked only when such a file is met.
     ocr_now = options.images_unread is None
+    # The scan's OCR time ends here, in every worker (#45); 0: OCR is off.
+    ocr_until = time.time() + cfg.ocr_scan_timeout_s if cfg.ocr else 0.0
     jobs: list[Job] = []
     walk_scopes: list[Path | None] = list(scopes) or [None]
     walked_root: Path | None = None
@@ -236,7 +271,7 @@ def _walk_jobs(
             # about again; `docindex skipped` still lists it (issue #23).
             unchanged += 1
             continue
-        jobs.append(_job(entry, old.hash if old and not force else None))
+        jobs.append(_job(entry, old.hash if old and not force else None, ocr_until))
         if len(jobs) == POOL_THRESHOLD:
             workers.boot()  # imports while the walk goes on
         if on_progress:
@@ -325,7 +360,10 @@ def _walk_skip(
 ) -> None:  # fmt: skip
     """Count a file the walk left out; a root it could not see whole is not pruned."""
     if report:
-        result.skip(entry.reason, str(entry.path), entry.message)
+        # Assets are expected, like hidden files: counted, not warned about
+        # one by one; `docindex skipped` lists them with their message (#45).
+        quiet = entry.reason in ASSET_REASONS
+        result.skip(entry.reason, str(entry.path), "" if quiet else entry.message)
     if entry.reason == "missing-root":
         rid = root_ids.get(str(entry.path))
         if rid is not None:
@@ -337,12 +375,14 @@ def _walk_skip(
             complete[rid] = False
 
 
-#: Walk skips worth a record: not the user's own exclusions (ignored, hidden),
-#: the walk's limits, nor I/O errors, which are transient (a file that vanished
-#: mid-walk) and are reported on every scan.
+#: Walk skips worth a record: the user's own exclusions too (ignored, hidden:
+#: the scan counts them, so `skipped --reason hidden` must list them, #45), but
+#: not the walk's limits nor I/O errors, which are transient (a file that
+#: vanished mid-walk) and are reported on every scan (models.UNRECORDED_REASONS).
 _RECORDED_WALK_SKIPS = frozenset(
-    {"too-large", "unsupported", "symlink", "bad-name", "no-text-layer"}
-)
+    {"too-large", "unsupported", "symlink", "bad-name", "no-text-layer", "hidden",
+     "ignored"}
+) | ASSET_REASONS  # fmt: skip
 
 
 def _images_unread(cfg: Config) -> str | None:
@@ -407,6 +447,6 @@ def _under(rel_path: str, prefixes: list[str]) -> bool:
     )
 
 
-def _job(entry: FileEntry, known_hash: str | None) -> Job:
+def _job(entry: FileEntry, known_hash: str | None, ocr_until: float) -> Job:
     return Job(entry.location, entry.rel_path, str(entry.root), entry.size,
-                entry.mtime_ns, known_hash)  # fmt: skip
+                entry.mtime_ns, known_hash, ocr_until)  # fmt: skip

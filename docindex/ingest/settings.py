@@ -69,7 +69,8 @@ def resolve_scope(roots: Sequence[Path], path: Path) -> Path:
             if any(target == root or root in target.parents for root in roots):
                 return target
     raise OutsideRootsError(
-        f"{path} is outside the index's roots ({', '.join(map(str, roots))})"
+        f"{path} is outside the index's roots "
+        f"({', '.join(map(str, roots)) or 'none yet'})"
     )
 
 

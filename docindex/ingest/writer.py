@@ -23,6 +23,9 @@ from docindex.store import Fingerprint, Index, NewDocument, SkipRow
 from docindex.text.fields import embed_input, title_text
 
 EMBED_COMMIT = 512  # segments embedded per committed transaction
+# Segments per progress event inside a commit: MiniLM embeds ~25 a second on
+# this machine, so a whole commit was 20 s without a sign of life (#45).
+EMBED_STEP = 64
 
 
 def embed_pending(
@@ -63,7 +66,12 @@ def embed_pending(
             )
             for row in rows
         ]  # fmt: skip
-        blobs = quantize(embedder.embed(inputs), embedder.bits)
+        blobs: list[bytes] = []
+        for start in range(0, len(inputs), EMBED_STEP):
+            step = inputs[start : start + EMBED_STEP]
+            blobs += quantize(embedder.embed(step), embedder.bits)
+            if on_progress and start + len(step) < len(inputs):
+                on_progress(Progress("embed", done + start + len(step), total))
         with store.atomic():
             store.set_vectors([r.id for r in rows], blobs)
         after = rows[-1].id

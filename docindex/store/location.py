@@ -14,8 +14,10 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import unquote
 
+from docindex.errors import install_hint
+
 SCHEMES = ("postgresql://", "postgres://")
-INSTALL_HINT = "pip install 'docindex[postgres]'"
+INSTALL_HINT = install_hint("postgres")
 MASK = "***"
 # The scheme in any case; libpq itself reads only lower case (normalised below).
 _SCHEME = re.compile(r"(?i)\bpostgres(?:ql)?://")

@@ -31,6 +31,7 @@ from docindex.errors import (
     ForeignDatabaseError,
     IndexNotFoundError,
     SchemaTooNewError,
+    install_hint,
 )
 from docindex.store._sql import facet_rows
 from docindex.store.location import ServerUrl
@@ -212,7 +213,7 @@ class PgStore(PgReader):
             raise SchemaTooNewError(
                 f"index {self.location} was written by a newer docindex (schema "
                 f"{version} > {schema.SCHEMA_VERSION}); upgrade docindex: "
-                "pip install -U 'docindex[postgres]'"
+                + install_hint("postgres", upgrade=True)
             )
         if version == schema.SCHEMA_VERSION:
             if may_migrate:
@@ -345,6 +346,9 @@ class PgStore(PgReader):
             else:
                 self.pg.execute(f"SAVEPOINT sp{self._depth}")
         except psycopg.Error as exc:
+            if self._depth == 0:  # BEGIN ran, the writers' lock did not come
+                with contextlib.suppress(psycopg.Error):
+                    self.pg.execute("ROLLBACK")
             raise self._translate(exc) from None
         self._depth += 1
         try:
