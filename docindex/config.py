@@ -60,6 +60,9 @@ class Config:
     max_sheet_rows: int = 100_000
     max_pdf_pages: int = 2_000
     busy_timeout_s: float = 10.0
+    # How long `watch` and `mcp` keep trying to reach a server index that went
+    # away (a restart, a failover) before they give up (issue #44).
+    reconnect_timeout_s: float = 300.0
     # A writer makes the index owner-only (issue #33); false leaves its modes
     # as they are, for an index other local users are meant to read (#38).
     private_index: bool = True
@@ -151,6 +154,7 @@ def validate(cfg: Config) -> Config:
          "embedding_provider must be ngram, none or minilm"),
         (50 <= cfg.segment_chars <= 100_000, "segment_chars must be in 50..100000"),
         (cfg.rrf_k > 0, "rrf_k must be > 0"),
+        (cfg.reconnect_timeout_s > 0, "reconnect_timeout_s must be > 0"),
         (cfg.fusion in ("score", "rrf"), "fusion must be score or rrf"),
         (0.0 <= cfg.semantic_weight <= 10.0, "semantic_weight must be in 0..10"),
         (0.0 <= cfg.neural_weight <= 10.0, "neural_weight must be in 0..10"),

@@ -16,7 +16,12 @@ from typing import TYPE_CHECKING
 
 from docindex.api import workspace
 from docindex.config import Config
-from docindex.errors import MisuseError, OutsideRootsError, RelocatedIndexError
+from docindex.errors import (
+    DocindexError,
+    MisuseError,
+    OutsideRootsError,
+    RelocatedIndexError,
+)
 from docindex.models import (
     Hit,
     Progress,
@@ -95,6 +100,8 @@ def scan(
             ws.db, ws.config.replace(exclude=(*ws.config.exclude, *exclude)),
             ws.named, ws.held_back,
         )  # fmt: skip
+    if not ws.config.roots:
+        raise DocindexError("no roots to scan; pass a directory or --root DIR")
     gate = trust.gate_roots(ws.db, ws.config.roots, ws.named)
     scopes, missing = _scan_scopes(ws, gate, path)
     warnings = [w for w in (gate.notice(), _held_back_notice(ws)) if w]
@@ -656,6 +663,8 @@ def watch(
     The index is created if missing (with ``--root``). Its store uses a short
     busy timeout so a batch that meets another writer is retried, not stuck.
     """
+    from docindex.api import trust
+    from docindex.errors import DocindexError
     from docindex.ingest.watch import watch as core_watch
     from docindex.store import Store
     from docindex.store.lock import watch_lock
@@ -663,10 +672,21 @@ def watch(
     ws = workspace.load(db, extra_roots=roots, must_exist=False)
     _refuse_relocated(ws)
     busy = min(ws.config.busy_timeout_s, 2.0)
+    # Only the roots this user accepted on this machine are watched (#44).
+    gate = trust.gate_roots(ws.db, ws.config.roots, ws.named)
+    if not gate.read:
+        raise DocindexError(gate.notice() or "no roots to watch; pass --root DIR")
+    for line in (gate.notice(), _held_back_notice(ws),
+                 trust.record(ws.db, roots=[r for r in ws.named
+                                            if r != trust.home_root(ws.db)])):  # fmt: skip
+        if line and on_notice is not None:
+            on_notice(line)
+    cfg = ws.config.replace(roots=gate.read)
 
     def open_store() -> Store:
         if isinstance(ws.db, ServerUrl):
-            return workspace.Workspace(ws.db, ws.config).open(create=True)
+            quick = ws.config.replace(busy_timeout_s=busy)
+            return workspace.Workspace(ws.db, quick).open(create=True)
         return Store.open(ws.db, create=True, busy_timeout=busy,
                           private=ws.config.private_index)  # fmt: skip
 
@@ -680,10 +700,11 @@ def watch(
     )
     with lock:
         if on_start is not None:
-            on_start(ws.db, list(ws.config.roots))
-        core_watch(open_store, ws.config, debounce_ms=debounce_ms,
+            on_start(ws.db, list(cfg.roots))
+        core_watch(open_store, cfg, debounce_ms=debounce_ms,
                    on_batch=on_batch, stop_event=stop_event,
-                   on_notice=on_notice)  # fmt: skip
+                   on_notice=on_notice,
+                   keep_present=bool(ws.held_back))  # fmt: skip
 
 
 # -- navigation (issue #6) ------------------------------------------------------
@@ -989,7 +1010,14 @@ def import_(
     from docindex.api.transfer import import_records
 
     ws = workspace.load(db, must_exist=False, scan_path=None)
-    with ws.open(create=True) as store:
-        counts = import_records(store, ws.config, lines, on_progress)
-        store.tidy_fts()  # as after a scan (PostgreSQL: the postings btrees, #34)
-        return counts
+    made = isinstance(ws.db, Path) and not ws.db.exists()
+    try:
+        with ws.open(create=True) as store:
+            counts = import_records(store, ws.config, lines, on_progress)
+            store.tidy_fts()  # as after a scan (PostgreSQL: the postings btrees)
+            return counts
+    except BaseException:
+        if made and isinstance(ws.db, Path):  # a refused import leaves no file (#44)
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                Path(f"{ws.db}{suffix}").unlink(missing_ok=True)
+        raise

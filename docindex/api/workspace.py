@@ -302,8 +302,9 @@ def _settled(
     changes = dict(overrides or {})
     changes["roots"] = tuple(roots)
     cfg = cfg.replace(**changes)
+    held = {k: v for k, v in held_back.items() if k not in changes}
     return Workspace(db, cfg, tuple(dict.fromkeys(named)),
-                     trust.still_held_back(cfg, held_back))  # fmt: skip
+                     trust.still_held_back(cfg, held))  # fmt: skip
 
 
 def canonical(path: str | Path) -> str:
@@ -390,12 +391,15 @@ def layers(
         cfg = _apply_here(cfg, here)
         for name in here:
             sources[name] = "this machine (a flag given before)"
+            held_back.pop(name, None)  # this user's own choice wins
     file = cfgmod.config_file_for(db)
     if file is not None:
         names = cfgmod.file_fields(file)
         if file == cfgmod.local_config_file():
             cfg = cfgmod.load_file(file, cfg)
             taken = names
+            for name in names:
+                held_back.pop(name, None)
         else:  # beside the index: it came with the index
             cfg, held = trust.narrowed(cfg, cfgmod.load_file(file, cfg), names)
             held_back.update(held)
@@ -405,10 +409,12 @@ def layers(
     cfg = cfgmod.from_env(cfg)
     for name in cfgmod.env_fields():
         sources[name] = f"environment DOCINDEX_{name.upper()}"
+        held_back.pop(name, None)
     if overrides:
         cfg = cfg.replace(**overrides)
         for name in overrides:
             sources[name] = "flag"
+            held_back.pop(name, None)
     return cfg, sources, trust.still_held_back(cfg, held_back)
 
 

@@ -184,7 +184,7 @@ def _safe_usage(exc: click.UsageError, argv: list[str]) -> click.UsageError:
     """
     from docindex.cli.render import term_safe
 
-    message = exc.format_message()  # a bad value's message names its option
+    message = exc.format_message()  # "Invalid value for '--top': ..." kept
     if isinstance(exc, click.NoSuchOption) and exc.ctx is not None:
         if exc.ctx.command.name == "query":
             import shlex

@@ -100,7 +100,7 @@ def scan(
         check_settings(store, cfg)
         _remember(store, "tokenizer", tokenizer_settings(cfg))
         _remember(store, "embedder", embedder_params(cfg))
-        _remember(store, "settings", cfg.index_settings())
+        _remember(store, "settings", _settings_row(store, cfg))
         if restore_pending_fts(store, cfg, stop, on_progress):
             _scan(store, cfg, roots, scopes, force, on_progress, result, stop,
                   keep_present)  # fmt: skip
@@ -117,6 +117,20 @@ def scan(
         _prune_ocr_cache(cfg)
     result.took_ms = round((time.perf_counter() - started) * 1000, 1)
     return result
+
+
+def _settings_row(store: Index, cfg: Config) -> dict[str, object]:
+    """The settings the index remembers after this scan.
+
+    Its roots keep those this scan does not read (a root this machine has not
+    accepted, issue #44): only ``roots remove`` and ``roots move`` drop one.
+    """
+    row = cfg.index_settings()
+    before = store.get_meta("settings")
+    kept = before.get("roots") if isinstance(before, dict) else None
+    if isinstance(kept, list):
+        row["roots"] = list(dict.fromkeys([*cfg.roots, *map(str, kept)]))
+    return row
 
 
 def _prune_ocr_cache(cfg: Config) -> None:

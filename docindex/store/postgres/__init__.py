@@ -346,6 +346,9 @@ class PgStore(PgReader):
             else:
                 self.pg.execute(f"SAVEPOINT sp{self._depth}")
         except psycopg.Error as exc:
+            if self._depth == 0:  # BEGIN ran, the writers' lock did not come
+                with contextlib.suppress(psycopg.Error):
+                    self.pg.execute("ROLLBACK")
             raise self._translate(exc) from None
         self._depth += 1
         try:
