@@ -19,6 +19,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pgcluster
 import pytest
 from click.testing import CliRunner, Result
 from conftest import write_tree
@@ -197,7 +198,7 @@ def test_password_is_masked_everywhere(
     role = "secretive_" + uuid.uuid4().hex[:8]
     with psycopg.connect(pg_server, autocommit=True) as conn:
         conn.execute(f"CREATE ROLE {role} LOGIN SUPERUSER PASSWORD 'hunter2pw'")
-    url = pg_url.replace("postgres@", f"{role}:hunter2pw@")
+    url = pgcluster.as_role(pg_url, role, "hunter2pw")
     outputs = [
         invoke(["scan", str(docs), "--db", url, "--json"]),
         invoke(["stats", "--db", url, "--json"]),
@@ -226,10 +227,10 @@ def test_read_only_role_reads_but_cannot_write(
     role = "reader_" + uuid.uuid4().hex[:8]
     with psycopg.connect(pg_server, autocommit=True) as conn:
         # the reader GRANTs of the README's "Share an index with a team"
-        conn.execute(f"CREATE ROLE {role} LOGIN")
+        conn.execute(f"CREATE ROLE {role} LOGIN PASSWORD 'r3ader pw'")
         conn.execute(f"GRANT USAGE ON SCHEMA {schema} TO {role}")
         conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO {role}")
-    url = pg_url.replace("postgres@", f"{role}@")
+    url = pgcluster.as_role(pg_url, role, "r3ader pw")
     assert _hits(url, "redis")
     assert invoke(["outline", "guide/auth.md", "--db", url]).exit_code == 0
     (docs / "new.md").write_text("# New\n\nfresh text\n")
@@ -340,7 +341,7 @@ def test_missing_btrees_are_named_to_a_writer_that_cannot_build_them(
     role = "writer_" + uuid.uuid4().hex[:8]
     with psycopg.connect(pg_server, autocommit=True) as conn:
         # the writer GRANTs of the README's "Share an index with a team"
-        conn.execute(f"CREATE ROLE {role} LOGIN")
+        conn.execute(f"CREATE ROLE {role} LOGIN PASSWORD 'wr1ter pw'")
         conn.execute(f"GRANT USAGE, CREATE ON SCHEMA {schema} TO {role}")
         conn.execute(
             f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} "
@@ -351,7 +352,7 @@ def test_missing_btrees_are_named_to_a_writer_that_cannot_build_them(
         )
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("DROP INDEX postings_term, postings_doc")  # as a stopped scan
-    writer = pg_url.replace("postgres@", f"{role}@")
+    writer = pgcluster.as_role(pg_url, role, "wr1ter pw")
     (docs / "new.md").write_text("# New\n\nfresh words\n")
     result = invoke(["scan", str(docs), "--db", writer])
     assert result.exit_code == 0, result.output

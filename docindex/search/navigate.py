@@ -122,6 +122,25 @@ class PathScope(NamedTuple):
     pattern: str
 
 
+def check_glob(pattern: str) -> None:
+    """Refuse a glob no engine can match by: a character range that runs
+    backwards (``[z-a]``). SQLite's GLOB would match nothing and PostgreSQL's
+    regex fail; both engines answer with this one line instead (issue #44).
+
+    Raises:
+        BadInputError: naming the range.
+    """
+    from docindex.text.globs import backwards_range, bracket_sets
+
+    for found in bracket_sets(pattern):
+        bad = backwards_range(found.body)
+        if bad:
+            raise BadInputError(
+                f"path: the glob {pattern!r} holds the range {bad}, which runs "
+                f"backwards; write [{bad[2]}-{bad[0]}]"
+            )
+
+
 def path_scope(roots: Sequence[str], arg: str, cwd: Path | None = None) -> PathScope:
     """The one rule for a path a user or an agent types (issue #38).
 
@@ -138,6 +157,7 @@ def path_scope(roots: Sequence[str], arg: str, cwd: Path | None = None) -> PathS
     check_length("path", arg, MAX_GLOB_CHARS)
     if "\x00" in arg:  # no file name holds one; the OS refuses to look it up
         raise BadInputError("path: contains a NUL character")
+    check_glob(arg)
     text = os.path.expanduser(arg)
     root_paths = [Path(r) for r in roots]
     cut = min((text.index(c) for c in _GLOB_CHARS if c in text), default=len(text))
