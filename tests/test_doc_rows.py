@@ -227,3 +227,37 @@ def test_counts_round_trip_through_the_slots(tmp_path: Path, count: int) -> None
         escaped = [r for (r,) in rows if r & 31 == 31]
         assert len(escaped) == (count >= 1 << 20)
         assert store._piece_hits("word") == {7: (1, 1, count)}
+
+
+
+def _segments_by_level(conn: sqlite3.Connection, table: str) -> list[int]:
+    """How many segments each level of FTS5 ``table`` holds, from its structure
+    record (id 10): a 4-byte cookie, varints nLevel, nSegment, nWriteCounter,
+    then per level nMerge, nSeg and three varints per segment."""
+    blob = conn.execute(f"SELECT block FROM {table}_data WHERE id = 10").fetchone()[0]
+    values: list[int] = []
+    value = 0
+    for byte in blob[4:]:  # SQLite varints: big-endian groups of 7 bits
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            values.append(value)
+            value = 0
+    n_level, at, out = values[0], 3, []
+    for _ in range(n_level):
+        n_seg = values[at + 1]
+        out.append(n_seg)
+        at += 2 + 3 * n_seg
+    return out
+
+
+def test_a_scan_writes_each_fts_table_once(tmp_path: Path) -> None:
+    """A scan is one transaction, and FTS5 keeps its terms in memory until it
+    commits: storing a document must not make FTS5 write a segment (a
+    statement that opens a savepoint does: #46, a segment per document,
+    merged again and again). One flush leaves one segment at level 0."""
+    cfg = Config().replace(roots=(str(_folder(tmp_path)),))
+    with Store.open(tmp_path / "i.db", create=True) as store:
+        result = indexer.scan(store, cfg)
+        assert result.indexed >= 10
+        for table in ("fts", "doc_terms"):
+            assert _segments_by_level(store.conn, table) == [1], table
