@@ -229,7 +229,6 @@ def test_counts_round_trip_through_the_slots(tmp_path: Path, count: int) -> None
         assert store._piece_hits("word") == {7: (1, 1, count)}
 
 
-
 def _segments_by_level(conn: sqlite3.Connection, table: str) -> list[int]:
     """How many segments each level of FTS5 ``table`` holds, from its structure
     record (id 10): a 4-byte cookie, varints nLevel, nSegment, nWriteCounter,
