@@ -5,13 +5,15 @@ lines when they hold the same documents, segments, FTS rows and vectors,
 however SQLite laid out their pages or FTS5 its segments. One line per part,
 so a difference says where it is:
 
-- ``documents``: every column but ``indexed_at``, the body decompressed and
-  the section list decoded (compression settings may differ, text may not);
+- ``documents``: every column but ``indexed_at``, the body and the salient
+  terms decompressed and the section list decoded (compression settings may
+  differ, text may not);
 - ``facets``, ``skipped`` (without ``skipped_at``), ``roots``, ``meta`` (without
   ``location``);
 - ``segments``: each segment as the store reads it back (``Store.segments_of``:
   chunk id, lines, offsets, heading path, page/slide/sheet/cells), its text
-  (the body between its offsets) and its vector blob;
+  (the body between its offsets), its vector blob and its stored words of
+  prose (``prose``);
 - ``fts`` and ``doc_terms``: every (term, row, column, position) in the FTS5
   index, read through an ``fts5vocab`` *instance* table, and the segments'
   per-row column sizes: what a query can find, position by position;
@@ -67,7 +69,10 @@ def digest(path: Path) -> dict[str, str]:
         for row in docs:
             sections = row[10]
             listed = json.loads(zlib.decompress(sections)) if sections else None
-            _feed(h, (*row[:10], listed, *row[11:], store.body(row[0])))
+            terms = row[12]  # compressed like the body: the text, not its bytes
+            if isinstance(terms, bytes):
+                terms = zlib.decompress(terms).decode("utf-8")
+            _feed(h, (*row[:10], listed, row[11], terms, store.body(row[0])))
             n += 1
         out["documents"] = f"{n}:{h.hexdigest()}"
         h, n = _h(), 0
@@ -85,8 +90,9 @@ def digest(path: Path) -> dict[str, str]:
             _feed(h, row)
             n += 1
         out["skipped"] = f"{n}:{h.hexdigest()}"
-        h, hv, n = _h(), _h(), 0
+        h, hv, hp, n = _h(), _h(), _h(), 0
         vec = dict(conn.execute("SELECT id, vec FROM segments"))
+        prose = dict(conn.execute("SELECT id, prose FROM segments"))
         for row in docs:
             body = store.body(row[0])
             for seg in store.segments_of(row[0]):
@@ -96,9 +102,11 @@ def digest(path: Path) -> dict[str, str]:
                           seg.char_end, seg.heading, seg.page, seg.slide,
                           seg.sheet, seg.cells, text))  # fmt: skip
                 _feed(hv, (seg.id, vec.pop(seg.id)))
+                _feed(hp, (seg.id, prose[seg.id]))
                 n += 1
         out["segments"] = f"{n}:{h.hexdigest()}"
         out["vectors"] = f"{n}:{hv.hexdigest()}"
+        out["prose"] = f"{n}:{hp.hexdigest()}"  # words of prose (#37), capped
         out["orphan segments"] = str(len(vec))
         for name in ("doc_lengths", "doc_term_counts"):
             h, n = _h(), 0
