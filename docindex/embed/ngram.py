@@ -589,8 +589,13 @@ class NgramEmbedder:
         )
         missing = np.flatnonzero(tid < 0)
         if len(missing):
-            self._add_terms(sorted({flat[i] for i in missing.tolist()}))
-            tid[missing] = [vocab[flat[i]] for i in missing.tolist()]
+            # In C (issue #46: a loop per token here was ~5% of a worker, most
+            # of a worker's tokens being new while its vocabulary fills).
+            new = list(map(flat.__getitem__, missing.tolist()))
+            self._add_terms(sorted(set(new)))
+            tid[missing] = np.fromiter(
+                map(vocab.__getitem__, new), dtype=np.int64, count=len(new)
+            )
         row = np.repeat(np.arange(n, dtype=np.int64), [len(t) for t in term_lists])
         keep = ~self._stop.data[tid]
         tid, row = tid[keep], row[keep]
