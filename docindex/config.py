@@ -17,6 +17,8 @@ from typing import Any
 from docindex.errors import ConfigError
 
 DEFAULT_DB_DIR = ".docindex"
+# Embedding providers (issue #47 added multilingual); the CLI offers these.
+PROVIDERS = ("ngram", "none", "minilm", "multilingual")
 DEFAULT_DB_NAME = "index.db"
 CONFIG_NAME = "config.toml"
 
@@ -70,6 +72,10 @@ class Config:
     ocr_page_timeout_s: float = 60.0
     ocr_timeout_s: float = 600.0
     ocr_max_pixels: int = 12_000_000
+    # A synonym file in Recoll's format (issue #47): a query term of a group
+    # also matches the others, below the terms typed. Empty: no expansion.
+    # A relative path in a config file is relative to that file's folder.
+    synonyms: str = ""
 
     def replace(self, **changes: Any) -> Config:  # each field's own type
         """Return a copy with ``changes`` applied and validated."""
@@ -139,8 +145,8 @@ def validate(cfg: Config) -> Config:
     checks = [
         (1 <= cfg.cjk_ngram <= 3, "cjk_ngram must be 1, 2 or 3"),
         (16 <= cfg.embedding_dim <= 8192, "embedding_dim must be in 16..8192"),
-        (cfg.embedding_provider in ("ngram", "none", "minilm"),
-         "embedding_provider must be ngram, none or minilm"),
+        (cfg.embedding_provider in PROVIDERS,
+         "embedding_provider must be ngram, none, minilm or multilingual"),
         (50 <= cfg.segment_chars <= 100_000, "segment_chars must be in 50..100000"),
         (cfg.rrf_k > 0, "rrf_k must be > 0"),
         (cfg.fusion in ("score", "rrf"), "fusion must be score or rrf"),
@@ -224,7 +230,13 @@ def load_file(path: Path, base: Config | None = None) -> Config:
         raise ConfigError(f"cannot read config {path}: {exc.strerror}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"invalid TOML in {path}: {exc}") from exc
-    return from_mapping(data, base)
+    cfg = from_mapping(data, base)
+    if "synonyms" in mapping_fields(data) and cfg.synonyms:
+        where = Path(cfg.synonyms).expanduser()
+        cfg = cfg.replace(
+            synonyms=str(where if where.is_absolute() else path.parent / where)
+        )
+    return cfg
 
 
 def from_env(base: Config, environ: dict[str, str] | None = None) -> Config:

@@ -20,6 +20,7 @@ from docindex.cli.output import find_db as _find_db
 from docindex.cli.output import out_console as _out_console
 from docindex.cli.output import piped as _piped
 from docindex.cli.output import progress_bar as _progress
+from docindex.config import PROVIDERS
 from docindex.errors import DocindexError, IndexNotWritableError
 
 if TYPE_CHECKING:
@@ -192,7 +193,7 @@ def _not_nan(value: float) -> float:
 @click.option("--no-gitignore", is_flag=True, help="Do not honour .gitignore files.")
 @click.option(
     "--provider",
-    type=click.Choice(["ngram", "none", "minilm"]),
+    type=click.Choice(PROVIDERS),
     help="Embedding provider (changing it needs reindex --full).",
 )
 @click.option(
@@ -461,7 +462,7 @@ def _batch(
 )
 @click.option(
     "--provider",
-    type=click.Choice(["ngram", "none", "minilm"]),
+    type=click.Choice(PROVIDERS),
     help="Embedding provider for the rebuilt index (with --full).",
 )
 @click.option(

@@ -143,6 +143,7 @@ class MiniLMEmbedder:
     version = 1
     deferred = True  # embedded in a resumable phase after the lexical scan
     bits = 8  # stored precision (``embed.quantize``)
+    unit = "segment"
 
     def __init__(
         self,
@@ -223,6 +224,13 @@ class MiniLMEmbedder:
         return []
 
     # -- embedding ------------------------------------------------------------
+
+    def embed_query(
+        self, text: str, weights: dict[str, float] | None = None
+    ) -> FloatArray:
+        """``embed([text])[0]``: the model embeds queries as texts."""
+        vec: FloatArray = self.embed([text])[0]
+        return vec
 
     def embed(
         self, texts: Sequence[str], weights: dict[str, float] | None = None

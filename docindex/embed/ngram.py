@@ -298,6 +298,7 @@ class NgramEmbedder:
     name = "ngram"
     version = 1
     deferred = False  # vectors are made with the segments, in the scan
+    unit = "segment"
 
     def __init__(
         self, dim: int = 256, cjk_ngram: int = 2, use_stem: bool = True, bits: int = 4
@@ -638,6 +639,13 @@ class NgramEmbedder:
                 vec[i] += v * w
         norm = math.sqrt(sum(x * x for x in vec))
         return [x / norm for x in vec] if norm else vec
+
+    def embed_query(
+        self, text: str, weights: dict[str, float] | None = None
+    ) -> FloatArray:
+        """``embed([text], weights)[0]``: a query is embedded as a text is."""
+        vec: FloatArray = self.embed([text], weights=weights)[0]
+        return vec
 
     def query_terms(self, text: str) -> list[str]:
         """Distinct terms of a query, for idf lookup."""

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from docindex.config import Config
-from docindex.embed.choice import choose
+from docindex.embed.choice import choose, install_hint
 from docindex.embed.choice import embedder_for as _embedder
 from docindex.errors import EmbedderMismatchError, OutsideRootsError
 from docindex.store import Index
@@ -38,11 +38,14 @@ def check_settings(store: Index, cfg: Config) -> None:
     emb = store.get_meta("embedder")
     if emb is not None and emb != embedder_params(cfg):
         why = choose(cfg).reason
-        if why and emb.get("provider") == "minilm":
-            from docindex.embed.minilm import INSTALL_HINT
-
+        held = emb.get("provider")
+        if (
+            why
+            and held in ("minilm", "multilingual")
+            and held == cfg.embedding_provider
+        ):
             raise EmbedderMismatchError(
-                f"this index holds minilm vectors but {why}: {INSTALL_HINT}, "
+                f"this index holds {held} vectors but {why}: {install_hint(held)}, "
                 "or run `docindex reindex --full --provider ngram`"
             )
         raise EmbedderMismatchError(

@@ -348,6 +348,8 @@ class QueryResult:
     total_exact: bool = True  # False: ``total`` is a lower bound (issue #37)
     did_you_mean: dict[str, str] = field(default_factory=dict)  # term -> index term
     corrected: str | None = None  # the query searched instead (no hits, auto mode)
+    # The synonym file's expansions (issue #47): member matched -> members added.
+    synonyms: dict[str, list[str]] = field(default_factory=dict)
 
 
 # The navigation results (outline, show, section, list, related) are in

@@ -48,9 +48,11 @@ from docindex.models import QueryResult as QueryResult
 from docindex.search.docstage import (
     DOC_POOL,
     Docs,
+    added,
     document_stage,
     rank_chunks,
     rank_documents,
+    with_synonyms,
 )
 from docindex.search.fusion import fuse
 from docindex.search.fusion import (
@@ -86,6 +88,7 @@ from docindex.search.snippet import (
 )
 from docindex.search.spelling import suggestions
 from docindex.store import DocFilter, Index, SegmentRow
+from docindex.text.synonyms import SYNONYM_WEIGHT
 
 MODES = ("auto", "lexical", "semantic")
 ALL_VECTORS_MAX = 50_000  # --mode semantic scores every vector up to this many
@@ -151,7 +154,14 @@ def parse(text: str, cfg: Config) -> ParsedQuery:
     from docindex.models.limits import MAX_QUERY_CHARS, check_length
 
     check_length("query", text, MAX_QUERY_CHARS)  # issue #17: bounded memory
-    return parse_query(_utf8(text), cjk_ngram=cfg.cjk_ngram, use_stem=cfg.stem)
+    parsed = parse_query(_utf8(text), cjk_ngram=cfg.cjk_ngram, use_stem=cfg.stem)
+    if cfg.synonyms and parsed.tokens:
+        from docindex.text.synonyms import expand, read_groups
+
+        found = expand(parsed.tokens, read_groups(cfg.synonyms),
+                       cjk_ngram=cfg.cjk_ngram, use_stem=cfg.stem)  # fmt: skip
+        parsed = dataclasses.replace(parsed, expansions=tuple(found))
+    return parsed
 
 
 def search(
@@ -183,6 +193,7 @@ def search(
     parsed = query if isinstance(query, ParsedQuery) else parse(query, cfg)
     opts = _utf8_options(opts)
     result = QueryResult(query=parsed.text, mode=opts.mode)
+    result.synonyms = {e.matched: list(e.added) for e in parsed.expansions}
     qterms = list(parsed.tokens)
     if not parsed.searchable or not qterms:
         # Stopwords only ("the") matched everything at 1.0 (issue #19).
@@ -344,14 +355,25 @@ def _lists(
         match = fts_match(parsed)
         size = SEMANTIC_POOL if opts.mode == "semantic" else pool
         within: list[int] | None = None
+        extra = parsed.synonym_tokens
+        extra_match = " OR ".join(quote_fts(t) for t in extra)
         if opts.mode != "semantic":
             n_docs = max(DOC_POOL, 2 * (opts.top + opts.offset))
             docs = document_stage(store, parsed, match, n_docs, only)
+            if extra:
+                docs = with_synonyms(store, docs, extra_match, n_docs, only)
             if not parsed.constrained:
                 within = list(docs.doc_of)
         lists["lexical"] = store.lexical(
             match, size, cfg.title_weight, only, within=within
         )
+        if extra:
+            # Synonyms (#47): their own bm25, added below the typed terms'.
+            lists["lexical"] = added(
+                lists["lexical"],
+                store.lexical(extra_match, size, cfg.title_weight, only, within=within),
+                SYNONYM_WEIGHT, size,
+            )  # fmt: skip
         if parsed.constrained:
             lists["lexical"] = _verified(store, parsed, lists["lexical"], cfg)
     if opts.mode == "semantic" and not every_vector:
@@ -383,6 +405,12 @@ def _lists(
             degraded = True
         elif semantic:
             lists["semantic"] = semantic
+            if docs is not None:
+                # Documents found by their vector alone (issue #47) join the
+                # document stage through their first segment.
+                missing = [sid for sid, _ in semantic if sid not in docs.doc_of]
+                if missing:
+                    docs.doc_of.update(store.doc_ids_of(missing))
     pool_full = len(lists.get("lexical", ())) >= pool
     return lists, gate, degraded, docs, pool_full
 

@@ -206,8 +206,12 @@ class Index(Protocol):
     def all_vectors(self, only: DocFilter = ...) -> tuple[list[int], list[bytes]]:
         """Every vector blob (of the documents ``only`` keeps)."""
 
-    def pending_vectors(self, after: int, limit: int) -> list[SegmentRow]:
-        """Segments without a vector, id > ``after``, in id order."""
+    def pending_vectors(
+        self, after: int, limit: int, *, first_only: bool = False
+    ) -> list[SegmentRow]:
+        """Segments without a vector, id > ``after``, in id order; with
+        ``first_only``, each document's first segment alone (its document's
+        vector, issue #47)."""
 
     def set_vectors(self, ids: Sequence[int], blobs: Sequence[bytes]) -> None:
         """Store vector blobs by segment id."""

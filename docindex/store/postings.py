@@ -109,16 +109,20 @@ class PostingRows:
                 blobs.append(blob)
         return out_ids, blobs
 
-    def pending_vectors(self, after: int, limit: int) -> list[SegmentRow]:
-        """Segments without a vector and id > ``after``, in id order (issue #9)."""
-        ids = [
-            int(r[0])
-            for r in self.conn.execute(
-                "SELECT id FROM segments WHERE id > ? AND vec IS NULL ORDER BY id "
-                "LIMIT ?",
-                (after, limit),
-            )
-        ]
+    def pending_vectors(
+        self, after: int, limit: int, *, first_only: bool = False
+    ) -> list[SegmentRow]:
+        """Segments without a vector and id > ``after``, in id order (issue #9);
+        ``first_only``: each document's first segment (issue #47)."""
+        sql = (
+            "SELECT s.id FROM documents d JOIN segments s ON s.id = d.first_segment "
+            "WHERE s.id > ? AND s.vec IS NULL AND d.n_segments > 0 "
+            "ORDER BY s.id LIMIT ?"
+            if first_only
+            else "SELECT id FROM segments WHERE id > ? AND vec IS NULL ORDER BY id "
+            "LIMIT ?"
+        )
+        ids = [int(r[0]) for r in self.conn.execute(sql, (after, limit))]
         found = self.segments_by_id(ids)
         return [found[i] for i in ids if i in found]
 

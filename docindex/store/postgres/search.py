@@ -346,16 +346,20 @@ class PgReader(DocumentRows):
             blobs.append(bytes(blob))
         return ids, blobs
 
-    def pending_vectors(self, after: int, limit: int) -> list[SegmentRow]:
-        """Segments without a vector and id > ``after``, in id order."""
-        ids = [
-            int(r[0])
-            for r in self.pg.execute(
-                "SELECT id FROM segments WHERE id > %s AND vec IS NULL ORDER BY id "
-                "LIMIT %s",
-                (after, limit),
-            )
-        ]
+    def pending_vectors(
+        self, after: int, limit: int, *, first_only: bool = False
+    ) -> list[SegmentRow]:
+        """Segments without a vector and id > ``after``, in id order;
+        ``first_only``: each document's first segment (issue #47)."""
+        sql = (
+            "SELECT s.id FROM documents d JOIN segments s ON s.id = d.first_segment "
+            "WHERE s.id > %s AND s.vec IS NULL AND d.n_segments > 0 "
+            "ORDER BY s.id LIMIT %s"
+            if first_only
+            else "SELECT id FROM segments WHERE id > %s AND vec IS NULL ORDER BY id "
+            "LIMIT %s"
+        )
+        ids = [int(r[0]) for r in self.pg.execute(sql, (after, limit))]
         found = self.segments_by_id(ids)
         return [found[i] for i in ids if i in found]
 

