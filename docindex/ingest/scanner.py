@@ -50,6 +50,7 @@ def scan(
     on_progress: ProgressFn | None = None,
     bulk: bool = False,
     stop: StopFn | None = None,
+    yield_to: StopFn | None = None,
 ) -> ScanResult:
     """Bring the index up to date with the roots (or only with ``scopes`` inside them).
 
@@ -68,6 +69,10 @@ def scan(
             commits the files it has finished and returns with
             ``interrupted`` set (issue #17). Nothing is pruned after a walk
             that was cut short.
+        yield_to: checked between batches of deferred vectors: once true,
+            the scan returns with its lexical rows committed and the rest
+            counted in ``vectors_pending`` (``watch``: file changes first,
+            issue #47).
 
     Returns:
         The scan's counts.
@@ -96,7 +101,8 @@ def scan(
         result.took_ms = round((time.perf_counter() - started) * 1000, 1)
         return result  # reclaiming pages can wait for the next scan
     if embedder is not None and embedder.deferred:
-        embed_pending(store, cfg, on_progress=on_progress, result=result, stop=stop)
+        embed_pending(store, cfg, on_progress=on_progress, result=result, stop=stop,
+                      yield_to=yield_to)  # fmt: skip
     store.tidy_fts()  # deleted rows past a share of the index: merge them away
     store.reclaim()
     result.took_ms = round((time.perf_counter() - started) * 1000, 1)

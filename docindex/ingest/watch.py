@@ -30,6 +30,7 @@ from docindex.config import Config
 from docindex.errors import DocindexError, IndexBusyError
 from docindex.ingest._debounce import Batch, Coalescer, RawEvent, is_under
 from docindex.ingest.walker import UNSUPPORTED_SUFFIXES, PathRules, root_problem
+from docindex.models import ScanResult
 from docindex.store import Store
 
 if TYPE_CHECKING:
@@ -371,7 +372,10 @@ def _loop(
 ) -> None:  # fmt: skip
     next_health = clock() + HEALTH_INTERVAL_S
     stopping = False
+    vectors_due = True  # a deferred embedder may have work left (issue #47)
     while not stopping:
+        if vectors_due and co.next_deadline() is None:
+            vectors_due = _embed_while_idle(store, cfg, q, stop_event, notice)
         deadline = co.next_deadline()
         wake = next_health if deadline is None else min(deadline, next_health)
         items = []
@@ -405,7 +409,10 @@ def _loop(
             if batch.fallback and batch.paths[0] in obs.rearm:
                 obs.rebuild(batch.paths[0])  # before the scan, so nothing slips by
             try:
-                report, raced = _apply(store, cfg, batch, kind)
+                # A deferred embedder's vectors wait while changes are queued:
+                # the lexical rows are committed first (issue #47).
+                report, raced = _apply(store, cfg, batch, kind,
+                                       yield_to=lambda: not q.empty())  # fmt: skip
             except IndexBusyError:
                 if stopping:
                     dropped = len(batch.paths) + sum(len(b.paths) for b in batches)
@@ -423,6 +430,7 @@ def _loop(
                                             [{"path": "", "reason": "error",
                                               "message": str(exc)}]), False  # fmt: skip
             on_batch(report)
+            vectors_due = True
             if raced and not stopping:
                 # Its removals were not pruned: go over these paths again.
                 co.defer(batch, clock() + co.debounce_s)
@@ -434,6 +442,31 @@ def _loop(
                 # Leave a gap between back-to-back burst transactions so another
                 # writer waiting on the lock (a `docindex scan`) gets its turn.
                 time.sleep(0.02)
+
+
+def _embed_while_idle(
+    store: Store, cfg: Config, q: queue.SimpleQueue[object],
+    stop_event: threading.Event, notice: Callable[[str], None],
+) -> bool:  # fmt: skip
+    """Embed pending deferred vectors until a change arrives (issue #47).
+
+    Returns True when vectors are left (the queue had work, or the index
+    was busy), False when none are.
+    """
+    from docindex.embed.choice import embedder_for
+    from docindex.ingest.indexer import embed_pending
+
+    embedder = embedder_for(cfg)
+    if embedder is None or not embedder.deferred:
+        return False
+    result = ScanResult()
+    try:
+        embed_pending(store, cfg, result=result,
+                      yield_to=lambda: not q.empty() or stop_event.is_set())  # fmt: skip
+    except IndexBusyError:
+        notice("index is busy; vectors will be embedded later")
+        return True
+    return result.vectors_pending > 0
 
 
 def _feed(
@@ -518,6 +551,7 @@ def _apply_retrying(
 def _apply(
     store: Store, cfg: Config, batch: Batch, kind: str,
     stop: Callable[[], bool] | None = None,
+    yield_to: Callable[[], bool] | None = None,
 ) -> tuple[BatchReport, bool]:  # fmt: skip
     """Apply one batch; the flag says the tree kept moving under every attempt."""
     from docindex.ingest.indexer import scan
@@ -531,7 +565,8 @@ def _apply(
     raced = False
     errors: list[dict[str, str]] = []
     for _attempt in range(3):
-        result = scan(store, cfg, scopes=[Path(p) for p in batch.paths], stop=stop)
+        result = scan(store, cfg, scopes=[Path(p) for p in batch.paths], stop=stop,
+                      yield_to=yield_to)  # fmt: skip
         added, updated = added + result.indexed, updated + result.updated
         errors = [e for e in result.errors if not _raced(e)]
         if result.interrupted:  # a signal during a catch-up scan (#33)

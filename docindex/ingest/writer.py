@@ -30,13 +30,16 @@ DOCUMENT_COMMIT = 16
 def embed_pending(
     store: Index, cfg: Config, *, on_progress: ProgressFn | None = None,
     result: ScanResult | None = None, stop: StopFn | None = None,
+    yield_to: StopFn | None = None,
 ) -> int:  # fmt: skip
     """Embed the segments that have no vector yet, committing every EMBED_COMMIT.
 
     Neural embedding is slow (issue #9), so it runs after the lexical scan has
     committed: an interrupted run keeps what it embedded and the next scan
     embeds only the segments whose ``vec`` is still NULL. ``max_embedded``
-    caps the total as it does inline. ``stop`` is checked between batches.
+    caps the total as it does inline. ``stop`` is checked between batches;
+    so is ``yield_to``, which leaves the rest for later without marking the
+    scan interrupted (``result.vectors_pending`` says how many).
     A per-document embedder (issue #47) embeds each document's passage
     (``fields.document_input``) onto its first segment, in small batches so
     that ``watch`` returns to file changes within seconds.
@@ -61,6 +64,8 @@ def embed_pending(
             if result is not None:
                 result.interrupted = True
             break
+        if yield_to is not None and yield_to():
+            break
         rows = store.pending_vectors(
             after, min(batch, total - done), first_only=per_doc
         )
@@ -76,6 +81,8 @@ def embed_pending(
             result.embedded += len(rows)
         if on_progress:
             on_progress(Progress("embed", done, total))
+    if result is not None:
+        result.vectors_pending = total - done
     return done
 
 

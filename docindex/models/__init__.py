@@ -257,6 +257,9 @@ class ScanResult:
     warnings: list[str] = field(default_factory=list)
     interrupted: bool = False  # stopped on request; what it did is committed (#17)
     pending: int = 0  # files it walked but left for the next scan (when interrupted)
+    # Vectors a deferred embedder left to do: ``watch`` yields to file changes
+    # and embeds the rest when idle (issue #47).
+    vectors_pending: int = 0
 
     def skip(
         self, reason: SkipReason | str, path: str | None = None, message: str = ""

@@ -89,16 +89,14 @@ def document_stage(
 
 
 def with_synonyms(
-    store: Index, docs: Docs, match: str, size: int, only: DocFilter
+    store: Index, docs: Docs, match: str, weight: float, size: int, only: DocFilter
 ) -> Docs:
-    """The stage's documents with the synonyms' bm25 added (issue #47).
+    """The stage's documents with a synonym's bm25 added (issue #47).
 
-    The documents the synonym terms rank (``match``) join those of the typed
-    terms; each scores its typed terms' bm25 plus SYNONYM_WEIGHT times its
-    synonyms', and the best ``size`` are kept.
+    The documents the synonym's terms rank (``match``) join those of the
+    typed terms; each scores its typed terms' bm25 plus ``weight`` times the
+    synonym's, and the best ``size`` are kept.
     """
-    from docindex.text.synonyms import SYNONYM_WEIGHT
-
     extra = store.document_lexical(match, size, FIELD_WEIGHTS, only)
     if not extra:
         return docs
@@ -106,7 +104,7 @@ def with_synonyms(
     score = {d.id: d.score for d in docs.hits}
     for d in extra:
         merged.setdefault(d.id, d)
-        score[d.id] = score.get(d.id, 0.0) + SYNONYM_WEIGHT * d.score
+        score[d.id] = score.get(d.id, 0.0) + weight * d.score
     best = sorted(score, key=lambda i: (-score[i], i))[:size]
     hits = [merged[i]._replace(score=score[i]) for i in best]
     doc_of = {

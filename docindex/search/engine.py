@@ -355,25 +355,27 @@ def _lists(
         match = fts_match(parsed)
         size = SEMANTIC_POOL if opts.mode == "semantic" else pool
         within: list[int] | None = None
-        extra = parsed.synonym_tokens
-        extra_match = " OR ".join(quote_fts(t) for t in extra)
+        # Synonyms (#47): each ranked apart, its bm25 added below the typed
+        # terms' (SYNONYM_WEIGHT shared among its terms).
+        extra = [
+            (" OR ".join(map(quote_fts, terms)), SYNONYM_WEIGHT / len(terms))
+            for terms in parsed.synonym_terms
+        ]
         if opts.mode != "semantic":
             n_docs = max(DOC_POOL, 2 * (opts.top + opts.offset))
             docs = document_stage(store, parsed, match, n_docs, only)
-            if extra:
-                docs = with_synonyms(store, docs, extra_match, n_docs, only)
+            for extra_match, weight in extra:
+                docs = with_synonyms(store, docs, extra_match, weight, n_docs, only)
             if not parsed.constrained:
                 within = list(docs.doc_of)
         lists["lexical"] = store.lexical(
             match, size, cfg.title_weight, only, within=within
         )
-        if extra:
-            # Synonyms (#47): their own bm25, added below the typed terms'.
-            lists["lexical"] = added(
-                lists["lexical"],
-                store.lexical(extra_match, size, cfg.title_weight, only, within=within),
-                SYNONYM_WEIGHT, size,
-            )  # fmt: skip
+        for extra_match, weight in extra:
+            found = store.lexical(
+                extra_match, size, cfg.title_weight, only, within=within
+            )
+            lists["lexical"] = added(lists["lexical"], found, weight, size)
         if parsed.constrained:
             lists["lexical"] = _verified(store, parsed, lists["lexical"], cfg)
     if opts.mode == "semantic" and not every_vector:

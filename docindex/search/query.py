@@ -82,9 +82,9 @@ class ParsedQuery:
     expansions: tuple[Expansion, ...] = ()
 
     @property
-    def synonym_tokens(self) -> tuple[str, ...]:
-        """The index terms the synonym file added (none without the file)."""
-        return tuple(t for e in self.expansions for t in e.terms)
+    def synonym_terms(self) -> tuple[tuple[str, ...], ...]:
+        """Each synonym's index terms that the file added (none without it)."""
+        return tuple(m for e in self.expansions for m in e.member_terms)
 
     @property
     def positive_text(self) -> str:

@@ -10,8 +10,10 @@ space, a member of several words in double quotes; a line starting with
 
 A query that holds every index term of one member (``认证``; ``rate
 limiting``: ``rate`` and ``limit``) also searches the other members' terms,
-weighted below the terms typed (``search.engine`` scores them apart and adds
-them at SYNONYM_WEIGHT). Nothing is expanded without the file: no table of
+weighted below the terms typed: ``search.engine`` ranks each member apart
+and adds its bm25 at SYNONYM_WEIGHT divided by its number of terms, so a
+member of three CJK bigrams (身份验证: 身份 份验 验证) counts as much as
+one word. Nothing is expanded without the file: no table of
 synonyms lives in the code (the decision on #37).
 """
 
@@ -25,18 +27,24 @@ from pathlib import Path
 from docindex.errors import ConfigError
 from docindex.text.tokenize import query_terms
 
-# The share of its bm25 an expansion term adds, against 1.0 for a term typed.
+# The share of its bm25 a synonym adds (divided among its terms), against 1.0
+# for a term typed.
 SYNONYM_WEIGHT = 0.5
 
 
 @dataclass(frozen=True, slots=True)
 class Expansion:
-    """What one group added to a query: the member it matched, the others'
-    words and their index terms (those the query did not hold already)."""
+    """What one group added to a query: the member it matched, the other
+    members, and each one's index terms that the query did not hold."""
 
     matched: str
     added: tuple[str, ...]
-    terms: tuple[str, ...]
+    member_terms: tuple[tuple[str, ...], ...]
+
+    @property
+    def terms(self) -> tuple[str, ...]:
+        """Every index term the group added, once."""
+        return tuple(dict.fromkeys(t for m in self.member_terms for t in m))
 
 
 def parse_groups(text: str) -> list[tuple[str, ...]]:
@@ -113,9 +121,14 @@ def expand(
         hit = next((m for m, t in members if t and set(t) <= held), None)
         if hit is None:
             continue
-        added = [(m, t) for m, t in members if m != hit and not set(t) <= held]
-        terms = tuple(dict.fromkeys(x for _, t in added for x in t if x not in held))
-        if terms:
-            out.append(Expansion(hit, tuple(m for m, _ in added), terms))
-            held.update(terms)
+        added = [
+            (m, tuple(x for x in t if x not in held))
+            for m, t in members
+            if m != hit and not set(t) <= held
+        ]
+        added = [(m, t) for m, t in added if t]
+        if added:
+            out.append(Expansion(hit, tuple(m for m, _ in added),
+                                 tuple(t for _, t in added)))  # fmt: skip
+            held.update(x for _, t in added for x in t)
     return out
