@@ -76,6 +76,9 @@ def test_chinese_question_finds_the_english_page(tree: Tree) -> None:
     assert hits["hits"][0]["rel_path"] == "props.md"
     hits = run_json("query", "明天山里会下雪吗")
     assert hits["hits"][0]["rel_path"] == "weather.md"
+    # a chunk has no vector of its own: `related` uses its page's
+    near = run_json("related", f"{root}/props.md#props/prop-types")
+    assert near["hits"] and "props.md" not in [h["rel_path"] for h in near["hits"]]
 
 
 @needs_model
