@@ -145,12 +145,16 @@ def scan(db: Path, root: Path, provider: str) -> dict[str, Any]:
     }
 
 
-def ask(db: Path, items: list[dict[str, str]], files: bool) -> tuple[list[Any], float]:
+def ask(
+    db: Path, items: list[dict[str, str]], files: bool, path: str | None = None
+) -> tuple[list[Any], float]:
     """Each question's top 10 hits (JSON) and the wall time of the whole batch."""
     cmd = [sys.executable, "-m", "docindex", "query", "--db", str(db), "--queries",
            "-", "--json", "--top", "10"]  # fmt: skip
     if files:
         cmd.append("--files")
+    if path:
+        cmd += ["--path", path]
     started = time.perf_counter()
     out = subprocess.run(
         cmd, input="".join(i["query"].replace("\n", " ") + "\n" for i in items),
@@ -164,7 +168,7 @@ def rank_of(hits: list[dict[str, Any]], answer: str, root: str) -> int | None:
     """1-based rank of the answer among the hits' distinct files, or None."""
     seen: list[str] = []
     for hit in hits:
-        rel = f"{root}/{hit['rel_path']}"
+        rel = f"{root}/{hit['rel_path']}" if root else hit["rel_path"]
         if rel not in seen:
             seen.append(rel)
     return seen.index(answer) + 1 if answer in seen else None
@@ -186,6 +190,11 @@ def main() -> int:
     parser.add_argument("--directions", default="zh-en,en-zh")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--dump", type=Path, help="write the questions as JSONL")
+    parser.add_argument(
+        "--combined", action="store_true",
+        help="one index of the whole corpus per provider, each direction's "
+        "answers kept to its language by --path (idf then counts both trees)",
+    )  # fmt: skip
     args = parser.parse_args()
     if not DOCS.is_dir():
         print(f"skipped: corpus not found at {DOCS}", file=sys.stderr)
@@ -201,12 +210,16 @@ def main() -> int:
                                         ensure_ascii=False) + "\n")  # fmt: skip
         tree = "en" if direction == "zh-en" else "zh"
         for provider in args.providers.split(","):
-            db = args.workdir / f"{tree}-{provider}.db"
-            cost = scan(db, DOCS / tree, provider)
+            if args.combined:
+                db = args.workdir / f"docs-{provider}.db"
+                cost, root, only = scan(db, DOCS, provider), "", f"{tree}/**"
+            else:
+                db = args.workdir / f"{tree}-{provider}.db"
+                cost, root, only = scan(db, DOCS / tree, provider), tree, None
             for files in (False, True):
-                hits, took = ask(db, items, files)
+                hits, took = ask(db, items, files, only)
                 ranks = [
-                    rank_of(h, i["answer"], tree)
+                    rank_of(h, i["answer"], root)
                     for h, i in zip(hits, items, strict=True)
                 ]
                 for part in ("dev", "held", "all"):
