@@ -146,8 +146,9 @@ def scan(db: Path, root: Path, provider: str) -> dict[str, Any]:
 
 
 def ask(
-    db: Path, items: list[dict[str, str]], files: bool, path: str | None = None
-) -> tuple[list[Any], float]:
+    db: Path, items: list[dict[str, str]], files: bool, path: str | None = None,
+    weight: str | None = None,
+) -> tuple[list[Any], float]:  # fmt: skip
     """Each question's top 10 hits (JSON) and the wall time of the whole batch."""
     cmd = [sys.executable, "-m", "docindex", "query", "--db", str(db), "--queries",
            "-", "--json", "--top", "10"]  # fmt: skip
@@ -155,10 +156,13 @@ def ask(
         cmd.append("--files")
     if path:
         cmd += ["--path", path]
+    env = dict(os.environ)
+    if weight:
+        env["DOCINDEX_NEURAL_WEIGHT"] = weight
     started = time.perf_counter()
     out = subprocess.run(
         cmd, input="".join(i["query"].replace("\n", " ") + "\n" for i in items),
-        capture_output=True, text=True, check=True,
+        capture_output=True, text=True, check=True, env=env,
     ).stdout  # fmt: skip
     took = time.perf_counter() - started
     return [json.loads(line)["hits"] for line in out.splitlines()], took
@@ -195,6 +199,18 @@ def main() -> int:
         help="one index of the whole corpus per provider, each direction's "
         "answers kept to its language by --path (idf then counts both trees)",
     )  # fmt: skip
+    parser.add_argument(
+        "--weights",
+        default="",
+        help="neural_weight values to run (default: the setting's)",
+    )
+    parser.add_argument(
+        "--half",
+        choices=("dev", "held", "all"),
+        default=None,
+        help="ask only this half's questions",
+    )
+    parser.add_argument("--views", default="chunks,files")  # fmt: skip
     args = parser.parse_args()
     if not DOCS.is_dir():
         print(f"skipped: corpus not found at {DOCS}", file=sys.stderr)
@@ -203,6 +219,8 @@ def main() -> int:
     rows = []
     for direction in args.directions.split(","):
         items = dev_set(direction)
+        if args.half and args.half != "all":
+            items = [i for i in items if i["half"] == args.half]
         if args.dump:
             with args.dump.open("a", encoding="utf-8") as fh:
                 for item in items:
@@ -216,8 +234,13 @@ def main() -> int:
             else:
                 db = args.workdir / f"{tree}-{provider}.db"
                 cost, root, only = scan(db, DOCS / tree, provider), tree, None
-            for files in (False, True):
-                hits, took = ask(db, items, files, only)
+            runs = [
+                (view == "files", weight)
+                for weight in (args.weights.split(",") if args.weights else [None])
+                for view in args.views.split(",")
+            ]
+            for files, weight in runs:
+                hits, took = ask(db, items, files, only, weight)
                 ranks = [
                     rank_of(h, i["answer"], root)
                     for h, i in zip(hits, items, strict=True)
@@ -227,6 +250,7 @@ def main() -> int:
                               if part == "all" or i["half"] == part]  # fmt: skip
                     rows.append({
                         "direction": direction, "provider": provider,
+                        "weight": weight,
                         "view": "files" if files else "chunks", "half": part,
                         **figures(chosen), **cost,
                         "ms_per_query": round(1000 * took / max(1, len(items)), 1),
@@ -235,10 +259,10 @@ def main() -> int:
     if args.json:
         print(json.dumps(rows, ensure_ascii=False))
         return 0
-    print(f"{'direction':<9} {'provider':<13} {'view':<6} {'half':<5} {'nDCG@10':>8} "
+    print(f"{'direction':<9} {'provider':<13} {'weight':>6} {'view':<6} {'half':<5} {'nDCG@10':>8} "
           f"{'hit@3':>6} {'n':>4} {'scan s':>7} {'load':>5} {'ms/q':>6}")  # fmt: skip
     for r in rows:
-        print(f"{r['direction']:<9} {r['provider']:<13} {r['view']:<6} {r['half']:<5} "
+        print(f"{r['direction']:<9} {r['provider']:<13} {r['weight'] or '-':>6} {r['view']:<6} {r['half']:<5} "
               f"{r['ndcg10']:>8.4f} {r['hit3']:>6.3f} {r['n']:>4} "
               f"{r['scan_s'] or '-':>7} {r['load'] or '-':>5} {r['ms_per_query']:>6}")  # fmt: skip
     return 0

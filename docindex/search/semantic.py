@@ -118,12 +118,13 @@ def semantic_ranking(
         recorded != embedder.params()
     ):
         return None  # vectors from another model (or it is not installed): issue #9
-    if embedder.unit == "document":
+    per_doc = embedder.unit == "document"
+    if per_doc:
         # One vector per document (issue #47): score them all, so a page that
         # shares no word with the query (a Chinese question, an English page)
         # is found; there are as many as documents, not chunks.
         candidates = None
-    found = _stored_vectors(store, candidates, only)
+    found = _stored_vectors(store, candidates, only, first_only=per_doc)
     if found is None:
         return None
     ids, blobs = found
@@ -155,11 +156,12 @@ def semantic_ranking(
 
 
 def _stored_vectors(
-    store: Index, candidates: list[int] | None, only: DocFilter
-) -> tuple[list[int], list[bytes]] | None:
+    store: Index, candidates: list[int] | None, only: DocFilter,
+    first_only: bool = False,
+) -> tuple[list[int], list[bytes]] | None:  # fmt: skip
     """(ids, blobs) to score; None when the index has no vectors to use."""
     if candidates is None:
-        ids, blobs = store.all_vectors(only)
+        ids, blobs = store.all_vectors(only, first_only=first_only)
         if not ids and not only:
             return None
     elif candidates:
@@ -206,7 +208,9 @@ def _cosines_numpy(
     qvec = embedder.embed_query(text, weights=idf)
     if not np.any(qvec):
         return []
-    sims = dequantize(blobs, embedder.dim) @ qvec
+    # einsum, not ``@``: OpenBLAS's threaded matrix-vector product spins on a
+    # busy machine (search/vectors.py measured it, issue #37).
+    sims = np.einsum("ij,j->i", dequantize(blobs, embedder.dim), qvec)
     if centre and len(sims) > 1:
         sims = sims - sims.mean()
     id_arr = np.asarray(ids)

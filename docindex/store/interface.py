@@ -203,8 +203,11 @@ class Index(Protocol):
     def vectors(self, ids: Sequence[int]) -> tuple[list[int], list[bytes]]:
         """Vector blobs of these segments (those that have one)."""
 
-    def all_vectors(self, only: DocFilter = ...) -> tuple[list[int], list[bytes]]:
-        """Every vector blob (of the documents ``only`` keeps)."""
+    def all_vectors(
+        self, only: DocFilter = ..., *, first_only: bool = False
+    ) -> tuple[list[int], list[bytes]]:
+        """Every vector blob (of the documents ``only`` keeps); ``first_only``:
+        each document's first segment's (a per-document provider, #47)."""
 
     def pending_vectors(
         self, after: int, limit: int, *, first_only: bool = False

@@ -132,12 +132,18 @@ class PostingRows:
             "UPDATE segments SET vec = ? WHERE id = ?", zip(blobs, ids, strict=True)
         )
 
-    def all_vectors(self, only: DocFilter = ALL_DOCS) -> tuple[list[int], list[bytes]]:
-        """Every stored vector (of the documents ``only`` selects)."""
+    def all_vectors(
+        self, only: DocFilter = ALL_DOCS, *, first_only: bool = False
+    ) -> tuple[list[int], list[bytes]]:
+        """Every stored vector (of the documents ``only`` selects); with
+        ``first_only`` each document's first segment's alone (issue #47: a
+        per-document provider reads 2k rows, not a scan of 84k)."""
         where, params = filter_sql(only)
+        join = "s.id = d.first_segment" if first_only else "d.id = s.doc_id"
         sql = "SELECT s.id, s.vec FROM segments s"
-        if where:
-            sql += f" JOIN documents d ON d.id = s.doc_id WHERE s.vec IS NOT NULL AND {where}"
+        if where or first_only:
+            sql += f" JOIN documents d ON {join} WHERE s.vec IS NOT NULL"
+            sql += f" AND {where}" if where else ""
         else:
             sql += " WHERE s.vec IS NOT NULL"
         ids: list[int] = []
