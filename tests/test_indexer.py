@@ -17,7 +17,7 @@ from docindex.embed.ngram import NgramEmbedder
 from docindex.ingest import indexer, pool
 from docindex.store import Store
 from docindex.text.stem import stem
-from docindex.text.tokenize import _CJK, normalize, term_parts, terms
+from docindex.text.tokenize import _CJK, identifier_words, normalize, term_parts, terms
 
 
 def _reference_terms(text: str, cjk_ngram: int = 2, use_stem: bool = True) -> list[str]:
@@ -29,6 +29,8 @@ def _reference_terms(text: str, cjk_ngram: int = 2, use_stem: bool = True) -> li
     for _, word in found:
         if word:
             words.append(stem(word) if use_stem else word)
+    # identifiers' words and joined names follow the words (issue #47)
+    words += [stem(w) if use_stem else w for w in identifier_words(text)]
     for size in range(1, cjk_ngram + 1):
         for cjk in runs:
             grams.extend(cjk[i : i + size] for i in range(len(cjk) - size + 1))

@@ -89,6 +89,7 @@ from docindex.search.snippet import (
 from docindex.search.spelling import suggestions
 from docindex.store import DocFilter, Index, SegmentRow
 from docindex.text.synonyms import SYNONYM_WEIGHT
+from docindex.text.tokenize import identifier_terms
 
 MODES = ("auto", "lexical", "semantic")
 ALL_VECTORS_MAX = 50_000  # --mode semantic scores every vector up to this many
@@ -255,8 +256,17 @@ def search(
         store, page, rows, raw, gate, folded, weights, cfg, opts, doc_raw
     )
     if hint:
-        result.did_you_mean = suggestions(store, qterms)
-        if not result.hits and result.did_you_mean and opts.mode == "auto":
+        # Spellings for what was typed: not for a camel-case name's words
+        # (useEfect's "efect"), which the typed name's own fix covers (#47).
+        derived = identifier_terms(parsed.positive_text, use_stem=cfg.stem)
+        own = [t for t in qterms if t not in derived]
+        result.did_you_mean = suggestions(store, own)
+        # Hits for a misspelt name's words alone ("use" of useEfect) are no
+        # answer: the index holds none of the terms typed.
+        missed = not result.hits or (
+            bool(derived) and not any(store.doc_freqs(own).values())
+        )
+        if missed and result.did_you_mean and opts.mode == "auto":
             # Did you mean (#37): search the index's own spelling instead.
             fixed = _corrected(parsed, result.did_you_mean)
             again = search(store, fixed, cfg, opts, hint=False)

@@ -274,6 +274,11 @@ def _camel_words(piece: str) -> list[str]:
     return words
 
 
+def identifier_terms(text: str, *, use_stem: bool = True) -> set[str]:
+    """The index terms ``identifier_words`` adds to ``text``'s own words."""
+    return {_word_term(w, use_stem) for w in identifier_words(text)}
+
+
 def term_parts(text: str, *, use_stem: bool = True) -> tuple[list[str], list[str]]:
     """The latin terms of ``text`` (stemmed, in order; then its identifiers'
     words, ``identifier_words``) and its CJK runs."""
