@@ -62,6 +62,9 @@ class Config:
     max_sheet_rows: int = 100_000
     max_pdf_pages: int = 2_000
     busy_timeout_s: float = 10.0
+    # How long `watch` and `mcp` keep trying to reach a server index that went
+    # away (a restart, a failover) before they give up (issue #44).
+    reconnect_timeout_s: float = 300.0
     # A writer makes the index owner-only (issue #33); false leaves its modes
     # as they are, for an index other local users are meant to read (#38).
     private_index: bool = True
@@ -71,11 +74,17 @@ class Config:
     ocr_languages: tuple[str, ...] = ()
     ocr_page_timeout_s: float = 60.0
     ocr_timeout_s: float = 600.0
+    # A scan's OCR time in all (#45): past it, files that need OCR wait for the
+    # next scan (the cache keeps the pages read).
+    ocr_scan_timeout_s: float = 3600.0
     ocr_max_pixels: int = 12_000_000
     # A synonym file in Recoll's format (issue #47): a query term of a group
     # also matches the others, below the terms typed. Empty: no expansion.
     # A relative path in a config file is relative to that file's folder.
     synonyms: str = ""
+    # The OCR text cache ($XDG_CACHE_HOME/docindex/ocr) is pruned to this after
+    # each scan that ran OCR, least recently used first (#45).
+    ocr_cache_max_bytes: int = 256 * 1024 * 1024
 
     def replace(self, **changes: Any) -> Config:  # each field's own type
         """Return a copy with ``changes`` applied and validated."""
@@ -91,6 +100,8 @@ _REMEMBERED = (
     "text_extensions", "max_docs", "max_segments", "max_embedded",
     "max_file_bytes", "max_depth", "max_walked_files", "segment_chars",
     "cjk_ngram", "stem", "embedding_provider", "embedding_dim", "embedding_model",
+    # OCR stays on for an index scanned with --ocr until --no-ocr (#45)
+    "ocr", "ocr_languages",
 )  # fmt: skip
 _GROUPS = {
     "walk": "", "segment": "segment_", "embedding": "embedding_", "ranking": "",
@@ -149,13 +160,15 @@ def validate(cfg: Config) -> Config:
          "embedding_provider must be ngram, none, minilm or multilingual"),
         (50 <= cfg.segment_chars <= 100_000, "segment_chars must be in 50..100000"),
         (cfg.rrf_k > 0, "rrf_k must be > 0"),
+        (cfg.reconnect_timeout_s > 0, "reconnect_timeout_s must be > 0"),
         (cfg.fusion in ("score", "rrf"), "fusion must be score or rrf"),
         (0.0 <= cfg.semantic_weight <= 10.0, "semantic_weight must be in 0..10"),
         (0.0 <= cfg.neural_weight <= 10.0, "neural_weight must be in 0..10"),
         (cfg.max_docs > 0 and cfg.max_segments > 0, "caps must be positive"),
         (cfg.max_depth >= 0, "max_depth must be >= 0"),
-        (cfg.ocr_page_timeout_s > 0 and cfg.ocr_timeout_s > 0,
-         "ocr timeouts must be > 0"),
+        (cfg.ocr_page_timeout_s > 0 and cfg.ocr_timeout_s > 0
+         and cfg.ocr_scan_timeout_s > 0, "ocr timeouts must be > 0"),
+        (cfg.ocr_cache_max_bytes >= 0, "ocr_cache_max_bytes must be >= 0"),
         (cfg.ocr_max_pixels >= 100_000, "ocr_max_pixels must be >= 100000"),
         (all(x.replace("_", "").isalnum() for x in cfg.ocr_languages),
          "ocr_languages are Tesseract codes such as eng, chi_sim"),
@@ -340,6 +353,24 @@ def config_file_for(
         return None
     candidate = db.parent / CONFIG_NAME
     return candidate if candidate.is_file() else None
+
+
+def user_config_dir(environ: dict[str, str] | None = None) -> Path:
+    """Per-user config folder: what this user accepted on this machine (#44)."""
+    env = os.environ if environ is None else environ
+    base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "docindex"
+
+
+def local_config_file(environ: dict[str, str] | None = None) -> Path | None:
+    """The config file this user chose (``DOCINDEX_CONFIG``), if any (#44).
+
+    Unlike ``config.toml`` beside an index, which came with the index and may
+    have been written by anyone who could write the index's folder.
+    """
+    env = os.environ if environ is None else environ
+    name = env.get("DOCINDEX_CONFIG")
+    return Path(name) if name else None
 
 
 def cache_dir(environ: dict[str, str] | None = None) -> Path:

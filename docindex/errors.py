@@ -6,7 +6,23 @@ failure, 2 for misuse (something the user named does not exist or is malformed).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+
+# The name on PyPI (issue #45): "docindex" there is an unrelated project, so the
+# distribution is docindex-cli while the command and the package stay docindex.
+DISTRIBUTION = "docindex-cli"
+
+
+def install_hint(extra: str = "", *, upgrade: bool = False) -> str:
+    """The pip line that installs this project (with ``extra``), from PyPI or a checkout."""
+    flag = "-U " if upgrade else ""
+    if not extra:
+        return f"pip install {flag}{DISTRIBUTION} (in a checkout: pip install {flag}.)"
+    return (
+        f"pip install {flag}'{DISTRIBUTION}[{extra}]' "
+        f"(in a checkout: pip install {flag}'.[{extra}]')"
+    )
 
 
 class DocindexError(Exception):
@@ -36,6 +52,11 @@ class IndexBusyError(DocindexError):
     """Another process holds the write lock longer than our timeout."""
 
 
+class IndexUnreachableError(DocindexError):
+    """The index's server cannot be reached: down, restarting, or the network
+    (issue #44). A long-lived command reconnects; a one-off command fails."""
+
+
 class IndexCorruptError(DocindexError):
     """The database file is damaged or not an SQLite database."""
 
@@ -60,15 +81,29 @@ class ConfigError(DocindexError):
     """A configuration file or environment variable is invalid."""
 
 
+# A Python object's repr with its memory address: "<_io.BytesIO object at 0x7f…>"
+_ADDRESS = re.compile(r"\s*<[^<>\n]{0,200}? at 0x[0-9a-fA-F]+>")
+
+
+def without_addresses(message: str) -> str:
+    """``message`` without object reprs that name a memory address (#45).
+
+    Pillow says "cannot identify image file <_io.BytesIO object at 0x7f…>":
+    the address means nothing to a reader and changes on every run.
+    """
+    return _ADDRESS.sub("", message) if " at 0x" in message else message
+
+
 class ExtractionError(DocindexError):
     """One file could not be extracted; ``reason`` is its skip reason.
 
     Reasons used by extractors: ``corrupt``, ``encrypted``, ``no-text-layer``,
-    ``no-text-found``, ``zip-bomb``, ``too-large``, ``timeout``, ``unsupported``, ``error``.
+    ``no-text-found``, ``zip-bomb``, ``too-large``, ``timeout``, ``unsupported``,
+    ``error``, ``diagram-source``. The message never holds a memory address.
     """
 
     def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
+        super().__init__(without_addresses(message))
         self.reason = reason
 
 

@@ -63,7 +63,11 @@ def _env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, _cache_home: Path) -> 
     # (core.excludesFile, issue #25): no system or global config in tests.
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "no-gitconfig"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-xdg-config"))
+    # What a user accepted (issue #44) lives here, beside tmp_path, not in it:
+    # a test that scans tmp_path must not index it.
+    monkeypatch.setenv(
+        "XDG_CONFIG_HOME", str(tmp_path.with_name(tmp_path.name + "-config"))
+    )
 
 
 @pytest.fixture
@@ -136,7 +140,7 @@ def pg_server() -> Any:
     try:
         import psycopg  # noqa: F401
     except ImportError:
-        _pg_unavailable("psycopg not installed: pip install 'docindex[postgres]'")
+        _pg_unavailable("psycopg not installed: pip install 'docindex-cli[postgres]'")
     given = os.environ.get("DOCINDEX_TEST_PG")
     if given:
         yield given

@@ -3,8 +3,10 @@
 ``DOCINDEX_TEST_PG`` (a URL) names a server to use instead. Otherwise
 ``initdb`` and ``pg_ctl`` (PostgreSQL 15+, ``apt-get install postgresql``)
 start a cluster in a temporary folder on a free port, as an unprivileged
-user when we are root (``initdb`` refuses root). Each test gets its own
-schema (``search_path`` in the URL), which is cheaper than a database.
+user when we are root (``initdb`` refuses root), with password logins
+(scram-sha-256) and a superuser password full of URL specials, as a team
+deploys it (issue #44). Each test gets its own schema (``search_path`` in the
+URL), which is cheaper than a database.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import subprocess
 import tempfile
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
@@ -42,9 +45,43 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+#: The superuser's password: every special character a URL must encode (#44).
+PASSWORD = "s3cret?#%@/:&= pw"
+
+
+@dataclass
+class Server:
+    """A running throwaway cluster: its URL (password included) and its life."""
+
+    url: str
+    data: Path
+    base: Path
+    port: int
+    bin_dir: Path
+    prefix: list[str]
+    options: str
+
+    def ctl(self, *args: str) -> None:
+        subprocess.run(
+            [*self.prefix, str(self.bin_dir / "pg_ctl"), "-D", str(self.data), *args],
+            check=True, capture_output=True, timeout=120,
+        )  # fmt: skip
+
+    def restart(self) -> None:
+        """``pg_ctl restart -m fast``: every connection is cut, as in an upgrade."""
+        self.ctl("-o", self.options, "-l", str(self.base / "log"), "-m", "fast",
+                 "-w", "restart")  # fmt: skip
+
+    def stop(self) -> None:
+        self.ctl("-m", "fast", "-w", "stop")
+
+    def start(self) -> None:
+        self.ctl("-o", self.options, "-l", str(self.base / "log"), "-w", "start")
+
+
 @contextlib.contextmanager
-def cluster(bin_dir: Path, fast: bool = True) -> Iterator[str]:
-    """Start a cluster; yield the URL of its ``postgres`` database; stop it.
+def server(bin_dir: Path, fast: bool = True) -> Iterator[Server]:
+    """Start a cluster with password logins (scram-sha-256, never trust: #44).
 
     ``fast``: no fsync (tests); the bench keeps the server's defaults.
     """
@@ -60,23 +97,26 @@ def cluster(bin_dir: Path, fast: bool = True) -> Iterator[str]:
     prefix = ["runuser", "-u", user.pw_name, "--"] if user else []
     port = _free_port()
     data = base / "data"
+    pwfile = base / "pw"
+    pwfile.write_text(PASSWORD + "\n")
+    if user:
+        os.chown(pwfile, user.pw_uid, user.pw_gid)
     subprocess.run(
-        [*prefix, str(bin_dir / "initdb"), "-D", str(data), "-A", "trust",
-         "-U", "postgres", "-E", "UTF8", "--locale=C.UTF-8"],
+        [*prefix, str(bin_dir / "initdb"), "-D", str(data), "-A", "scram-sha-256",
+         f"--pwfile={pwfile}", "-U", "postgres", "-E", "UTF8", "--locale=C.UTF-8"],
         check=True, capture_output=True,
     )  # fmt: skip
+    pwfile.unlink()
     options = (
         f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c max_connections=100"
     )
     if fast:
         options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-    subprocess.run(
-        [*prefix, str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options,
-         "-l", str(base / "log"), "-w", "start"],
-        check=True, capture_output=True,
-    )  # fmt: skip
+    url = f"postgresql://postgres:{quote(PASSWORD, safe='')}@127.0.0.1:{port}/postgres"
+    running = Server(url, data, base, port, bin_dir, prefix, options)
+    running.start()
     try:
-        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+        yield running
     finally:
         subprocess.run(
             [*prefix, str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate",
@@ -84,6 +124,23 @@ def cluster(bin_dir: Path, fast: bool = True) -> Iterator[str]:
             capture_output=True,
         )  # fmt: skip
         shutil.rmtree(base, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def cluster(bin_dir: Path, fast: bool = True) -> Iterator[str]:
+    """Start a cluster; yield the URL of its ``postgres`` database; stop it."""
+    with server(bin_dir, fast) as running:
+        yield running.url
+
+
+def as_role(url: str, role: str, password: str) -> str:
+    """``url`` logging in as ``role`` with ``password`` (URL-encoded here)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    host = parts.netloc.rsplit("@", 1)[-1]
+    userinfo = f"{quote(role, safe='')}:{quote(password, safe='')}"
+    return urlunsplit(parts._replace(netloc=f"{userinfo}@{host}"))
 
 
 def with_schema(url: str, schema: str) -> str:

@@ -246,3 +246,42 @@ def test_calls_queued_when_stdin_closes_are_answered(
     for i in calls:
         assert "error" not in answers[i], answers[i]
         assert not answers[i]["result"].get("isError"), answers[i]
+
+
+def test_the_readmes_search_batch_call_works(tmp_path: Path) -> None:
+    """The README's `search_batch` request, sent as printed to a real server (#45)."""
+    pytest.importorskip("mcp")
+    import re
+    import subprocess
+
+    import mcp.types as types
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text("utf-8")
+    part = readme[readme.index("## MCP server for agents") :]
+    shown = next(b for b in re.findall(r"```json\n(.*?)```", part, re.S)
+                 if "search_batch" in b)  # fmt: skip
+    request = json.loads(shown)
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "keys.md").write_text("# Keys\n\nRotate the API keys every month.\n")
+    (root / "cors.md").write_text("# 跨域\n\n在后端配置跨域请求的源。\n")
+    db = tmp_path / "i.db"
+    run("scan", str(root), "--db", str(db), "-q")
+    init = {"protocolVersion": types.LATEST_PROTOCOL_VERSION, "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}  # fmt: skip
+    lines = [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        request,
+    ]
+    proc = subprocess.run(
+        [sys.executable, "-m", "docindex", "mcp", "--db", str(db), "--root", str(root)],
+        input="".join(json.dumps(line) + "\n" for line in lines),
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    answer = next(m for m in map(json.loads, proc.stdout.splitlines())
+                  if m.get("id") == request["id"])  # fmt: skip
+    assert not answer["result"].get("isError"), answer
+    results = json.loads(answer["result"]["content"][0]["text"])["results"]
+    assert [r["hits"][0]["rel_path"] for r in results] == ["keys.md", "cors.md"]

@@ -201,7 +201,7 @@ def test_missing_model_degrades_to_ngram(
     assert result["hits"][0]["rel_path"] == "food.md"
     human = run("scan")
     assert "warning: minilm embeddings unavailable" in human.stderr
-    assert "docindex[neural]" in human.stderr
+    assert "docindex-cli[neural]" in human.stderr
     assert "Traceback" not in human.output
 
 

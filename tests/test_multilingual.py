@@ -106,4 +106,4 @@ def test_provider_is_offered_and_checked() -> None:
 def test_missing_extra_falls_back_with_an_install_hint(tree: Tree) -> None:
     out = run_json("scan", str(tree(PAGES)), "--provider", "multilingual")
     assert out["degraded"] is True
-    assert any("docindex[multilingual]" in w for w in out["warnings"])
+    assert any("docindex-cli[multilingual]" in w for w in out["warnings"])

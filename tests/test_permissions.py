@@ -252,43 +252,67 @@ def test_a_full_disk_is_one_line_without_a_traceback(tmp_path: Path, fill: int) 
 # -- remedies that work as printed ---------------------------------------------------
 
 
-def test_a_damaged_index_named_with_db_names_it_in_its_remedy(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def _damage(db: Path) -> None:
+    """Overwrite the schema on the first page: SQLite can read no table."""
+    data = bytearray(db.read_bytes())
+    data[100:4096] = b"\xff" * (4096 - 100)
+    db.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("where", ["beside", "elsewhere"])
+def test_a_damaged_index_prints_a_remedy_that_works_as_printed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
 ) -> None:
-    """It said `docindex reindex --full`, which from here found no index."""
+    """It said `docindex reindex --full`, which from here found no index, and
+    for an index kept elsewhere `--root DIR`, the word DIR (#45): now the
+    printed command is run as it is, then the user's own command works."""
     monkeypatch.delenv("DOCINDEX_DB")
     root = write_tree(tmp_path / "docs", DOCS)
-    run("scan", str(root), "-q")
-    db = root / ".docindex" / "index.db"
-    data = bytearray(db.read_bytes())
-    data[8192:40000] = b"\xff" * (40000 - 8192)
-    db.write_bytes(bytes(data))
+    db = root / ".docindex" / "index.db" if where == "beside" else tmp_path / "i.db"
+    run("scan", str(root), "--db", str(db), "-q")
+    _damage(db)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
-    result = run("query", "installer", "--db", str(db), ok=False)
-    err = one_line_error(result)
+    original = ["query", "installer", "--db", str(db)]
+    err = one_line_error(run(*original, ok=False))
+    assert "DIR" not in err, err
     fixes = [f for f in remedies(err) if f[0] == "reindex"]
     assert fixes and all("--db" in f for f in fixes), err
-    run(*[str(root) if a == "DIR" else a for a in fixes[0]], "-q")
-    assert "guide.md" in run("query", "installer", "--db", str(db)).stdout
+    run(*fixes[0], "-q")  # as printed
+    assert "guide.md" in run(*original).stdout
 
 
 def test_a_scan_of_the_folder_above_a_root_suggests_commands_that_work(
     tmp_path: Path,
 ) -> None:
+    """Run as printed, then the user's own scan of the folder above works (#45:
+    it still found that folder outside the roots)."""
     root = write_tree(tmp_path / "top" / "docs", DOCS)
     (tmp_path / "top" / "more.md").write_text("# More\n\nthe folder above\n")
     db = tmp_path / "idx.db"
     run("scan", str(root), "--db", str(db), "-q")
-    result = run("scan", str(tmp_path / "top"), "--db", str(db), ok=False)
+    original = ["scan", str(tmp_path / "top"), "--db", str(db)]
+    result = run(*original, ok=False)
     assert result.exit_code == 2
     fixes = remedies(one_line_error(result))
-    assert [f[:2] for f in fixes] == [["roots", "remove"], ["scan", "--root"]]
+    assert [f[:2] for f in fixes] == [["roots", "remove"], ["roots", "add"]]
     for fix in fixes:
         run(*fix)
+    run(*original)  # the user's own command, again
     assert "more.md" in run("query", "folder above", "--db", str(db)).stdout
     assert "guide.md" in run("query", "installer", "--db", str(db)).stdout
+
+
+def test_damaged_roots_are_read_from_the_bytes(tmp_path: Path) -> None:
+    from docindex.store.sqlite import salvaged_roots
+
+    root = write_tree(tmp_path / "docs", DOCS)
+    db = tmp_path / "i.db"
+    run("scan", str(root), "--db", str(db), "-q")
+    _damage(db)
+    assert salvaged_roots(db) == [str(root)]
+    assert salvaged_roots(tmp_path / "missing.db") == []
 
 
 def test_the_remedy_helper_repeats_the_db_only_where_the_command_takes_it() -> None:

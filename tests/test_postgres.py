@@ -19,6 +19,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pgcluster
 import pytest
 from click.testing import CliRunner, Result
 from conftest import write_tree
@@ -197,7 +198,7 @@ def test_password_is_masked_everywhere(
     role = "secretive_" + uuid.uuid4().hex[:8]
     with psycopg.connect(pg_server, autocommit=True) as conn:
         conn.execute(f"CREATE ROLE {role} LOGIN SUPERUSER PASSWORD 'hunter2pw'")
-    url = pg_url.replace("postgres@", f"{role}:hunter2pw@")
+    url = pgcluster.as_role(pg_url, role, "hunter2pw")
     outputs = [
         invoke(["scan", str(docs), "--db", url, "--json"]),
         invoke(["stats", "--db", url, "--json"]),
@@ -226,10 +227,10 @@ def test_read_only_role_reads_but_cannot_write(
     role = "reader_" + uuid.uuid4().hex[:8]
     with psycopg.connect(pg_server, autocommit=True) as conn:
         # the reader GRANTs of the README's "Share an index with a team"
-        conn.execute(f"CREATE ROLE {role} LOGIN")
+        conn.execute(f"CREATE ROLE {role} LOGIN PASSWORD 'r3ader pw'")
         conn.execute(f"GRANT USAGE ON SCHEMA {schema} TO {role}")
         conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO {role}")
-    url = pg_url.replace("postgres@", f"{role}@")
+    url = pgcluster.as_role(pg_url, role, "r3ader pw")
     assert _hits(url, "redis")
     assert invoke(["outline", "guide/auth.md", "--db", url]).exit_code == 0
     (docs / "new.md").write_text("# New\n\nfresh text\n")
@@ -340,7 +341,7 @@ def test_missing_btrees_are_named_to_a_writer_that_cannot_build_them(
     role = "writer_" + uuid.uuid4().hex[:8]
     with psycopg.connect(pg_server, autocommit=True) as conn:
         # the writer GRANTs of the README's "Share an index with a team"
-        conn.execute(f"CREATE ROLE {role} LOGIN")
+        conn.execute(f"CREATE ROLE {role} LOGIN PASSWORD 'wr1ter pw'")
         conn.execute(f"GRANT USAGE, CREATE ON SCHEMA {schema} TO {role}")
         conn.execute(
             f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} "
@@ -351,7 +352,7 @@ def test_missing_btrees_are_named_to_a_writer_that_cannot_build_them(
         )
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("DROP INDEX postings_term, postings_doc")  # as a stopped scan
-    writer = pg_url.replace("postgres@", f"{role}@")
+    writer = pgcluster.as_role(pg_url, role, "wr1ter pw")
     (docs / "new.md").write_text("# New\n\nfresh words\n")
     result = invoke(["scan", str(docs), "--db", writer])
     assert result.exit_code == 0, result.output
@@ -377,7 +378,7 @@ def test_missing_driver_is_one_line_with_install_command(tmp_path: Path) -> None
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 1
     assert out.stderr.strip().count("\n") == 0, out.stderr
-    assert "pip install 'docindex[postgres]'" in out.stderr
+    assert "pip install 'docindex-cli[postgres]'" in out.stderr
 
 
 def _scan_proc(root: Path, url: str, env: dict[str, str] | None = None) -> Any:
@@ -479,28 +480,41 @@ def _document(store: Any, root_id: int, rel_path: str, text: str) -> Any:
     )  # fmt: skip
 
 
-def test_a_file_another_writer_committed_meanwhile_is_replaced(pg_url: str) -> None:
-    """Documents a writer adds wait to be sent with the next statement; if
-    another writer committed the same file meanwhile, that copy is replaced,
-    and every read of the writer's transaction sees its own documents."""
+def test_a_second_writer_waits_and_its_copy_replaces_the_first(pg_url: str) -> None:
+    """Writers take turns (issue #44): a second writer waits for the first's
+    commit instead of meeting its rows halfway; then its copy of a file the
+    first one wrote replaces it, and each file is there once."""
+    import threading
+
     from docindex.store import open_index
     from docindex.store.location import ServerUrl
 
     url = ServerUrl(pg_url)
-    with open_index(url, create=True) as mine, open_index(url) as other:
+    done = threading.Event()
+
+    def other_writer() -> None:
+        with open_index(url, busy_timeout=30) as other:
+            rid = other.root_id("/r")
+            other.add_document(_document(other, rid, "a.md", "# A\n\ntheirs gamma\n"))
+        done.set()
+
+    with open_index(url, create=True) as mine:
         rid = mine.root_id("/r")
         with mine.atomic():
             kept = mine.add_document(
                 _document(mine, rid, "a.md", "# A\n\nmine alpha\n")
             )
             mine.add_document(_document(mine, rid, "b.md", "# B\n\nmine beta\n"))
-            other.add_document(_document(other, rid, "a.md", "# A\n\ntheirs gamma\n"))
+            thread = threading.Thread(target=other_writer)
+            thread.start()
+            assert not done.wait(1.0)  # it waits for this transaction
             assert mine.document(kept) is not None  # read in the transaction
-            assert mine.fingerprints(rid)["a.md"].id == kept
-        assert mine.fingerprints(rid)["a.md"].hash == "# A\n\nmine alpha\n"
+        thread.join(30)
+        assert done.is_set()
+        assert mine.fingerprints(rid)["a.md"].hash == "# A\n\ntheirs gamma\n"
     _consistent(pg_url)
-    assert [c for c, _ in _hits(pg_url, "gamma")] == []
-    assert len(_hits(pg_url, "alpha")) == 1 and len(_hits(pg_url, "beta")) == 1
+    assert [c for c, _ in _hits(pg_url, "alpha")] == []
+    assert len(_hits(pg_url, "gamma")) == 1 and len(_hits(pg_url, "beta")) == 1
 
 
 def test_killed_writer_leaves_a_consistent_index(tmp_path: Path, pg_url: str) -> None:

@@ -160,6 +160,9 @@ def test_query_on_an_index_the_user_may_not_read_is_one_clear_line(
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode == 1 and done.stdout == ""
-    assert done.stderr.strip().splitlines() == [
-        f"Error: permission denied: {folder / 'index.db'}"
-    ], done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith(f"Error: permission denied: {folder / 'index.db'}"), line
+    # how the owner shares it (#45): the setting, the group modes, the README
+    assert f"(it is {other_user}'s)" in line
+    assert "private_index = false" in line and "chmod -R g+rX" in line, line
+    assert "Another user on this machine" in line

@@ -44,12 +44,18 @@ def normalise(text: str, root: Path) -> list[str]:
     return [" ".join(line.split()) for line in text.splitlines() if line.strip()]
 
 
-def test_the_quick_start_prints_what_the_readme_shows(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def copy_example(source: Path, dest: Path) -> None:
+    """A copy of ``source`` as a clone has it: the index "Try it" leaves is not copied."""
+    shutil.copytree(source, dest, ignore=shutil.ignore_patterns(".docindex"))
+
+
+def check_quick_start(
+    source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv("DOCINDEX_DB")
+    """Run the quick start on a copy of ``source`` (an ``example/``) and compare."""
+    monkeypatch.delenv("DOCINDEX_DB", raising=False)
     example = tmp_path / "example"
-    shutil.copytree(ROOT / "example", example)
+    copy_example(source, example)
     monkeypatch.chdir(tmp_path)
     steps = quick_start()
     assert steps[0][0] == "cd example" and len(steps) >= 3
@@ -63,3 +69,9 @@ def test_the_quick_start_prints_what_the_readme_shows(
         got = normalise(result.output, example)
         want = normalise("\n".join(shown), Path(SHOWN_HOME))
         assert got == want, (command, got, want)
+
+
+def test_the_quick_start_prints_what_the_readme_shows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    check_quick_start(ROOT / "example", tmp_path, monkeypatch)

@@ -137,3 +137,28 @@ def test_removing_a_root_forgets_its_skipped_files(tmp_path: Path) -> None:
     assert run("skipped", "--db", db, "--json")["files"]
     run("roots", "remove", str(root), "--db", db)
     assert run("skipped", "--db", db, "--json")["files"] == []
+
+
+def test_what_the_scan_counts_as_hidden_or_ignored_is_listed(tmp_path: Path) -> None:
+    """The scan said "skipped: hidden 1", `skipped --reason hidden` listed none (#45)."""
+    root = tmp_path / "docs"
+    (root / ".drafts").mkdir(parents=True)
+    (root / ".drafts" / "plan.md").write_text("# Plan\n")
+    (root / "node_modules").mkdir()
+    (root / "node_modules" / "x.md").write_text("# X\n")
+    (root / "good.md").write_text("# Good\n")
+    db = str(tmp_path / "i.db")
+    scan = run("scan", str(root), "--db", db, "--json")
+    assert scan["skipped"] == {"hidden": 1, "ignored": 1}
+    for reason, rel in (("hidden", ".drafts"), ("ignored", "node_modules")):
+        out = run("skipped", "--db", db, "--reason", reason, "--json")
+        assert [f["rel_path"] for f in out["files"]] == [rel]
+    human = run("skipped", "--db", db, "--reason", "hidden").output
+    assert ".drafts" in human and "no file skipped" not in human
+    # a reason the index does not keep says so instead of "nothing"
+    limit = run("skipped", "--db", db, "--reason", "walk-limit").output
+    assert "not kept in the index" in limit
+    bad = CliRunner().invoke(cli, ["skipped", "--db", db, "--reason", "hiden"])
+    assert (
+        bad.exit_code == 2 and "the reasons: " in bad.output and "hidden" in bad.output
+    )

@@ -31,7 +31,7 @@ QUERIES = [
 @pytest.fixture
 def index(tmp_path: Path) -> tuple[Path, Path]:
     root = tmp_path / "docs"
-    shutil.copytree(EXAMPLE, root)
+    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns(".docindex"))
     for n in range(30):  # more segments, spread over the rowids
         (root / f"extra-{n:02d}.md").write_text(
             f"# Page {n}\n\nConfigure the index and the ranking weights, "

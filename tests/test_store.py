@@ -122,7 +122,8 @@ def test_index_from_schema_1_is_migrated_and_rescanned(
     conn.commit()
     assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
     conn.close()
-    out = run_json("scan", "--db", str(db))
+    # A root the index names is read once this user names it here (#44).
+    out = run_json("scan", str(docs), "--db", str(db))
     assert out["indexed"] == 2 and out["unchanged"] == 0
     hits = run_json("query", "first", "--db", str(db))["hits"]
     assert hits[0]["chunk_id"] == "a.md#alpha" and hits[0]["heading_path"] == ["Alpha"]
@@ -152,7 +153,8 @@ def test_index_from_schema_4_gets_document_rows_by_a_rescan(
     with Store.open(db) as store:  # migrated on open: documents dropped, roots kept
         assert migrations.applied(store.conn)[-1] == "m005_document_fields"
         assert store.counts().documents == 0
-    out = run_json("scan", "--db", str(db))
+    # A root the index names is read once this user names it here (#44).
+    out = run_json("scan", str(docs), "--db", str(db))
     assert out["indexed"] == 2 and out["unchanged"] == 0
     hits = run_json("query", "unzip", "--db", str(db), "--files")["hits"]
     assert sorted(h["rel_path"] for h in hits) == ["b.txt", "unzip.md"]
@@ -301,7 +303,8 @@ def test_term_frequencies_equal_the_fts5_vocabulary(tmp_path: Path) -> None:
     import docindex
 
     root = tmp_path / "docs"
-    shutil.copytree(Path(__file__).resolve().parents[1] / "example", root)
+    example = Path(__file__).resolve().parents[1] / "example"
+    shutil.copytree(example, root, ignore=shutil.ignore_patterns(".docindex"))
     (root / "extra.md").write_text("# x86_64 C++ utf-8\n\nv2 e.g. naïve café Ωmega\n")
     db = tmp_path / "i.db"
     docindex.open(str(db), roots=[str(root)]).scan()

@@ -16,8 +16,20 @@ from typing import TYPE_CHECKING
 
 from docindex.api import workspace
 from docindex.config import Config
-from docindex.errors import MisuseError, OutsideRootsError, RelocatedIndexError
-from docindex.models import Hit, Progress, QueryOptions, QueryResult, ScanResult
+from docindex.errors import (
+    DocindexError,
+    MisuseError,
+    OutsideRootsError,
+    RelocatedIndexError,
+)
+from docindex.models import (
+    Hit,
+    Progress,
+    ProgressFn,
+    QueryOptions,
+    QueryResult,
+    ScanResult,
+)
 from docindex.store.location import ServerUrl
 
 if TYPE_CHECKING:
@@ -31,6 +43,7 @@ if TYPE_CHECKING:
         Vocabulary,
     )
     from docindex.api.roots import RootChange
+    from docindex.api.trust import RootGate
     from docindex.ingest.watch import BatchReport
     from docindex.models.navigation import (
         DocumentList,
@@ -46,26 +59,34 @@ ProgressCallback = Callable[[Progress], None]
 ProgressArg = ProgressCallback | AbstractContextManager[ProgressCallback | None] | None
 # The settings a command-line flag may override (Config field -> value).
 Overrides = dict[str, object]
+# An index: a file path, a ServerUrl (never its masked string, #44), or None
+# to find it by the usual rule.
+DbArg = str | Path | ServerUrl | None
 
 
 def scan(
-    db: str | None, *, path: Path | None = None, roots: list[str] | None = None,
+    db: DbArg, *, path: Path | None = None, roots: list[str] | None = None,
     exclude: list[str] | None = None, force: bool = False, hidden: bool | None = None,
-    follow_symlinks: bool | None = None, no_gitignore: bool = False,
+    follow_symlinks: bool | None = None, gitignore: bool | None = None,
     provider: str | None = None, progress: ProgressArg = None,
     stop: Callable[[], bool] | None = None, ocr: bool | None = None,
+    on_notice: Callable[[str], None] | None = None,
 ) -> ScanResult:  # fmt: skip
-    """Incremental scan; see ``docindex scan --help``. ``stop``: see indexer.scan."""
-    from docindex.ingest.indexer import pin_roots, resolve_scope
-    from docindex.ingest.indexer import scan as core_scan
+    """Incremental scan; see ``docindex scan --help``. ``stop``: see indexer.scan.
+
+    ``on_notice`` hears at once what a caller should know while the scan
+    waits (another writer holds the index); the rest is in ``warnings``.
+    """
+    from docindex.api import trust
+    from docindex.ingest.indexer import pin_roots
 
     overrides: Overrides = {}
     if hidden is not None:
         overrides["hidden"] = hidden
     if follow_symlinks is not None:
         overrides["follow_symlinks"] = follow_symlinks
-    if no_gitignore:
-        overrides["use_gitignore"] = False
+    if gitignore is not None:
+        overrides["use_gitignore"] = gitignore
     if provider:
         overrides["embedding_provider"] = provider
     if ocr is not None:
@@ -76,11 +97,60 @@ def scan(
     _refuse_relocated(ws)
     if exclude:
         ws = workspace.Workspace(
-            ws.db, ws.config.replace(exclude=(*ws.config.exclude, *exclude))
-        )
+            ws.db, ws.config.replace(exclude=(*ws.config.exclude, *exclude)),
+            ws.named, ws.held_back,
+        )  # fmt: skip
+    if not ws.config.roots:
+        raise DocindexError("no roots to scan; pass a directory or --root DIR")
+    gate = trust.gate_roots(ws.db, ws.config.roots, ws.named)
+    scopes, missing = _scan_scopes(ws, gate, path)
+    warnings = [w for w in (gate.notice(), _held_back_notice(ws)) if w]
+    if not gate.read:
+        ws.open(create=True).close()  # a read-only index says so first
+        result = ScanResult()
+        result.warnings.extend(warnings)
+        return result
+    # What this user named and the widening flags they gave are theirs to
+    # keep: a later plain scan reads the same (issue #44).
+    home = trust.home_root(ws.db)
+    kept = trust.record(
+        ws.db, roots=[r for r in ws.named if r != home],
+        settings={k: v for k, v in overrides.items() if k in trust.WIDENING},
+    )  # fmt: skip
+    if kept:
+        warnings.append(kept)
+    result = _patiently(ws, gate, scopes, force, progress, stop, on_notice)
+    result.warnings.extend(warnings)
+    if not result.interrupted:
+        with ws.open() as store:
+            pin_roots(store, list(gate.read), keep=gate.left_out)
+            result.warnings.extend(store.notices())
+            if store.get_meta("location") != str(ws.db):
+                # Where the index was written: a copy or move of its folder
+                # shows as a different place later (workspace.relocation, #20).
+                with store.atomic():
+                    store.set_meta("location", str(ws.db))
+    _root_warnings(result)
+    if missing and not result.removed:
+        raise MisuseError(f"{path} does not exist, and nothing under it was indexed")
+    return result
+
+
+def _scan_scopes(
+    ws: workspace.Workspace, gate: RootGate, path: Path | None
+) -> tuple[list[Path], bool]:
+    """The paths a scan is limited to ([] = every root), and whether ``path``
+    is missing. Roots this machine has not accepted are never walked (#44).
+
+    Raises:
+        OutsideRootsError: ``path`` lies outside the roots, or in one this
+            machine has not accepted.
+    """
+    from docindex.ingest.indexer import resolve_scope
+
     roots_p = [Path(r) for r in ws.config.roots]
-    scopes = []
     missing = path is not None and not os.path.lexists(path)
+    scopes: list[Path] = []
     if path is not None and not (
         len(roots_p) == 1 and Path(path).resolve() == roots_p[0]
     ):
@@ -89,33 +159,92 @@ def scan(
         try:
             scopes.append(resolve_scope(roots_p, path))
         except OutsideRootsError:
-            folder = path if Path(path).is_dir() else Path(path).parent
-            above = Path(path).resolve()
-            held = [r for r in roots_p if above in r.parents] if above.is_dir() else []
-            if held:  # the folder above a root: `scan --root` would refuse (#38)
-                raise OutsideRootsError(
-                    f"{path} holds the root {held[0]}; to index all of it, run "
-                    + " and then ".join(
-                        f"`docindex roots remove {shlex.quote(str(r))}`" for r in held
-                    )
-                    + f" and then `docindex scan --root {shlex.quote(str(folder))}`"
-                ) from None
+            raise _outside(path, roots_p) from None
+    for root in gate.left_out:
+        if path is not None and _inside(Path(path), Path(root)):
             raise OutsideRootsError(
-                f"{path} is outside the index's roots "
-                f"({', '.join(map(str, roots_p))}); to add its folder as a root "
-                f"and scan it, run `docindex scan --root {shlex.quote(str(folder))}`"
-            ) from None
-    with ws.open(create=True) as store, _progress_ctx(progress) as on_progress:
-        result = core_scan(store, ws.config, scopes=scopes, force=force,
-                           on_progress=on_progress, bulk=True, stop=stop)  # fmt: skip
-        if not result.interrupted:
-            pin_roots(store, list(ws.config.roots))
-        result.warnings.extend(store.notices())
-        if store.get_meta("location") != str(ws.db):
-            # Where the index was written: a copy or move of its folder shows
-            # as a different place later (workspace.relocation, issue #20).
-            with store.atomic():
-                store.set_meta("location", str(ws.db))
+                f"{path} lies in the root {root}, which this machine has not "
+                f"accepted; to read it here, run "
+                f"`docindex roots accept {shlex.quote(root)}`"
+            )
+    if gate.left_out and not scopes:
+        scopes = [Path(r) for r in gate.read]
+    return scopes, missing
+
+
+def _outside(path: Path, roots_p: list[Path]) -> OutsideRootsError:
+    """``path`` is outside the roots: the command that adds it (#38)."""
+    folder = path if Path(path).is_dir() else Path(path).parent
+    above = Path(path).resolve()
+    held = [r for r in roots_p if above in r.parents] if above.is_dir() else []
+    if held:  # the folder above a root: `scan --root` would refuse (#38)
+        return OutsideRootsError(_above_roots(path, held))
+    return OutsideRootsError(
+        f"{path} is outside the index's roots "
+        f"({', '.join(map(str, roots_p)) or 'none yet'}); to add its folder as a "
+        f"root and scan it, run `docindex scan --root {shlex.quote(str(folder))}`"
+    )
+
+
+def _held_back_notice(ws: workspace.Workspace) -> str | None:
+    """The index's widening settings this machine did not apply, in one line."""
+    if not ws.held_back:
+        return None
+    from docindex.api import trust
+
+    return (
+        "the index's settings would read more than this machine's: "
+        f"{trust.describe(ws.held_back, ws.config)} (set on another machine, by "
+        "another user, or by an earlier docindex); files they indexed are kept, "
+        "none is read here. To read them here too, pass the flag (e.g. `docindex "
+        "scan --hidden`) or set them in your DOCINDEX_CONFIG file"
+    )
+
+
+def _patiently(
+    ws: workspace.Workspace, gate: RootGate, scopes: list[Path], force: bool,
+    progress: ProgressArg, stop: Callable[[], bool] | None,
+    on_notice: Callable[[str], None] | None,
+) -> ScanResult:  # fmt: skip
+    """The core scan, once the index is free: a scan that meets another
+    writer says so once and waits for it (``stop`` ends the wait), so two
+    scans at once both finish (issue #44)."""
+    import time
+
+    from docindex.errors import IndexBusyError
+    from docindex.ingest.indexer import scan as core_scan
+
+    said = False
+    # Short attempts: the wait is said within a second, and Ctrl-C ends it.
+    quick = workspace.Workspace(
+        ws.db, ws.config.replace(busy_timeout_s=min(ws.config.busy_timeout_s, 1.0)),
+        ws.named, ws.held_back,
+    )  # fmt: skip
+    while True:
+        try:
+            with (
+                quick.open(create=True) as store,
+                _progress_ctx(progress) as on_progress,
+            ):
+                return core_scan(store, ws.config, scopes=scopes, force=force,
+                                 on_progress=on_progress, bulk=True, stop=stop,
+                                 keep_present=bool(ws.held_back))  # fmt: skip
+        except IndexBusyError:
+            if stop is not None and stop():
+                result = ScanResult()
+                result.interrupted = True
+                return result
+            if not said and on_notice is not None:
+                on_notice(
+                    f"another docindex is writing {ws.db}; waiting for it to "
+                    "finish (Ctrl-C to stop waiting)"
+                )
+            said = True
+            time.sleep(0.2)
+
+
+def _root_warnings(result: ScanResult) -> None:
+    """A missing root's error as a warning with the commands that fix it."""
     for err in result.errors:
         if err["reason"] == "missing-root" and err["message"].startswith("root /"):
             result.warnings.append(err["message"])  # changed identity (#33)
@@ -126,9 +255,6 @@ def scan(
                 f"it moved, run `docindex roots move {root} NEW`; to forget it, "
                 f"`docindex roots remove {root}`"
             )
-    if missing and not result.removed:
-        raise MisuseError(f"{path} does not exist, and nothing under it was indexed")
-    return result
 
 
 def _refuse_relocated(ws: workspace.Workspace) -> None:
@@ -148,6 +274,23 @@ def _inside(path: Path, root: Path) -> bool:
     return target == root or root in target.parents
 
 
+def _above_roots(path: str | Path, held: list[Path]) -> str:
+    """``scan TOP`` where TOP holds roots: the commands after which it works.
+
+    Run as printed, then the user's own ``scan TOP`` indexes all of TOP (#45:
+    it said `roots remove` and `scan --root`, and the scan of TOP that the
+    user ran next still found TOP outside the roots).
+    """
+    top = shlex.quote(str(Path(path).resolve()))
+    steps = [f"`docindex roots remove {shlex.quote(str(r))}`" for r in held]
+    steps.append(f"`docindex roots add {top}`")
+    return (
+        f"{path} holds the root {held[0]}; to index all of it, run "
+        + " and ".join(steps)
+        + ", then this scan again"
+    )
+
+
 def _progress_ctx(
     progress: ProgressArg,
 ) -> AbstractContextManager[ProgressCallback | None]:
@@ -158,7 +301,7 @@ def _progress_ctx(
 
 
 def reindex(
-    db: str | None, *, path: Path | None = None, full: bool = False,
+    db: DbArg, *, path: Path | None = None, full: bool = False,
     provider: str | None = None, progress: ProgressArg = None,
     stop: Callable[[], bool] | None = None,
     roots: list[str] | None = None,
@@ -241,7 +384,7 @@ def _rebuild_on_server(
 
 
 def _rebuild_workspace(
-    db: str | None, overrides: Overrides, roots: list[str] | None
+    db: DbArg, overrides: Overrides, roots: list[str] | None
 ) -> workspace.Workspace:
     """Settings for rebuilding a damaged index: defaults, file, env, flags, roots."""
     from docindex import config as cfgmod
@@ -349,7 +492,7 @@ def _with_cursor(
 
 
 def query(
-    db: str | None, text: str, options: QueryOptions, *, cursor: str | None = None,
+    db: DbArg, text: str, options: QueryOptions, *, cursor: str | None = None,
     cwd: Path | None = None,
 ) -> QueryResult:  # fmt: skip
     """Run one query; see ``docindex query --help``.
@@ -387,7 +530,7 @@ def _note_pending(store: Store, result: QueryResult) -> None:
 
 
 def batch_query(
-    db: str | None, lines: Iterable[str], options: QueryOptions,
+    db: DbArg, lines: Iterable[str], options: QueryOptions,
     *, cwd: Path | None = None,
 ) -> Iterator[QueryResult]:  # fmt: skip
     """Run many queries over one open index (``--queries``), in order."""
@@ -435,7 +578,7 @@ def _readonly_ok(db: Path | ServerUrl) -> bool:
     return not writable or read_only_filesystem(db)
 
 
-def stats(db: str | None) -> IndexStats:
+def stats(db: DbArg) -> IndexStats:
     """What the index holds."""
     from docindex.api.records import FacetCount, IndexStats
     from docindex.ingest.settings import tokenizer_notice
@@ -463,8 +606,10 @@ def stats(db: str | None) -> IndexStats:
         )  # fmt: skip
 
 
-def vacuum(db: str | None) -> VacuumResult:
+def vacuum(db: DbArg, *, ocr_cache: bool = False) -> VacuumResult:
     """Merge the FTS index and give free pages back (``docindex vacuum``, #22).
+
+    ``ocr_cache`` also empties the user's OCR text cache (#45).
 
     Raises:
         IndexBusyError: a scan or a watcher is writing the index; nothing changed.
@@ -475,27 +620,42 @@ def vacuum(db: str | None) -> VacuumResult:
     with ws.open() as store:
         done = store.vacuum()
         left = store.space().reclaimable_bytes
+    removed = freed = 0
+    if ocr_cache:
+        from docindex.config import cache_dir
+        from docindex.ingest.extract.ocr import prune_cache
+
+        pruned = prune_cache(cache_dir(), 0)
+        removed, freed = pruned.removed, pruned.freed_bytes
     return VacuumResult(
         db=str(ws.db), before_bytes=done.before_bytes, after_bytes=done.after_bytes,
         reclaimed_bytes=max(0, done.before_bytes - done.after_bytes),
         reclaimable_bytes=left, took_ms=done.took_ms,
+        ocr_cache_removed=removed, ocr_cache_freed_bytes=freed,
     )  # fmt: skip
 
 
-def skipped(db: str | None, *, reason: str | None = None) -> SkippedFiles:
+def skipped(db: DbArg, *, reason: str | None = None) -> SkippedFiles:
     """Files left out of the index with reason and message (issue #23).
 
     ``counts`` covers every reason, ``files`` only ``reason`` when one is given.
+
+    Raises:
+        MisuseError: ``reason`` is not a skip reason.
     """
     from docindex.api.records import SkippedFiles
+    from docindex.models import SkipReason
 
+    if reason is not None and reason not in {r.value for r in SkipReason}:
+        known = ", ".join(sorted(SkipReason))
+        raise MisuseError(f"no skip reason {reason!r}; the reasons: {known}")
     ws = workspace.load(db)
     with ws.open(readonly=_readonly_ok(ws.db)) as store:
         return SkippedFiles(store.skip_counts(), store.skipped(reason))
 
 
 def watch(
-    db: str | None, *, roots: list[str] | None = None, debounce_ms: int = 300,
+    db: DbArg, *, roots: list[str] | None = None, debounce_ms: int = 300,
     on_batch: Callable[[BatchReport], None], stop_event: threading.Event,
     on_notice: Callable[[str], None] | None = None,
     on_start: Callable[[Path | ServerUrl, list[str]], None] | None = None,
@@ -505,6 +665,8 @@ def watch(
     The index is created if missing (with ``--root``). Its store uses a short
     busy timeout so a batch that meets another writer is retried, not stuck.
     """
+    from docindex.api import trust
+    from docindex.errors import DocindexError
     from docindex.ingest.watch import watch as core_watch
     from docindex.store import Store
     from docindex.store.lock import watch_lock
@@ -512,10 +674,21 @@ def watch(
     ws = workspace.load(db, extra_roots=roots, must_exist=False)
     _refuse_relocated(ws)
     busy = min(ws.config.busy_timeout_s, 2.0)
+    # Only the roots this user accepted on this machine are watched (#44).
+    gate = trust.gate_roots(ws.db, ws.config.roots, ws.named)
+    if not gate.read:
+        raise DocindexError(gate.notice() or "no roots to watch; pass --root DIR")
+    for line in (gate.notice(), _held_back_notice(ws),
+                 trust.record(ws.db, roots=[r for r in ws.named
+                                            if r != trust.home_root(ws.db)])):  # fmt: skip
+        if line and on_notice is not None:
+            on_notice(line)
+    cfg = ws.config.replace(roots=gate.read)
 
     def open_store() -> Store:
         if isinstance(ws.db, ServerUrl):
-            return workspace.Workspace(ws.db, ws.config).open(create=True)
+            quick = ws.config.replace(busy_timeout_s=busy)
+            return workspace.Workspace(ws.db, quick).open(create=True)
         return Store.open(ws.db, create=True, busy_timeout=busy,
                           private=ws.config.private_index)  # fmt: skip
 
@@ -529,21 +702,22 @@ def watch(
     )
     with lock:
         if on_start is not None:
-            on_start(ws.db, list(ws.config.roots))
-        core_watch(open_store, ws.config, debounce_ms=debounce_ms,
+            on_start(ws.db, list(cfg.roots))
+        core_watch(open_store, cfg, debounce_ms=debounce_ms,
                    on_batch=on_batch, stop_event=stop_event,
-                   on_notice=on_notice)  # fmt: skip
+                   on_notice=on_notice,
+                   keep_present=bool(ws.held_back))  # fmt: skip
 
 
 # -- navigation (issue #6) ------------------------------------------------------
 
 
-def _nav_workspace(db: str | None, roots: list[str] | None) -> workspace.Workspace:
+def _nav_workspace(db: DbArg, roots: list[str] | None) -> workspace.Workspace:
     return workspace.load(db, extra_roots=roots)
 
 
 def outline(
-    db: str | None, file: str, *, depth: int = 6, roots: list[str] | None = None,
+    db: DbArg, file: str, *, depth: int = 6, roots: list[str] | None = None,
     cwd: Path | None = None,
 ) -> Outline:  # fmt: skip
     """A document's title and headings; see ``docindex outline --help``."""
@@ -555,7 +729,7 @@ def outline(
 
 
 def show(
-    db: str | None, target: str, *, context: int = 0, roots: list[str] | None = None,
+    db: DbArg, target: str, *, context: int = 0, roots: list[str] | None = None,
     cwd: Path | None = None,
 ) -> Shown:  # fmt: skip
     """A chunk and its neighbours; see ``docindex show --help``."""
@@ -567,7 +741,7 @@ def show(
 
 
 def section(
-    db: str | None, file: str, heading: str, *, include_subsections: bool = True,
+    db: DbArg, file: str, heading: str, *, include_subsections: bool = True,
     roots: list[str] | None = None, cwd: Path | None = None,
 ) -> Section:  # fmt: skip
     """One heading's section; see ``docindex section --help``."""
@@ -580,7 +754,7 @@ def section(
 
 
 def list_documents(
-    db: str | None, *, path_glob: str | None = None, types: tuple[str, ...] = (),
+    db: DbArg, *, path_glob: str | None = None, types: tuple[str, ...] = (),
     limit: int = 50, offset: int = 0, roots: list[str] | None = None,
     cwd: Path | None = None,
 ) -> DocumentList:  # fmt: skip
@@ -598,7 +772,7 @@ def list_documents(
 
 
 def related(
-    db: str | None, target: str, *, top: int = 10, same_file: bool = False,
+    db: DbArg, target: str, *, top: int = 10, same_file: bool = False,
     roots: list[str] | None = None, cwd: Path | None = None,
 ) -> Related:  # fmt: skip
     """Nearest chunks by vector; see ``docindex related --help``."""
@@ -611,7 +785,7 @@ def related(
                                 cache_key=_file_state(ws.db))  # fmt: skip
 
 
-def warm(db: str | None, roots: list[str] | None = None) -> int:
+def warm(db: DbArg, roots: list[str] | None = None) -> int:
     """Load what ``related`` reads into this process; see ``Index.warm``."""
     from docindex.search import related as nearest
 
@@ -639,7 +813,7 @@ def _file_state(db: Path | ServerUrl) -> tuple[str, ...] | None:
     return tuple(state)
 
 
-def index_vocabulary(db: str | None, roots: list[str] | None = None) -> Vocabulary:
+def index_vocabulary(db: DbArg, roots: list[str] | None = None) -> Vocabulary:
     """Types and front-matter facet values in the index (for MCP schema enums).
 
     Returns ``{"roots": [...], "types": [...], "facets": {key: [values]}}``;
@@ -663,14 +837,16 @@ def index_vocabulary(db: str | None, roots: list[str] | None = None) -> Vocabula
 # -- roots and settings (issue #20) ---------------------------------------------
 
 
-def roots_list(db: str | None) -> RootsListing:
+def roots_list(db: DbArg) -> RootsListing:
     """The index's roots with document counts; see ``docindex roots --help``."""
     from docindex.api import roots as rootsmod
+    from docindex.api import trust
     from docindex.api.records import Relocated, RootsListing
 
     ws = workspace.load(db)
+    gate = trust.gate_roots(ws.db, ws.config.roots, ws.named)
     with _open_for_reading(ws) as store:
-        listed = rootsmod.list_roots(store, ws.config.roots)
+        listed = rootsmod.list_roots(store, ws.config.roots, frozenset(gate.read))
     moved = workspace.relocation(ws.db)
     return RootsListing(
         str(ws.db), listed,
@@ -679,17 +855,25 @@ def roots_list(db: str | None) -> RootsListing:
 
 
 def roots_change(
-    db: str | None, action: str, path: str, new: str | None = None
+    db: DbArg, action: str, path: str, new: str | None = None
 ) -> RootChange:
-    """``roots add PATH``, ``roots remove PATH`` or ``roots move PATH NEW``.
+    """``roots add PATH``, ``roots remove PATH``, ``roots move PATH NEW`` or
+    ``roots accept PATH``.
+
+    What this user adds, moves to or accepts is read by their later scans on
+    this machine; what they remove is forgotten here too (issue #44).
 
     Raises:
         MisuseError: the roots come from a config file or DOCINDEX_ROOTS
             (edit those instead), or the path is not a root / not a folder.
     """
     from docindex.api import roots as rootsmod
+    from docindex.api import trust
 
     ws = workspace.load(db)
+    if action == "accept":
+        change = rootsmod.accept(ws.config, path)
+        return _noted(change, trust.record(ws.db, roots=[change.root]))
     _, sources = workspace.layered(ws.db)
     if sources["roots"] not in ("default", "index"):
         raise MisuseError(
@@ -697,14 +881,25 @@ def roots_change(
         )
     with ws.open() as store:
         if action == "add":
-            return rootsmod.add(store, ws.config, path)[1]
+            change = rootsmod.add(store, ws.config, path)[1]
+            return _noted(change, trust.record(ws.db, roots=[change.root]))
         if action == "remove":
-            return rootsmod.remove(store, ws.config, path)[1]
+            change = rootsmod.remove(store, ws.config, path)[1]
+            return _noted(change, trust.record(ws.db, forget=[change.root]))
         assert new is not None
-        return rootsmod.move(store, ws.config, path, new, db=ws.db)[1]
+        change = rootsmod.move(store, ws.config, path, new, db=ws.db)[1]
+    gone = [change.old] if change.old and change.old != change.root else []
+    return _noted(change, trust.record(ws.db, roots=[change.root], forget=gone))
 
 
-def settings(db: str | None, near: list[str] | None = None) -> JSONObject:
+def _noted(change: RootChange, notice: str | None) -> RootChange:
+    """``change`` with the warning of a state file that cannot be written."""
+    from dataclasses import replace
+
+    return replace(change, notice=notice) if notice else change
+
+
+def settings(db: DbArg, near: list[str] | None = None) -> JSONObject:
     """Effective settings and where each comes from; see ``docindex config --help``."""
     from dataclasses import asdict
 
@@ -750,7 +945,7 @@ def settings(db: str | None, near: list[str] | None = None) -> JSONObject:
 
 
 def hit_lines(
-    db: str | None, hits: list[Hit], context: int, *, whole_chunk: bool = False
+    db: DbArg, hits: list[Hit], context: int, *, whole_chunk: bool = False
 ) -> list[list[tuple[int, str]]]:
     """Each hit's line with ``context`` lines either side, from the indexed text.
 
@@ -799,21 +994,32 @@ def _newlines(lines: list[str], offset: int) -> Iterator[None]:
         yield None
 
 
-def export(db: str | None) -> Iterator[dict[str, object]]:
+def export(
+    db: DbArg, on_progress: ProgressFn | None = None
+) -> Iterator[dict[str, object]]:
     """The index as NDJSON records (``docindex export``, issue #34)."""
     from docindex.api.transfer import export_records
 
     ws = workspace.load(db)
     with _open_for_reading(ws) as store, store.atomic(immediate=False):
-        yield from export_records(store)
+        yield from export_records(store, on_progress)
 
 
-def import_(db: str | None, lines: Iterable[str]) -> dict[str, int]:
+def import_(
+    db: DbArg, lines: Iterable[str], on_progress: ProgressFn | None = None
+) -> dict[str, int]:
     """Load an export into a new index (``docindex import``, issue #34)."""
     from docindex.api.transfer import import_records
 
     ws = workspace.load(db, must_exist=False, scan_path=None)
-    with ws.open(create=True) as store:
-        counts = import_records(store, ws.config, lines)
-        store.tidy_fts()  # as after a scan (PostgreSQL: the postings btrees, #34)
-        return counts
+    made = isinstance(ws.db, Path) and not ws.db.exists()
+    try:
+        with ws.open(create=True) as store:
+            counts = import_records(store, ws.config, lines, on_progress)
+            store.tidy_fts()  # as after a scan (PostgreSQL: the postings btrees)
+            return counts
+    except BaseException:
+        if made and isinstance(ws.db, Path):  # a refused import leaves no file (#44)
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                Path(f"{ws.db}{suffix}").unlink(missing_ok=True)
+        raise

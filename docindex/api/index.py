@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from docindex.api import commands
 from docindex.models import QueryOptions
+from docindex.store.location import ServerUrl, is_server_url
 
 if TYPE_CHECKING:
     from docindex.api.records import (
@@ -48,18 +49,17 @@ if TYPE_CHECKING:
         Shown,
     )
     from docindex.models.serialize import JSONObject
-    from docindex.store.location import ServerUrl
 
 
 def open(  # noqa: A001 - the library's entry point, like sqlite3.connect / io.open
-    db: str | Path | None = None, *, roots: Sequence[str | Path] = ()
+    db: str | Path | ServerUrl | None = None, *, roots: Sequence[str | Path] = ()
 ) -> Index:
     """A handle on an index (nothing is read or created until a call needs it).
 
     Args:
-        db: the index file; ``None`` finds it as the CLI does (``DOCINDEX_DB``,
-            then the nearest ``.docindex/index.db`` upward from a root or from
-            the current folder).
+        db: the index file or a ``postgresql://`` URL; ``None`` finds it as the
+            CLI does (``DOCINDEX_DB``, then the nearest ``.docindex/index.db``
+            upward from a root or from the current folder).
         roots: folders to index besides the ones the index remembers; with no
             index yet, the first one decides where ``.docindex/`` is created.
     """
@@ -75,9 +75,14 @@ class Index:
     """
 
     def __init__(
-        self, db: str | Path | None = None, *, roots: Sequence[str | Path] = ()
-    ) -> None:
-        self.db: str | None = None if db is None else str(db)
+        self, db: str | Path | ServerUrl | None = None, *,
+        roots: Sequence[str | Path] = (),
+    ) -> None:  # fmt: skip
+        # A URL stays a ServerUrl: its string is masked and cannot connect (#44).
+        self.db: str | ServerUrl | None = (
+            db if db is None or isinstance(db, ServerUrl)
+            else ServerUrl(str(db)) if is_server_url(str(db)) else str(db)
+        )  # fmt: skip
         self.roots: list[str] = [str(r) for r in roots]
 
     def __repr__(self) -> str:
@@ -91,9 +96,10 @@ class Index:
     def scan(
         self, path: str | Path | None = None, *, force: bool = False,
         exclude: Sequence[str] = (), hidden: bool | None = None,
-        follow_symlinks: bool | None = None, gitignore: bool = True,
+        follow_symlinks: bool | None = None, gitignore: bool | None = None,
         provider: str | None = None, progress: commands.ProgressArg = None,
         stop: Callable[[], bool] | None = None, ocr: bool | None = None,
+        on_notice: Callable[[str], None] | None = None,
     ) -> ScanResult:  # fmt: skip
         """Index new and changed files; ``path`` limits the scan to part of a root.
 
@@ -102,7 +108,9 @@ class Index:
                 that becomes the first root).
             force: re-read files even when their size and mtime are unchanged.
             exclude: extra gitignore-style patterns to leave out.
-            hidden, follow_symlinks, gitignore: the walk's rules for this scan.
+            hidden, follow_symlinks, gitignore: the walk's rules for this scan
+                (None: the settings; a flag given here is remembered for this
+                index by this user on this machine, issue #44).
             provider: embedding provider for a new index (``ngram``, ``minilm``,
                 ``none``).
             progress: a callback for each ``Progress`` event, or a context
@@ -111,12 +119,14 @@ class Index:
                 everything finished so far committed (``result.interrupted``).
             ocr: read scanned PDF pages and images with tesseract (None: the
                 ``ocr`` setting), issue #36.
+            on_notice: told at once when the scan waits for another writer.
         """
         return commands.scan(
             self.db, path=None if path is None else Path(path),
             roots=self._roots(), exclude=list(exclude), force=force, hidden=hidden,
-            follow_symlinks=follow_symlinks, no_gitignore=not gitignore,
+            follow_symlinks=follow_symlinks, gitignore=gitignore,
             provider=provider, progress=progress, stop=stop, ocr=ocr,
+            on_notice=on_notice,
         )  # fmt: skip
 
     def reindex(
@@ -130,13 +140,20 @@ class Index:
             provider=provider, progress=progress, stop=stop, roots=self._roots(),
         )  # fmt: skip
 
-    def vacuum(self) -> VacuumResult:
-        """Merge the search index and give free pages back to the file system."""
-        return commands.vacuum(self.db)
+    def vacuum(self, *, ocr_cache: bool = False) -> VacuumResult:
+        """Merge the search index and give free pages back to the file system.
+
+        ``ocr_cache`` also empties the OCR text cache (``$XDG_CACHE_HOME/docindex/ocr``).
+        """
+        return commands.vacuum(self.db, ocr_cache=ocr_cache)
 
     def add_root(self, path: str | Path) -> RootChange:
         """Remember ``path`` as a root (indexed by the next scan)."""
         return commands.roots_change(self.db, "add", str(path))
+
+    def accept_root(self, path: str | Path) -> RootChange:
+        """Let this user's scans on this machine read root ``path`` (issue #44)."""
+        return commands.roots_change(self.db, "accept", str(path))
 
     def remove_root(self, path: str | Path) -> RootChange:
         """Forget root ``path`` and drop its documents (never the files)."""

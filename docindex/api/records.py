@@ -59,6 +59,9 @@ class VacuumResult:
     reclaimed_bytes: int
     reclaimable_bytes: int
     took_ms: float
+    # with --ocr-cache (#45): the OCR cache entries removed and their bytes
+    ocr_cache_removed: int = 0
+    ocr_cache_freed_bytes: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,28 +23,52 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class RootInfo:
-    """One root: its path, whether the folder exists, how many documents it has."""
+    """One root: its path, whether the folder exists, how many documents it
+    has, and whether a scan on this machine reads it (issue #44)."""
 
     path: str
     exists: bool
     documents: int
+    accepted: bool = True
 
 
 @dataclass(frozen=True, slots=True)
 class RootChange:
-    """What ``roots add/remove/move`` did; ``documents`` kept, or removed."""
+    """What ``roots add/remove/move/accept`` did; ``documents`` kept, or
+    removed; ``notice``: what the user should know (their acceptance could
+    not be recorded)."""
 
     action: str
     root: str
     documents: int
     old: str | None = None
+    notice: str | None = None
 
 
-def list_roots(store: Index, roots: tuple[str, ...]) -> list[RootInfo]:
-    """The configured roots with document counts, then any stray root rows."""
+def list_roots(
+    store: Index, roots: tuple[str, ...], read_here: frozenset[str] | None = None
+) -> list[RootInfo]:
+    """The configured roots with document counts, then any stray root rows.
+
+    ``read_here``: the roots a scan on this machine reads (None: all).
+    """
     counts = store.root_documents()
     shown = list(roots) + [r for r in counts if r not in roots and counts[r]]
-    return [RootInfo(r, Path(r).is_dir(), counts.get(r, 0)) for r in shown]
+    return [
+        RootInfo(r, Path(r).is_dir(), counts.get(r, 0),
+                 read_here is None or r in read_here)
+        for r in shown
+    ]  # fmt: skip
+
+
+def accept(cfg: Config, path: str | Path) -> RootChange:
+    """Let this machine's scans read root ``path`` (recorded by the caller).
+
+    Raises:
+        MisuseError: ``path`` is not a root of the index.
+    """
+    root = find(cfg.roots, path)
+    return RootChange("accept", root, 0)
 
 
 def find(roots: tuple[str, ...], path: str | Path) -> str:

@@ -11,31 +11,40 @@ are re-tokenised from the stored text with the exported tokenizer settings.
 from __future__ import annotations
 
 import base64
-import json
 import time
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from docindex.errors import DocindexError, MisuseError
+from docindex.api.import_check import FORMAT, META_KEYS, VERSION
+from docindex.config import from_mapping
+from docindex.errors import BadInputError, MisuseError
 
 if TYPE_CHECKING:
+    from docindex.api.import_check import Chunk
     from docindex.config import Config
+    from docindex.models import ProgressFn
     from docindex.store import Index
 
-FORMAT = "docindex-export"
-VERSION = 1
-META_KEYS = ("settings", "tokenizer", "embedder")
 
+def export_records(
+    store: Index, on_progress: ProgressFn | None = None
+) -> Iterator[dict[str, Any]]:
+    """Every record of the index, in order (one read transaction).
 
-def export_records(store: Index) -> Iterator[dict[str, Any]]:
-    """Every record of the index, in order (one read transaction)."""
-    yield {"type": FORMAT, "version": VERSION}
+    The header counts the documents (``documents``), so an import can show
+    how far it is (#45); ``on_progress`` hears of each document written.
+    """
+    from docindex.models import Progress
+
+    docs, _ = store.documents()
+    yield {"type": FORMAT, "version": VERSION, "documents": len(docs)}
     for key in META_KEYS:
         yield {"type": "meta", "key": key, "value": store.get_meta(key)}
     for path in store.roots().values():
         yield {"type": "root", "path": path}
-    docs, _ = store.documents()
-    for doc in docs:
+    for done, doc in enumerate(docs, start=1):
+        if on_progress:
+            on_progress(Progress("export", done, len(docs), doc.rel_path))
         segments = store.segments_of(doc.id)
         ids, blobs = store.vectors([s.id for s in segments])
         vec = dict(zip(ids, blobs, strict=True))
@@ -60,46 +69,95 @@ def export_records(store: Index) -> Iterator[dict[str, Any]]:
         }  # fmt: skip
 
 
-def import_records(store: Index, cfg: Config, lines: Iterable[str]) -> dict[str, int]:
+def import_records(
+    store: Index, cfg: Config, lines: Iterable[str],
+    on_progress: ProgressFn | None = None,
+) -> dict[str, int]:  # fmt: skip
     """Load exported records into an empty index, in one transaction.
 
-    Raises:
-        MisuseError: not an export of this format, or the index holds documents.
-    """
-    from docindex.config import from_mapping
+    Every record is checked before it is written (``import_check``, issue
+    #44); the first bad one rolls the whole import back. ``on_progress``
+    hears of each document loaded (of the header's count).
 
-    records = (json.loads(line) for line in lines if line.strip())
-    head = next(records, None)
-    if not head or head.get("type") != FORMAT:
-        raise MisuseError("not a docindex export (its first line is not the header)")
-    if int(head.get("version", 0)) > VERSION:
-        raise DocindexError("this export was written by a newer docindex; upgrade")
+    Returns:
+        What was added: documents, chunks, vectors, roots.
+
+    Raises:
+        BadInputError: a record that is not what an export writes (its line
+            and the problem), or more documents or chunks than the index's
+            ``max_docs`` / ``max_segments``.
+        MisuseError: the index holds documents already.
+    """
+    from docindex.api import import_check as check
+    from docindex.models import Progress
+
+    records = check.numbered_records(lines)
+    _, head = next(records, (0, None))
+    total = check.check_header(head)
     if store.fill_counts()[0]:
         raise MisuseError("import needs an empty index; pass a new --db")
     counts = {"documents": 0, "chunks": 0, "vectors": 0, "roots": 0}
     root_ids: dict[str, int] = {}
+    seen: set[tuple[str, str]] = set()
+    widths: frozenset[int] | None = None  # from the embedder record, then the first
     with store.atomic():
-        for rec in records:
-            kind = rec.get("type")
-            if kind == "meta":
-                if rec["value"] is not None:
-                    store.set_meta(rec["key"], rec["value"])
-                    if rec["key"] == "settings":
-                        got = from_mapping(rec["value"])
+        for number, rec in records:
+            try:
+                kind = rec.get("type")
+                if kind == "meta":
+                    key, value = check.check_meta(rec)
+                    if value is not None:
+                        store.set_meta(key, value)
+                    if key == "settings" and value is not None:
+                        got = from_mapping(value)
                         cfg = cfg.replace(cjk_ngram=got.cjk_ngram, stem=got.stem)
-            elif kind == "root":
-                root_ids[rec["path"]] = store.root_id(rec["path"])
-                counts["roots"] += 1
-            elif kind == "document":
-                _import_document(store, cfg, rec, root_ids, counts)
+                    if key == "embedder" and isinstance(value, dict):
+                        dim = value.get("dim")
+                        if isinstance(dim, int) and 0 < dim <= 8192:
+                            widths = check.vector_widths(dim)
+                elif kind == "root":
+                    path = check.check_root(rec)
+                    if path not in root_ids:
+                        root_ids[path] = store.root_id(path)
+                elif kind == "document":
+                    root, rel, chunks = check.check_document(rec, root_ids, widths)
+                    # every vector one width: a mixed matrix fails every query
+                    found = {len(c.vector) for c in chunks if c.vector is not None}
+                    if found:
+                        widths = frozenset(found) if len(found) == 1 else widths
+                        if len(found) > 1:
+                            raise check.RecordError("vectors of different widths")
+                    if (root, rel) in seen:
+                        raise check.RecordError(f"{rel} is in the file twice")
+                    seen.add((root, rel))
+                    _limits(cfg, counts, len(chunks))
+                    _import_document(store, cfg, rec, chunks, root_ids, counts)
+                    if on_progress:
+                        on_progress(Progress("import", counts["documents"], total,
+                                             rel))  # fmt: skip
+                else:
+                    raise check.RecordError(f"unknown record type {kind!r}")
+            except check.RecordError as exc:
+                raise BadInputError(f"line {number}: {exc}") from None
+    counts["roots"] = len(root_ids)
     return counts
 
 
+def _limits(cfg: Config, counts: dict[str, int], chunks: int) -> None:
+    """An import holds no more than the index may (``max_docs``, ``max_segments``)."""
+    from docindex.api.import_check import RecordError
+
+    if counts["documents"] + 1 > cfg.max_docs:
+        raise RecordError(f"more documents than max_docs ({cfg.max_docs:,})")
+    if counts["chunks"] + chunks > cfg.max_segments:
+        raise RecordError(f"more chunks than max_segments ({cfg.max_segments:,})")
+
+
 def _import_document(
-    store: Index, cfg: Config, rec: dict[str, Any], root_ids: dict[str, int],
-    counts: dict[str, int],
+    store: Index, cfg: Config, rec: dict[str, Any], chunks: list[Chunk],
+    root_ids: dict[str, int], counts: dict[str, int],
 ) -> None:  # fmt: skip
-    """Add one exported document: its rows rebuilt from the record alone."""
+    """Add one checked document: its rows rebuilt from the record alone."""
     from docindex.ingest.analyze import document_fields, fts_row
     from docindex.models import Segment
     from docindex.store import compress_body
@@ -107,26 +165,22 @@ def _import_document(
     from docindex.text.fields import title_text
 
     rel = rec["rel_path"]
-    rid = root_ids.get(rec["root"])
-    if rid is None:
-        rid = root_ids[rec["root"]] = store.root_id(rec["root"])
+    rid = root_ids[rec["root"]]
     text = rec["text"]
     segs = []
-    for i, c in enumerate(rec["chunks"]):
-        cid = c["chunk_id"]
+    for i, c in enumerate(chunks):
+        cid = c.chunk_id
         # encode_segments keeps any chunk id whole (its ``frag``): ids unchanged
         anchor = cid[len(rel) + 1 :].split("~")[0] if cid.startswith(rel + "#") else ""
         segs.append(Segment(
-            i, "", c["start_line"], c["end_line"], tuple(c["heading"]), cid,
-            c["page"], c["slide"], c["sheet"],
-            tuple(c["cells"]) if c["cells"] is not None else None,
-            c["char_start"], c["char_end"], anchor, 1,
+            i, "", c.start_line, c.end_line, c.heading, cid, c.page, c.slide,
+            c.sheet, c.cells, c.char_start, c.char_end, anchor, 1,
         ))  # fmt: skip
     vectors: list[bytes] = []
-    for c in rec["chunks"]:
-        if c["vector"] is None:
+    for c in chunks:
+        if c.vector is None:
             break  # the rest are embedded later (embed_pending)
-        vectors.append(base64.b64decode(c["vector"]))
+        vectors.append(c.vector)
     doc_title = title_text(rec["title"], rel)
     fts = tuple(
         fts_row(cfg, doc_title, s.heading_path, text[s.char_start : s.char_end])

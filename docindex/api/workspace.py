@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from docindex import config as cfgmod
@@ -21,10 +21,18 @@ Location = Path | ServerUrl  # a SQLite file, or a PostgreSQL URL (issue #34)
 
 @dataclass(frozen=True, slots=True)
 class Workspace:
-    """A resolved index path (or server URL) and its effective settings."""
+    """A resolved index path (or server URL) and its effective settings.
+
+    ``named``: the roots this user named on this machine for this command
+    (``--root``, ``scan DIR``, ``DOCINDEX_ROOTS``, the ``DOCINDEX_CONFIG``
+    file); ``held_back``: the index's widening settings not applied here
+    (issue #44, ``api.trust``).
+    """
 
     db: Location
     config: Config
+    named: tuple[str, ...] = ()
+    held_back: Mapping[str, object] = field(default_factory=dict)
 
     def open(
         self, *, create: bool = False, readonly: bool = False, mapped: bool = False
@@ -74,7 +82,7 @@ def resolve_db(
     return cfgmod.find_index(cwd or Path.cwd())
 
 
-def db_source(db: str | Path | None, near: Sequence[Path] = ()) -> str:
+def db_source(db: str | Path | ServerUrl | None, near: Sequence[Path] = ()) -> str:
     """Where ``resolve_db`` took the index from (``docindex config``)."""
     if db:
         return "flag --db"
@@ -178,7 +186,7 @@ def _remembered_on_server(db: ServerUrl) -> dict[str, object]:
 
 
 def load(
-    db: str | Path | None,
+    db: str | Path | ServerUrl | None,
     overrides: Mapping[str, object] | None = None,
     *,
     extra_roots: list[str] | None = None,
@@ -222,6 +230,14 @@ def load(
         env_roots = cfgmod.env_value("ROOTS")
         if first is None and env_roots:
             first = env_roots.split(os.pathsep)[0]
+        if first is None and scan_path is not None:
+            # `scan /no/such/folder` (#45): say what is wrong with the path
+            if not os.path.lexists(scan_path):
+                raise MisuseError(f"{scan_path} does not exist; nothing to scan")
+            raise MisuseError(
+                f"{scan_path} is not a folder; scan the folder that holds it, "
+                "or pass --root DIR"
+            )
         if first is None:
             raise DocindexError("nothing to scan: pass a directory or --root DIR")
         path = cfgmod.default_db_for_root(Path(first))
@@ -229,7 +245,7 @@ def load(
         raise IndexNotFoundError(
             f"no index at {path}; create it with `docindex scan DIR --db {path}`"
         )
-    cfg, sources = layered(path)
+    cfg, sources, held_back = layers(path)
     # Roots the index remembers were resolved when they were added and are
     # pinned there (issue #33): resolving them again would follow a symbolic
     # link put in a root's place. Roots typed in a config file or the
@@ -238,7 +254,8 @@ def load(
         roots = list(dict.fromkeys(str(_absolute(r)) for r in cfg.roots))
     else:
         roots = canonical_roots(cfg.roots)
-    return Workspace(path, _settled(cfg, roots, overrides, extra_roots, scan_path))
+    return _settled(path, cfg, roots, sources, held_back, overrides, extra_roots,
+                    scan_path)  # fmt: skip
 
 
 def _server_workspace(
@@ -250,27 +267,44 @@ def _server_workspace(
         from docindex.store.postgres import PgStore
 
         PgStore.open(url, readonly=True).close()  # IndexNotFoundError
-    cfg, _ = layered(url)
+    cfg, sources, held_back = layers(url)
     roots = canonical_roots(cfg.roots)
     # a server index's roots are this host's paths: scan_path is its first root
-    return Workspace(url, _settled(cfg, roots, overrides, extra_roots, scan_path))
+    return _settled(url, cfg, roots, sources, held_back, overrides, extra_roots,
+                    scan_path)  # fmt: skip
 
 
 def _settled(
-    cfg: Config, roots: list[str], overrides: Mapping[str, object] | None,
+    db: Location, cfg: Config, roots: list[str], sources: Mapping[str, str],
+    held_back: Mapping[str, object], overrides: Mapping[str, object] | None,
     extra_roots: list[str] | None, scan_path: Path | None,
-) -> Config:  # fmt: skip
-    """``cfg`` with the command's flags and its roots: the remembered ones,
-    ``--root`` directories added, else ``scan PATH`` for a new index."""
+) -> Workspace:  # fmt: skip
+    """The workspace with the command's flags and its roots: the remembered
+    ones, ``--root`` directories added, else ``scan PATH`` for a new index;
+    and which of them this user named here (issue #44)."""
+    from docindex.api import trust
+
+    local = cfgmod.local_config_file()
+    mine = sources["roots"].startswith("environment") or (
+        local is not None and sources["roots"] == f"config file {local}"
+    )
+    named = list(roots) if mine else []
     for extra in extra_roots or []:
         if not Path(extra).expanduser().is_dir():
             raise MisuseError(f"--root {extra} does not exist or is not a directory")
         roots = add_root(roots, extra)
+        named.append(canonical(extra))
     if not roots and scan_path is not None and scan_path.is_dir():
         roots = [canonical(scan_path)]
+        named.append(roots[0])
+    elif scan_path is not None and canonical(scan_path) in roots:
+        named.append(canonical(scan_path))  # `scan ROOT` names that root
     changes = dict(overrides or {})
     changes["roots"] = tuple(roots)
-    return cfg.replace(**changes)
+    cfg = cfg.replace(**changes)
+    held = {k: v for k, v in held_back.items() if k not in changes}
+    return Workspace(db, cfg, tuple(dict.fromkeys(named)),
+                     trust.still_held_back(cfg, held))  # fmt: skip
 
 
 def canonical(path: str | Path) -> str:
@@ -315,26 +349,75 @@ def layered(
 ) -> tuple[Config, dict[str, str]]:
     """Effective settings for ``db`` and where each comes from.
 
-    Layers, lowest first: defaults, settings remembered in the index, the TOML
-    file, ``DOCINDEX_*`` variables, command-line flags. Returns the Config and
-    a source per setting (``default``, ``index``, ``config file PATH``,
-    ``environment DOCINDEX_X``, ``flag``).
+    Layers, lowest first: defaults, settings remembered in the index, this
+    machine's remembered flags, the TOML file, ``DOCINDEX_*`` variables,
+    command-line flags. Returns the Config and a source per setting
+    (``default``, ``index``, ``this machine``, ``config file PATH``,
+    ``environment DOCINDEX_X``, ``flag``). See ``layers`` for what the index
+    may not widen.
     """
+    cfg, sources, _ = layers(db, overrides)
+    return cfg, sources
+
+
+def layers(
+    db: Location, overrides: Mapping[str, object] | None = None
+) -> tuple[Config, dict[str, str], dict[str, object]]:
+    """``layered``, and the index's widening settings it did not apply.
+
+    The index's remembered settings and a ``config.toml`` beside a SQLite
+    index came with the index: they may narrow the walk, never widen it
+    (``trust.WIDENING``); this machine's flags (remembered in the user's
+    ``trust.json``), ``DOCINDEX_CONFIG``, the environment and the command's
+    flags may (issue #44). The third value maps each widening setting that
+    the final settings still do not admit to the value the index wanted.
+    """
+    from docindex.api import trust
+
     sources = dict.fromkeys(cfgmod.FIELDS, "default")
+    held_back: dict[str, object] = {}
     remembered = _remembered(db) if isinstance(db, ServerUrl) or db.is_file() else {}
-    cfg = cfgmod.from_mapping(remembered) if remembered else Config()
-    for name in cfgmod.mapping_fields(remembered):
-        sources[name] = "index"
+    cfg = Config()
+    if remembered:
+        names = cfgmod.mapping_fields(remembered)
+        cfg, held = trust.narrowed(cfg, cfgmod.from_mapping(remembered), names)
+        held_back.update(held)
+        for name in names - held.keys():
+            sources[name] = "index"
+        if "roots" in names:
+            cfg = cfg.replace(roots=cfgmod.from_mapping(remembered).roots)
+    here = trust.accepted(db).settings if remembered else {}
+    if here:
+        cfg = _apply_here(cfg, here)
+        for name in here:
+            sources[name] = "this machine (a flag given before)"
+            held_back.pop(name, None)  # this user's own choice wins
     file = cfgmod.config_file_for(db)
     if file is not None:
-        cfg = cfgmod.load_file(file, cfg)
-        for name in cfgmod.file_fields(file):
+        names = cfgmod.file_fields(file)
+        if file == cfgmod.local_config_file():
+            cfg = cfgmod.load_file(file, cfg)
+            taken = names
+            for name in names:
+                held_back.pop(name, None)
+        else:  # beside the index: it came with the index
+            cfg, held = trust.narrowed(cfg, cfgmod.load_file(file, cfg), names)
+            held_back.update(held)
+            taken = names - held.keys()
+        for name in taken:
             sources[name] = f"config file {file}"
     cfg = cfgmod.from_env(cfg)
     for name in cfgmod.env_fields():
         sources[name] = f"environment DOCINDEX_{name.upper()}"
+        held_back.pop(name, None)
     if overrides:
         cfg = cfg.replace(**overrides)
         for name in overrides:
             sources[name] = "flag"
-    return cfg, sources
+            held_back.pop(name, None)
+    return cfg, sources, trust.still_held_back(cfg, held_back)
+
+
+def _apply_here(cfg: Config, here: Mapping[str, object]) -> Config:
+    """This machine's remembered flags on top of ``cfg``."""
+    return cfgmod.from_mapping(dict(here), cfg)

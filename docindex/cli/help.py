@@ -75,6 +75,10 @@ EXAMPLES: dict[str, list[str]] = {
         "docindex roots remove ~/archive",
         "docindex roots remove . --json",
     ],
+    "roots accept": [
+        "docindex roots accept /mnt/share/handbook --db postgresql://me@db/team",
+        "docindex roots --json | jq -r '.roots[] | select(.accepted | not) | .path'",
+    ],
     "roots move": [
         "docindex roots move /old/place/notes ~/notes",
         "cp -r notes notes-copy && cd notes-copy && docindex roots move ../notes .",

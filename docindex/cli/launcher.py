@@ -33,12 +33,37 @@ _INDEX_DIR, _INDEX_NAME = ".docindex", "index.db"
 
 def main(prog_name: str | None = None) -> None:
     """Run ``docindex`` with ``sys.argv``: through a watcher's server when one answers."""
+    _until_the_command_runs()
     code = forward(sys.argv, prog_name)
     if code is not None:
         sys.exit(code)
     from docindex.cli.main import cli
 
     cli(prog_name=prog_name)
+
+
+def _early_stop(signum: int, frame: object) -> None:
+    """A signal before the command's own handlers: nothing has been done yet."""
+    os.write(2, b"interrupted; the index keeps its last committed state\n")
+    os._exit(128 + signum)
+
+
+def _until_the_command_runs() -> None:
+    """End quietly on Ctrl-C, SIGTERM or SIGHUP while Python imports the command.
+
+    Until the command installs its own handlers (``cli.signals``), Ctrl-C was a
+    KeyboardInterrupt traceback from whatever import it hit, or click's
+    "Aborted!" and exit 1 (#45: ``watch`` signalled one second in). ``_signal``,
+    not ``signal``: the wrapper imports ``enum``.
+    """
+    import _signal
+
+    for num in (_signal.SIGINT, _signal.SIGTERM, getattr(_signal, "SIGHUP", 0)):
+        if num and _signal.getsignal(num) in (
+            _signal.SIG_DFL,
+            _signal.default_int_handler,
+        ):
+            _signal.signal(num, _early_stop)
 
 
 def forward(argv: list[str], prog_name: str | None = None) -> int | None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, TextIO
 import click
 
 from docindex import __version__
-from docindex.cli.output import COLOR_OPTION, db_option, json_option
+from docindex.cli.output import ARGV_META, COLOR_OPTION, db_option, json_option
 from docindex.cli.output import NdjsonProgress as _NdjsonProgress
 from docindex.cli.output import color as _color
 from docindex.cli.output import echo_json as _echo_json
@@ -21,7 +21,7 @@ from docindex.cli.output import out_console as _out_console
 from docindex.cli.output import piped as _piped
 from docindex.cli.output import progress_bar as _progress
 from docindex.config import PROVIDERS
-from docindex.errors import DocindexError, IndexNotWritableError
+from docindex.errors import DocindexError, IndexBusyError, IndexNotWritableError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -38,7 +38,7 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
 _SIGNALS = "docindex.cli.signals"
-_ARGV = "docindex.cli.argv"  # the arguments as the user typed them (remedies, #38)
+_ARGV = ARGV_META
 
 
 class _Group(click.Group):
@@ -51,11 +51,15 @@ class _Group(click.Group):
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         ctx.meta[_ARGV] = list(args)
-        return super().parse_args(ctx, args)
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            raise _safe_usage(exc, args) from None
 
     def invoke(self, ctx: click.Context) -> object:
         from docindex.cli.signals import Interrupted, Signals
 
+        _warn_password_in_argv(ctx.meta.get(_ARGV, []))
         with Signals() as signals:
             ctx.meta[_SIGNALS] = signals
             try:
@@ -70,10 +74,16 @@ class _Group(click.Group):
         argv = ctx.meta.get(_ARGV, [])
         try:
             return super().invoke(ctx)
+        except click.UsageError as exc:  # a command's own options and arguments
+            raise _safe_usage(exc, argv) from None
         except IndexNotWritableError as exc:
             from docindex.cli import remedy  # error paths only: `re`, `shlex`
 
             raise _failure(remedy.elsewhere(argv, exc), exc.exit_code) from None
+        except IndexBusyError as exc:
+            from docindex.cli import remedy
+
+            raise _failure(remedy.busy(str(exc), argv), exc.exit_code) from None
         except DocindexError as exc:
             from docindex.cli import remedy
 
@@ -92,6 +102,8 @@ class _Group(click.Group):
             err = translate(exc, path)
             from docindex.cli import remedy
 
+            if isinstance(err, IndexBusyError):
+                raise _failure(remedy.busy(str(err), argv), err.exit_code) from None
             raise _failure(remedy.with_db(str(err), argv), err.exit_code) from None
         except KeyboardInterrupt:
             click.echo(
@@ -100,8 +112,9 @@ class _Group(click.Group):
             sys.exit(130)
         except PermissionError as exc:
             # Another user's index is private to its owner (issue #33).
-            name = exc.filename or "a file the command needs"
-            raise _failure(f"permission denied: {name}", 1) from None
+            from docindex.cli import remedy
+
+            raise _failure(remedy.permission(exc), 1) from None
         except BrokenPipeError:
             # `docindex list | head`: the reader has all it wanted (issue #20).
             # Point stdout at /dev/null so the interpreter's final flush is quiet.
@@ -124,6 +137,24 @@ class _Group(click.Group):
             raise _failure(str(err), err.exit_code) from None
 
 
+def _warn_password_in_argv(argv: list[str]) -> None:
+    """A password in ``--db`` is in ``ps`` for every local user: say so (#44)."""
+    from docindex.cli.remedy import given_db
+
+    db = given_db(argv)
+    if db is None or "://" not in db:
+        return
+    from docindex.store.location import ServerUrl, is_server_url
+
+    if is_server_url(db) and ServerUrl(db).has_password:
+        click.echo(
+            "warning: the password in --db is visible to every user of this "
+            "machine (ps); keep it in ~/.pgpass, PGPASSFILE or a service file, "
+            "or pass the URL in DOCINDEX_DB (README: Share an index with a team)",
+            err=True,
+        )
+
+
 class _Failure(click.ClickException):
     """A core runtime failure as ``Error: message`` (exit 1)."""
 
@@ -135,7 +166,38 @@ class _Misuse(click.ClickException):
 
 
 def _failure(message: str, exit_code: int) -> click.ClickException:
+    """The one exit for expected failures: no password in any error (#44), and
+    what the user typed is echoed with terminal controls escaped (#45)."""
+    from docindex.cli.remedy import scrubbed
+    from docindex.cli.render import term_safe
+
+    ctx = click.get_current_context(silent=True)
+    argv = ctx.find_root().meta.get(_ARGV, []) if ctx else []
+    message = term_safe(scrubbed(message, argv))
     return _Misuse(message) if exit_code == 2 else _Failure(message)
+
+
+def _safe_usage(exc: click.UsageError, argv: list[str]) -> click.UsageError:
+    """A usage error as click words it, escaped, with how to search for "-word".
+
+    ``docindex query -yield`` is "No such option '-y'": a query that starts
+    with "-" goes after "--" (#45).
+    """
+    from docindex.cli.render import term_safe
+
+    message = exc.format_message()  # "Invalid value for '--top': ..." kept
+    if isinstance(exc, click.NoSuchOption) and exc.ctx is not None:
+        if exc.ctx.command.name == "query":
+            import shlex
+
+            typed = next((a for a in argv if a.startswith(exc.option_name)), "")
+            if typed and not typed.startswith("--"):
+                message += (
+                    f" Is {typed!r} the query? A query that starts with '-' goes "
+                    f"after '--': `docindex query -- {shlex.quote(typed)}` (in a "
+                    "query, -word leaves out the chunks holding the word)"
+                )
+    return click.UsageError(term_safe(message), ctx=exc.ctx)
 
 
 def _signals() -> Signals:
@@ -188,9 +250,21 @@ def _not_nan(value: float) -> float:
     help="gitignore-style exclude pattern (repeatable; !negation re-includes).",
 )
 @click.option("--force", is_flag=True, help="Re-index every file, even unchanged ones.")
-@click.option("--hidden", is_flag=True, default=None, help="Index hidden files too.")
-@click.option("--follow-symlinks", is_flag=True, default=None, help="Follow symlinks.")
-@click.option("--no-gitignore", is_flag=True, help="Do not honour .gitignore files.")
+@click.option(
+    "--hidden/--no-hidden",
+    default=None,
+    help="Index hidden files too (remembered here for this index).",
+)
+@click.option(
+    "--follow-symlinks/--no-follow-symlinks",
+    default=None,
+    help="Follow symlinks (remembered here for this index).",
+)
+@click.option(
+    "--gitignore/--no-gitignore",
+    default=None,
+    help="Honour .gitignore files (default; remembered here for this index).",
+)
 @click.option(
     "--provider",
     type=click.Choice(PROVIDERS),
@@ -212,12 +286,14 @@ def _not_nan(value: float) -> float:
 @json_option
 def scan(path: Path | None, roots: tuple[str, ...], exclude: tuple[str, ...],
          force: bool, hidden: bool | None, follow_symlinks: bool | None,
-         no_gitignore: bool, provider: str | None, ocr: bool | None, quiet: bool,
-         ndjson: bool, db: str | None, as_json: bool) -> None:  # fmt: skip
+         gitignore: bool | None, provider: str | None, ocr: bool | None,
+         quiet: bool, ndjson: bool, db: str | None, as_json: bool) -> None:  # fmt: skip
     """Scan the roots incrementally; PATH limits the scan to a file or folder inside them.
 
     Without an index, PATH (a directory) becomes the first root and the index is
-    created at PATH/.docindex/index.db.
+    created at PATH/.docindex/index.db. A root is read on this machine only
+    when you named it here (scan DIR, --root, roots add/accept) or the index
+    lives in it; see `docindex roots accept`.
     """
     from docindex.api.index import Index
 
@@ -227,20 +303,28 @@ def scan(path: Path | None, roots: tuple[str, ...], exclude: tuple[str, ...],
     signals = _signals()
     result = Index(db, roots=roots).scan(
         path, exclude=exclude, force=force, hidden=hidden,
-        follow_symlinks=follow_symlinks, gitignore=not no_gitignore,
+        follow_symlinks=follow_symlinks, gitignore=gitignore,
         provider=provider, progress=progress, stop=signals.graceful().is_set,
-        ocr=ocr,
+        ocr=ocr, on_notice=_notice,
     )  # fmt: skip
     _print_scan(result, as_json, quiet, _command_line(), event=ndjson)
     _exit_if_signalled(signals)
 
 
-def _command_line() -> str:
-    """The command as the user typed it, to run again (issue #38)."""
-    import shlex
+def _notice(message: str) -> None:
+    """A line the user should see now (e.g. a scan waiting for another writer)."""
+    from docindex.cli.remedy import scrubbed
 
     root = click.get_current_context().find_root()
-    return shlex.join(["docindex", *root.meta.get(_ARGV, [])])
+    click.echo(scrubbed(message, root.meta.get(_ARGV, [])), err=True)
+
+
+def _command_line() -> str:
+    """The command as the user typed it, to run again (issue #38), masked (#44)."""
+    from docindex.cli.remedy import command_line
+
+    root = click.get_current_context().find_root()
+    return command_line(root.meta.get(_ARGV, []))
 
 
 def _print_scan(
@@ -473,22 +557,31 @@ def _batch(
     help="With --full: the roots to rebuild, when a damaged index cannot say.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress or summary on stderr.")
+@click.option(
+    "--progress",
+    "ndjson",
+    is_flag=True,
+    help="With --json: stream progress events as JSON lines before the result.",
+)
 @db_option
 @json_option
 def reindex(path: Path | None, full: bool, provider: str | None,
-            roots: tuple[str, ...], quiet: bool, db: str | None,
+            roots: tuple[str, ...], quiet: bool, ndjson: bool, db: str | None,
             as_json: bool) -> None:  # fmt: skip
     """Re-read every file (or PATH) even if unchanged; --full rebuilds the index file."""
     from docindex.api.index import Index
 
     if provider and not full:
         raise click.UsageError("--provider needs --full")
+    if ndjson and not as_json:
+        raise click.UsageError("--progress streams JSON lines: use it with --json")
+    progress = _NdjsonProgress() if ndjson else _progress(not (as_json or quiet))
     signals = _signals()
     result = Index(db, roots=roots).reindex(
-        path, full=full, provider=provider, progress=_progress(not (as_json or quiet)),
+        path, full=full, provider=provider, progress=progress,
         stop=signals.graceful().is_set,
     )  # fmt: skip
-    _print_scan(result, as_json, quiet, _command_line())
+    _print_scan(result, as_json, quiet, _command_line(), event=ndjson)
     _exit_if_signalled(signals)
 
 
@@ -511,21 +604,27 @@ def stats(db: str | None, as_json: bool) -> None:
 
 
 @cli.command()
+@click.option(
+    "--ocr-cache",
+    is_flag=True,
+    help="Also empty the OCR text cache (~/.cache/docindex/ocr).",
+)
 @db_option
 @json_option
-def vacuum(db: str | None, as_json: bool) -> None:
+def vacuum(ocr_cache: bool, db: str | None, as_json: bool) -> None:
     """Shrink the index file: merge the search index and free unused pages.
 
     Prints the size before and after. `docindex stats` shows how much is
     reclaimable. Like any writer it waits for the lock (the busy timeout,
     10 s by default): it may run between a scan's commits, and when a scan or
     a watcher holds the lock longer it fails with "index is busy" and
-    changes nothing.
+    changes nothing. The OCR text cache is kept under ocr_cache_max_bytes
+    (256 MB) after each scan; --ocr-cache empties it.
     """
     from docindex.api.index import Index
     from docindex.cli.render import vacuum_text
 
-    result = Index(_find_db(db)).vacuum()
+    result = Index(_find_db(db)).vacuum(ocr_cache=ocr_cache)
     if as_json:
         _echo_json(result)
     else:
@@ -650,7 +749,7 @@ def _start_serving(db: Path) -> Serving | None:
 )
 @db_option
 def mcp(roots: tuple[str, ...], db: str | None) -> None:
-    """Serve the index to agents over MCP (stdio); needs the mcp extra (`pip install '.[mcp]'`).
+    """Serve the index to agents over MCP (stdio); needs the mcp extra (`pip install 'docindex-cli[mcp]'`).
 
     Tools: doc_scan, doc_query, doc_reindex, doc_stats, get_doc, get_outline,
     get_section, find_related, list_documents, search_batch. No tool reads or
@@ -749,8 +848,9 @@ def export_(db: str | None) -> None:
     """
     from docindex.api import commands as api
 
-    for record in api.export(db):
-        click.echo(json.dumps(record, ensure_ascii=False))
+    with _progress(True) as on_progress:  # stderr, on a terminal only (#45)
+        for record in api.export(db, on_progress):
+            click.echo(json.dumps(record, ensure_ascii=False))
 
 
 @cli.command("import")
@@ -761,7 +861,8 @@ def import_(file: TextIO, db: str | None, as_json: bool) -> None:
     """Load FILE (from `docindex export`, or - for stdin) into a new, empty index."""
     from docindex.api import commands as api
 
-    counts = api.import_(db, file)
+    with _progress(True) as on_progress:  # stderr, on a terminal only (#45)
+        counts = api.import_(db, file, on_progress)
     if as_json:
         _echo_json(counts)
     else:

@@ -81,7 +81,10 @@ def show(target: str, context: int, db: str | None, as_json: bool) -> None:
 @json_option
 def section(file: str, heading: str, no_subsections: bool, db: str | None,
             as_json: bool) -> None:  # fmt: skip
-    """Print the section of FILE under HEADING (case-insensitive) with its lines."""
+    """Print the section of FILE under HEADING (case-insensitive) with its lines.
+
+    HEADING is a heading's text, a path 'Parent > Heading', or its id: '#install'.
+    """
     from docindex.api.index import Index
     from docindex.cli.render import print_section
 
@@ -152,7 +155,7 @@ def list_(path_glob: str | None, types: tuple[str, ...], limit: int, offset: int
 @click.option(
     "--reason",
     metavar="REASON",
-    help="Only files skipped for this reason (unsupported, timeout, truncated, ...).",
+    help="Only files skipped for this reason (unsupported, hidden, script, ...).",
 )
 @db_option
 @json_option
@@ -169,7 +172,7 @@ def skipped(reason: str | None, db: str | None, as_json: bool) -> None:
     if as_json:
         echo_json(result)
     else:
-        print_skipped(out_console(), result)
+        print_skipped(out_console(), result, reason)
 
 
 @click.command()

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     from docindex.cli.progress import ScanProgress
     from docindex.models import Progress
+    from docindex.store.location import ServerUrl
 
 F = TypeVar("F", bound=Callable[..., object])
 
@@ -93,7 +94,7 @@ COLOR_OPTION = click.Option(
 
 def find_db(
     db: str | None, near: tuple[str, ...] | list[str] = (), *, warn: bool = True
-) -> str | None:
+) -> Path | ServerUrl | None:
     """The one rule that finds the index (workspace.resolve_db), for every command.
 
     ``--db``, ``DOCINDEX_DB``, the nearest ``.docindex/`` upward from the named
@@ -117,7 +118,7 @@ def find_db(
             err=True,
             color=color(),
         )
-    return str(path)
+    return path
 
 
 def db_option(fn: F) -> F:
@@ -134,6 +135,7 @@ def db_option(fn: F) -> F:
 
 
 DB_META = "docindex.db"  # the running command's --db value (click ctx.meta)
+ARGV_META = "docindex.cli.argv"  # the arguments as the user typed them (remedies, #38)
 
 
 def _remember_db(

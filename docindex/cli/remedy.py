@@ -16,6 +16,7 @@ from pathlib import Path
 
 from docindex import config as cfgmod
 from docindex.errors import IndexNotWritableError
+from docindex.store.location import mask, redact
 
 _COMMAND = re.compile(r"`(docindex [^`]*)`")
 # Commands that take --db (every command but `eval`, which makes its own).
@@ -36,6 +37,31 @@ def given_db(argv: list[str]) -> str | None:
         elif arg.startswith("--db="):
             found = arg[len("--db=") :]
     return found
+
+
+def masked(argv: list[str]) -> list[str]:
+    """``argv`` with the password of any ``postgresql://`` URL in it masked:
+    a command echoed back (a remedy, "run … again") never shows it (#44)."""
+    return [mask(arg) if "://" in arg else arg for arg in argv]
+
+
+def command_line(argv: list[str]) -> str:
+    """The command as the user typed it, to run again, its password masked."""
+    return shlex.join(["docindex", *masked(argv)])
+
+
+def secret_places(argv: list[str]) -> list[str]:
+    """Every index URL this command may hold a password of: ``--db``,
+    ``DOCINDEX_DB`` and the ``DOCINDEX_CONFIG`` file's ``[db] url``."""
+    places = [given_db(argv), cfgmod.env_value("DB"), cfgmod.file_db_url()]
+    places.extend(a for a in argv if "://" in a)  # `eval --engine URL`
+    return [p for p in places if p]
+
+
+def scrubbed(message: str, argv: list[str]) -> str:
+    """``message`` with every password this command knows of redacted: the
+    last net under every line the CLI prints on the way out (#44)."""
+    return redact(message, *secret_places(argv))
 
 
 def _replace_db(argv: list[str], db: str) -> list[str]:
@@ -69,7 +95,7 @@ def with_db(message: str, argv: list[str]) -> str:
         words = command.split()
         if "--db" in words or len(words) < 2 or words[1] not in _TAKES_DB:
             return match.group(0)
-        return f"`{command} --db {shlex.quote(db)}`"
+        return f"`{command} --db {shlex.quote(mask(db))}`"
 
     return _COMMAND.sub(add, message)
 
@@ -77,9 +103,56 @@ def with_db(message: str, argv: list[str]) -> str:
 def elsewhere(argv: list[str], exc: IndexNotWritableError) -> str:
     """The index cannot be made where asked: the same command, writing elsewhere."""
     target = cfgmod.writable_db_for(exc.path)
-    again = shlex.join(["docindex", *_replace_db(argv, str(target))])
+    again = shlex.join(["docindex", *masked(_replace_db(argv, str(target)))])
     head = str(exc).split("; pass --db", 1)[0]
     return f"{head}; keep it elsewhere: `{again}` (or set DOCINDEX_DB)"
+
+
+def busy(message: str, argv: list[str]) -> str:
+    """ "index is busy": the user's command again, waiting two minutes (#45)."""
+    return f"{message}: `DOCINDEX_BUSY_TIMEOUT_S=120 {command_line(argv)}`"
+
+
+def permission(exc: PermissionError) -> str:
+    """ "permission denied", and how the owner shares an index (#45).
+
+    Every index is private to its owner (0600, issue #33). Reading another
+    user's index takes the owner's consent: ``private_index = false`` in the
+    index's config file keeps the modes the owner gives, and a group lets
+    the colleague read it.
+    """
+    name = exc.filename
+    if not name:
+        return "permission denied: a file the command needs"
+    path = Path(str(name))
+    head = f"permission denied: {path}"
+    folder = path.parent if path.name.startswith("index.db") else None
+    if folder is None or folder.name != cfgmod.DEFAULT_DB_DIR:
+        return head
+    owner = _owner(path)
+    by = f" (it is {owner}'s)" if owner else ""
+    return (
+        f"{head}{by}; an index is private to its owner: to share it, the owner "
+        f"adds `private_index = false` to {folder / cfgmod.CONFIG_NAME} and lets "
+        f"a group read it (`chgrp -R GROUP {folder} && chmod -R g+rX {folder}`); "
+        'see "Another user on this machine" in the README'
+    )
+
+
+def _owner(path: Path) -> str:
+    """The user name owning ``path`` (or its folder), "" when it cannot be told."""
+    for candidate in (path, path.parent):
+        try:
+            uid = candidate.stat().st_uid
+        except OSError:
+            continue
+        try:
+            import pwd
+
+            return pwd.getpwuid(uid).pw_name
+        except (ImportError, KeyError):
+            return f"uid {uid}"
+    return ""
 
 
 _FS_ERRORS = {
@@ -101,7 +174,7 @@ def os_error(exc: OSError, argv: list[str]) -> str | None:
     if what is None:
         return None
     where = f" at {exc.filename}" if exc.filename else ""
-    again = shlex.join(["docindex", *argv])
+    again = command_line(argv)
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         fix = f"free some space, then run `{again}` again"
     else:
@@ -110,6 +183,6 @@ def os_error(exc: OSError, argv: list[str]) -> str | None:
             place = cfgmod.writable_db_for(Path(str(exc.filename)))
             fix = (
                 "run it with an index you may write: "
-                f"`{shlex.join(['docindex', *_replace_db(argv, str(place))])}`"
+                f"`{shlex.join(['docindex', *masked(_replace_db(argv, str(place)))])}`"
             )
     return f"{what}{where}; {fix}"

@@ -258,6 +258,8 @@ def scan_text(result: ScanResult) -> str:
         lines.append(click.style(f"warning: {term_safe(warning)}", fg="yellow"))
     if result.skipped:
         skipped = ", ".join(f"{k} {v}" for k, v in sorted(result.skipped.items()))
+        if not result.errors:
+            skipped += " (`docindex skipped` lists them)"
         lines.append(click.style(f"skipped: {skipped}", dim=True))
     for err in result.errors[:20]:
         line = f"  {err['reason']}: {err['path']}: {err['message']}"
@@ -283,12 +285,18 @@ def human_size(n: float) -> str:
 def vacuum_text(result_record: object) -> str:
     """The line ``docindex vacuum`` prints."""
     result: dict[str, Any] = to_dict(result_record)
-    return (
+    line = (
         f"{result['db']}: {human_size(result['before_bytes'])} -> "
         f"{human_size(result['after_bytes'])} "
         f"({human_size(result['reclaimed_bytes'])} reclaimed, "
         f"{result['took_ms'] / 1000:.1f} s)"
     )
+    if result.get("ocr_cache_removed"):
+        line += (
+            f"\nOCR cache: {result['ocr_cache_removed']} entries removed "
+            f"({human_size(result['ocr_cache_freed_bytes'])})"
+        )
+    return line
 
 
 TOP = 10  # types and facets shown by ``docindex stats``
@@ -357,9 +365,13 @@ def print_stats(console: Console, stats_record: object) -> None:
         console.print(Text("every facet and value: docindex stats --json", style="dim"))
 
 
-def print_skipped(console: Console, result: SkippedFiles) -> None:
+def print_skipped(
+    console: Console, result: SkippedFiles, reason: str | None = None
+) -> None:
     """Skipped files grouped by reason: path and message, then the counts."""
     from rich.text import Text
+
+    from docindex.models import UNRECORDED_REASONS
 
     files = result.files
     by_reason: dict[str, list[SkipRecord]] = {}
@@ -376,6 +388,9 @@ def print_skipped(console: Console, result: SkippedFiles) -> None:
     counts = result.counts
     if not counts:
         console.print(Text("no file was left out", style="dim"))
+    elif not files and reason in UNRECORDED_REASONS:
+        console.print(Text(f"{reason} skips are not kept in the index: each scan "
+                           "reports them again", style="dim"))  # fmt: skip
     elif not files:
         console.print(Text("no file skipped for that reason", style="dim"))
     total = sum(counts.values())
@@ -555,12 +570,27 @@ def print_roots(console: Console, data_record: object) -> None:
         console.print(Text(hint, style="dim"))
         return
     table = Table(box=None)
-    for name in ("root", "documents", "folder"):
+    for name in ("root", "documents", "folder", "read here"):
         table.add_column(name, justify="right" if name == "documents" else "left")
     for root in data["roots"]:
         folder = Text("ok") if root["exists"] else Text("missing", style="bold red")
-        table.add_row(Text(term_safe(root["path"])), f"{root['documents']:,}", folder)
+        here = Text("yes") if root["accepted"] else Text("no", style="yellow")
+        table.add_row(
+            Text(term_safe(root["path"])), f"{root['documents']:,}", folder, here
+        )
     console.print(table)
+    waiting = [r["path"] for r in data["roots"] if not r["accepted"]]
+    if waiting:
+        import shlex
+
+        fix = " ".join(shlex.quote(p) for p in waiting)
+        console.print(
+            Text(
+                "a scan here reads a root only once you accept it: "
+                f"`docindex roots accept {term_safe(fix)}`",
+                style="yellow",
+            )
+        )
     moved = data.get("relocated")
     if moved:
         console.print(
@@ -574,8 +604,18 @@ def print_roots(console: Console, data_record: object) -> None:
 
 def root_change_text(change: RootChange) -> str:
     """One line saying what ``roots add/remove/move`` did and what comes next."""
+    line = _root_change_line(change)
+    return f"{line}\nwarning: {change.notice}" if change.notice else line
+
+
+def _root_change_line(change: RootChange) -> str:
     if change.action == "add":
         return f"added root {change.root}; index it with `docindex scan`"
+    if change.action == "accept":
+        return (
+            f"accepted root {change.root}: a scan on this machine reads it; "
+            "index it with `docindex scan`"
+        )
     if change.action == "remove":
         return (
             f"removed root {change.root} and its {_count(change.documents, 'document')}"

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from docindex.cli.output import db_option, echo_json, find_db, json_option, out_console
+
+if TYPE_CHECKING:
+    from docindex.api.roots import RootChange
 
 
 @click.group(invoke_without_command=True)
@@ -57,19 +61,32 @@ def _roots_change(
     ctx: click.Context, db: str | None, as_json: bool, action: str, *paths: str
 ) -> None:
     from docindex.api.index import Index
-    from docindex.cli.render import root_change_text
 
     index = Index(find_db(_roots_db(ctx, db), warn=False))
     if action == "add":
         change = index.add_root(paths[0])
+    elif action == "accept":
+        for path in paths[:-1]:
+            _print_change(index.accept_root(path), ctx, as_json)
+        change = index.accept_root(paths[-1])
     elif action == "remove":
         change = index.remove_root(paths[0])
     else:
         change = index.move_root(paths[0], paths[1])
+    _print_change(change, ctx, as_json)
+
+
+def _print_change(change: RootChange, ctx: click.Context, as_json: bool) -> None:
+    from docindex.cli.render import root_change_text
+
     if as_json or (ctx.obj or {}).get("as_json"):
         echo_json(change)
     else:
-        click.echo(root_change_text(change), err=True)
+        from docindex.cli import remedy
+        from docindex.cli.output import ARGV_META
+
+        argv = ctx.find_root().meta.get(ARGV_META, [])
+        click.echo(remedy.with_db(root_change_text(change), argv), err=True)
 
 
 @roots.command(name="add")
@@ -86,6 +103,22 @@ def roots_add(ctx: click.Context, path: Path, db: str | None, as_json: bool) -> 
 def roots_remove(ctx: click.Context, path: Path, db: str | None, as_json: bool) -> None:
     """Forget root PATH and drop its documents from the index (never the files)."""
     _roots_change(ctx, db, as_json, "remove", str(path))
+
+
+@roots.command(name="accept")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@_roots_options
+def roots_accept(
+    ctx: click.Context, paths: tuple[Path, ...], db: str | None, as_json: bool
+) -> None:
+    """Let scans on this machine read the roots PATHS, added elsewhere.
+
+    A root that another machine or user added to a shared index (or that came
+    with a copied index or an import) is not read here until you accept it:
+    what your scan reads is decided on your machine. Accepting is remembered
+    for you alone, in ~/.config/docindex/trust.json.
+    """
+    _roots_change(ctx, db, as_json, "accept", *map(str, paths))
 
 
 @roots.command(name="move")

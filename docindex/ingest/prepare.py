@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from docindex.config import Config
 from docindex.embed.choice import embedder_for as _embedder
 from docindex.embed.ngram import NgramEmbedder
-from docindex.errors import ExtractionError
+from docindex.errors import ExtractionError, without_addresses
 from docindex.ingest.analyze import analyze_document, document_fields
 from docindex.ingest.pool import POOL_THRESHOLD, ExtractTimeout, Workers, deadline
 from docindex.store import (
@@ -52,6 +52,7 @@ class Job:
     size: int
     mtime_ns: int
     known_hash: str | None
+    ocr_until: float = 0.0  # when the scan's OCR time ends (time.time(), #45)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,25 +78,26 @@ class Prepared:
     rows: EngineRows | None = None  # the store's own rows (Index.row_maker, #34)
 
 
-def _limits(cfg: Config) -> ExtractLimits:
+def _limits(cfg: Config, ocr_until: float = 0.0) -> ExtractLimits:
     from docindex.ingest.extract import ExtractLimits
 
     return ExtractLimits(
         timeout_s=cfg.extract_timeout_s,
         max_sheet_rows=cfg.max_sheet_rows,
         max_pages=cfg.max_pdf_pages,
-        ocr=ocr_settings(cfg),
+        ocr=ocr_settings(cfg, ocr_until),
     )
 
 
-def ocr_settings(cfg: Config) -> OcrSettings:
-    """What ``cfg`` asks of OCR (issue #36)."""
+def ocr_settings(cfg: Config, until: float = 0.0) -> OcrSettings:
+    """What ``cfg`` asks of OCR (issue #36); ``until`` ends the scan's OCR time."""
     from docindex.ingest.extract.ocr import OcrSettings
 
     return OcrSettings(
         enabled=cfg.ocr, languages=cfg.ocr_languages,
         page_timeout_s=cfg.ocr_page_timeout_s, file_timeout_s=cfg.ocr_timeout_s,
-        max_pixels=cfg.ocr_max_pixels,
+        max_pixels=cfg.ocr_max_pixels, scan_timeout_s=cfg.ocr_scan_timeout_s,
+        scan_until=until,
     )  # fmt: skip
 
 
@@ -138,15 +140,16 @@ def prepare(job: Job, cfg: Config, *, bulk: bool = False) -> Prepared:
     if not data.strip():
         return Prepared(job, hash=digest, skip="empty", message="the file is blank")
     extra = frozenset(s if s.startswith(".") else f".{s}" for s in cfg.text_extensions)
-    kind = kind_for(job.rel_path) or (
-        "txt" if os.path.splitext(job.rel_path)[1].lower() in extra else None
-    )
+    opted = os.path.splitext(job.rel_path)[1].lower() in extra
+    kind = kind_for(job.rel_path)
+    if opted and (kind is None or (kind == "legacy" and not looks_binary(data[:8192]))):
+        kind = "txt"  # text_extensions: an SVG, or a Graphviz .dot (not Word's)
     if kind is None:
         if looks_binary(data[:8192]):
             return Prepared(job, hash=digest, skip="binary")
         kind = "txt"  # unknown suffix, content sniffed as text
     try:
-        extracted = _extract(kind, data, job.rel_path, cfg)
+        extracted = _extract(kind, data, job.rel_path, cfg, job.ocr_until)
     except ExtractTimeout as exc:
         return Prepared(job, hash=digest, skip="timeout", message=str(exc))
     except ExtractionError as exc:
@@ -169,9 +172,8 @@ def prepare(job: Job, cfg: Config, *, bulk: bool = False) -> Prepared:
 
 def _failed(job: Job, digest: str, exc: Exception) -> Prepared:
     """A file that raised: an ``error`` skip with the exception's message."""
-    return Prepared(
-        job, hash=digest, skip="error", message=f"{type(exc).__name__}: {exc}"
-    )
+    message = without_addresses(f"{type(exc).__name__}: {exc}")
+    return Prepared(job, hash=digest, skip="error", message=message)
 
 
 def prepare_bulk(job: Job, cfg: Config) -> Prepared:
@@ -266,13 +268,15 @@ def _notes(meta: dict[str, str]) -> tuple[tuple[str, str], ...]:
     return tuple((k, meta[k]) for k in _NOTE_KEYS if k in meta)
 
 
-def _extract(kind: str, data: bytes, name: str, cfg: Config) -> Extracted:
+def _extract(
+    kind: str, data: bytes, name: str, cfg: Config, ocr_until: float = 0.0
+) -> Extracted:
     """Run the extractor for ``kind``; its output passes ``clean_extracted`` (#17)."""
     from docindex.ingest.extract import get_extractor
     from docindex.ingest.extract.hygiene import clean_extracted
 
     extractor = get_extractor(kind)
-    limits = _limits(cfg)
+    limits = _limits(cfg, ocr_until)
     if kind in ("pdf", "image"):
         # PDF bounds itself per page and keeps the pages read (issue #23); so
         # does OCR, with its own budgets (issue #36).

@@ -8,6 +8,8 @@ writer waits (busy timeout) or is told the index is busy.
 from __future__ import annotations
 
 import contextlib
+import os
+import shlex
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -34,7 +36,14 @@ from docindex.ingest.settings import (
     tokenizer_settings,
 )
 from docindex.ingest.writer import _apply, embed_pending
-from docindex.models import OCR_OFF, Progress, ProgressFn, ScanResult, printable
+from docindex.models import (
+    ASSET_REASONS,
+    OCR_OFF,
+    Progress,
+    ProgressFn,
+    ScanResult,
+    printable,
+)
 from docindex.store import Fingerprint, Index, SkipRow
 
 if TYPE_CHECKING:
@@ -51,6 +60,7 @@ def scan(
     bulk: bool = False,
     stop: StopFn | None = None,
     yield_to: StopFn | None = None,
+    keep_present: bool = False,
 ) -> ScanResult:
     """Bring the index up to date with the roots (or only with ``scopes`` inside them).
 
@@ -73,6 +83,9 @@ def scan(
             the scan returns with its lexical rows committed and the rest
             counted in ``vectors_pending`` (``watch``: file changes first,
             issue #47).
+        keep_present: remove only documents whose file is gone, not those
+            this walk's narrower rules leave out (issue #44: another
+            machine's wider settings indexed them).
 
     Returns:
         The scan's counts.
@@ -92,9 +105,10 @@ def scan(
         check_settings(store, cfg)
         _remember(store, "tokenizer", tokenizer_settings(cfg))
         _remember(store, "embedder", embedder_params(cfg))
-        _remember(store, "settings", cfg.index_settings())
+        _remember(store, "settings", _settings_row(store, cfg))
         if restore_pending_fts(store, cfg, stop, on_progress):
-            _scan(store, cfg, roots, scopes, force, on_progress, result, stop)
+            _scan(store, cfg, roots, scopes, force, on_progress, result, stop,
+                  keep_present)  # fmt: skip
         else:
             result.interrupted = True
     if result.interrupted:
@@ -105,8 +119,32 @@ def scan(
                       yield_to=yield_to)  # fmt: skip
     store.tidy_fts()  # deleted rows past a share of the index: merge them away
     store.reclaim()
+    if cfg.ocr and (result.indexed or result.updated or result.skipped):
+        _prune_ocr_cache(cfg)
     result.took_ms = round((time.perf_counter() - started) * 1000, 1)
     return result
+
+
+def _settings_row(store: Index, cfg: Config) -> dict[str, object]:
+    """The settings the index remembers after this scan.
+
+    Its roots keep those this scan does not read (a root this machine has not
+    accepted, issue #44): only ``roots remove`` and ``roots move`` drop one.
+    """
+    row = cfg.index_settings()
+    before = store.get_meta("settings")
+    kept = before.get("roots") if isinstance(before, dict) else None
+    if isinstance(kept, list):
+        row["roots"] = list(dict.fromkeys([*cfg.roots, *map(str, kept)]))
+    return row
+
+
+def _prune_ocr_cache(cfg: Config) -> None:
+    """Keep the OCR text cache under ``ocr_cache_max_bytes`` (#45)."""
+    from docindex.config import cache_dir
+    from docindex.ingest.extract.ocr import prune_cache
+
+    prune_cache(cache_dir(), cfg.ocr_cache_max_bytes)
 
 
 @dataclass(slots=True)
@@ -149,6 +187,7 @@ class _Seen:
 def _scan(
     store: Index, cfg: Config, roots: list[Path], scopes: Sequence[Path], force: bool,
     on_progress: ProgressFn | None, result: ScanResult, stop: StopFn | None,
+    keep_present: bool = False,
 ) -> None:  # fmt: skip
     state = _Seen.read(store, roots, scopes)
     remove, cleared = _remover(store, cfg, state.known, force and not scopes)
@@ -165,7 +204,7 @@ def _scan(
         workers.close(kill=True)  # an error or a second Ctrl-C: no waiting
         raise
     workers.close(kill=result.interrupted)
-    _prune(store, state, result, remove)
+    _prune(store, state, result, remove, keep_present)
     _restore_kept(store, cfg, cleared, result, on_progress)
 
 
@@ -180,6 +219,7 @@ def _walk_jobs(
     the corpus): per-root state is looked up when the root changes, and the
     counts are kept in locals (issue #24).
     """
+    from docindex.ingest.assets import opt_ins
     from docindex.ingest.walker import SkipEntry, WalkOptions, walk
 
     options = WalkOptions(
@@ -187,10 +227,13 @@ def _walk_jobs(
         follow_symlinks=cfg.follow_symlinks, max_depth=cfg.max_depth,
         max_walked_files=cfg.max_walked_files, max_file_bytes=cfg.max_file_bytes,
         images_unread=_images_unread(cfg), pins=root_pins(store),
+        opted_in=opt_ins(cfg.text_extensions),
     )  # fmt: skip
     # A file skipped for want of OCR is read again once OCR can run (#36);
     # whether it can is asked only when such a file is met.
     ocr_now = options.images_unread is None
+    # The scan's OCR time ends here, in every worker (#45); 0: OCR is off.
+    ocr_until = time.time() + cfg.ocr_scan_timeout_s if cfg.ocr else 0.0
     jobs: list[Job] = []
     walk_scopes: list[Path | None] = list(scopes) or [None]
     walked_root: Path | None = None
@@ -234,7 +277,7 @@ def _walk_jobs(
             # about again; `docindex skipped` still lists it (issue #23).
             unchanged += 1
             continue
-        jobs.append(_job(entry, old.hash if old and not force else None))
+        jobs.append(_job(entry, old.hash if old and not force else None, ocr_until))
         if len(jobs) == POOL_THRESHOLD:
             workers.boot()  # imports while the walk goes on
         if on_progress:
@@ -245,20 +288,34 @@ def _walk_jobs(
 
 
 def _prune(
-    store: Index, state: _Seen, result: ScanResult, remove: Callable[[int], None]
-) -> None:
+    store: Index, state: _Seen, result: ScanResult, remove: Callable[[int], None],
+    keep_present: bool = False,
+) -> None:  # fmt: skip
     """Remove what a complete walk did not meet (and forget gone files' skips).
 
     Only after a complete walk: a root that vanished, a walk that hit a limit
-    or one cut short must not delete what it did not see.
+    or one cut short must not delete what it did not see; nor a root whose
+    folder is empty here while the index holds its documents (a share that
+    is not mounted is not an empty share, issue #44). ``keep_present``: see
+    ``scan``.
     """
-    for rid in state.root_ids.values():
+    for root, rid in state.root_ids.items():
         prefixes = state.under[rid]
         if not state.complete[rid] or not prefixes:  # cut short, or out of scope
             continue
         seen = state.seen[rid]
+        if prefixes == [""] and not seen and state.known[rid] and _empty(root):
+            n = len(state.known[rid])
+            result.warnings.append(
+                f"root {root} is empty on this host (a share that is not "
+                f"mounted?); its {n:,} documents are kept. If you emptied it on "
+                f"purpose, run `docindex roots remove {shlex.quote(root)}`"
+            )
+            continue
         for rel_path, row in state.known[rid].items():
             if rel_path in seen or not _under(rel_path, prefixes):
+                continue
+            if keep_present and os.path.lexists(os.path.join(root, rel_path)):
                 continue
             remove(row.id)
             result.removed += 1
@@ -266,6 +323,15 @@ def _prune(
             gone = rel_path not in seen and rel_path not in state.skipped[rid]
             if gone and _under(rel_path, prefixes):
                 store.clear_skip(rid, rel_path)  # the file is gone
+
+
+def _empty(root: str) -> bool:
+    """True when the folder holds no entry at all (an empty mount point)."""
+    try:
+        with os.scandir(root) as entries:
+            return next(entries, None) is None
+    except OSError:
+        return False
 
 
 def _restore_kept(
@@ -300,7 +366,10 @@ def _walk_skip(
 ) -> None:  # fmt: skip
     """Count a file the walk left out; a root it could not see whole is not pruned."""
     if report:
-        result.skip(entry.reason, str(entry.path), entry.message)
+        # Assets are expected, like hidden files: counted, not warned about
+        # one by one; `docindex skipped` lists them with their message (#45).
+        quiet = entry.reason in ASSET_REASONS
+        result.skip(entry.reason, str(entry.path), "" if quiet else entry.message)
     if entry.reason == "missing-root":
         rid = root_ids.get(str(entry.path))
         if rid is not None:
@@ -312,12 +381,14 @@ def _walk_skip(
             complete[rid] = False
 
 
-#: Walk skips worth a record: not the user's own exclusions (ignored, hidden),
-#: the walk's limits, nor I/O errors, which are transient (a file that vanished
-#: mid-walk) and are reported on every scan.
+#: Walk skips worth a record: the user's own exclusions too (ignored, hidden:
+#: the scan counts them, so `skipped --reason hidden` must list them, #45), but
+#: not the walk's limits nor I/O errors, which are transient (a file that
+#: vanished mid-walk) and are reported on every scan (models.UNRECORDED_REASONS).
 _RECORDED_WALK_SKIPS = frozenset(
-    {"too-large", "unsupported", "symlink", "bad-name", "no-text-layer"}
-)
+    {"too-large", "unsupported", "symlink", "bad-name", "no-text-layer", "hidden",
+     "ignored"}
+) | ASSET_REASONS  # fmt: skip
 
 
 def _images_unread(cfg: Config) -> str | None:
@@ -382,6 +453,6 @@ def _under(rel_path: str, prefixes: list[str]) -> bool:
     )
 
 
-def _job(entry: FileEntry, known_hash: str | None) -> Job:
+def _job(entry: FileEntry, known_hash: str | None, ocr_until: float) -> Job:
     return Job(entry.location, entry.rel_path, str(entry.root), entry.size,
-                entry.mtime_ns, known_hash)  # fmt: skip
+                entry.mtime_ns, known_hash, ocr_until)  # fmt: skip

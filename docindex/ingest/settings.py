@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from docindex.config import Config
-from docindex.embed.choice import choose, install_hint
+from docindex.embed.choice import choose, provider_hint
 from docindex.embed.choice import embedder_for as _embedder
 from docindex.errors import EmbedderMismatchError, OutsideRootsError
 from docindex.store import Index
@@ -59,7 +59,7 @@ def check_settings(store: Index, cfg: Config) -> None:
             and held == cfg.embedding_provider
         ):
             raise EmbedderMismatchError(
-                f"this index holds {held} vectors but {why}: {install_hint(held)}, "
+                f"this index holds {held} vectors but {why}: {provider_hint(held)}, "
                 "or run `docindex reindex --full --provider ngram`"
             )
         raise EmbedderMismatchError(
@@ -86,7 +86,8 @@ def resolve_scope(roots: Sequence[Path], path: Path) -> Path:
             if any(target == root or root in target.parents for root in roots):
                 return target
     raise OutsideRootsError(
-        f"{path} is outside the index's roots ({', '.join(map(str, roots))})"
+        f"{path} is outside the index's roots "
+        f"({', '.join(map(str, roots)) or 'none yet'})"
     )
 
 
@@ -102,8 +103,12 @@ def root_pins(store: Index) -> tuple[tuple[str, int, int, int], ...]:
     return tuple((root, *map(int, pin)) for root, pin in sorted(pins.items()))
 
 
-def pin_roots(store: Index, roots: Sequence[str]) -> None:
-    """Pin each root that is a real directory and has no pin yet (issue #33)."""
+def pin_roots(store: Index, roots: Sequence[str], keep: Sequence[str] = ()) -> None:
+    """Pin each root that is a real directory and has no pin yet (issue #33).
+
+    The pins of other roots go, but those of ``keep`` (roots this machine
+    does not read, issue #44: never looked at here).
+    """
     from docindex.ingest.walker import root_problem
 
     pins = dict(store.get_meta("root_pins") or {})
@@ -117,7 +122,7 @@ def pin_roots(store: Index, roots: Sequence[str]) -> None:
             continue
         pins[root] = [st.st_dev, st.st_ino, st.st_uid]
         changed = True
-    for gone in set(pins) - set(roots):
+    for gone in set(pins) - set(roots) - set(keep):
         del pins[gone]
         changed = True
     if changed:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
+from docindex.ingest.assets import MAYBE_ASSET, asset_message, asset_reason
 from docindex.ingest.ignore import DEFAULT_EXCLUDES, DirRules, PathRules
 from docindex.models import OCR_OFF
 
@@ -28,7 +29,7 @@ UNSUPPORTED_SUFFIXES = frozenset(
     """.png .jpg .jpeg .gif .bmp .tif .tiff .webp .ico .svgz .heic .psd .mp3 .mp4
     .m4a .wav .flac .ogg .avi .mov .mkv .webm .zip .gz .tgz .bz2 .xz .7z .rar .tar
     .jar .war .class .wasm .bin .dat .db .sqlite .sqlite3 .pdb .iso .dmg .woff
-    .woff2 .ttf .otf .eot .pkl .npy .npz .parquet .lock""".split()
+    .woff2 .ttf .otf .eot .pkl .npy .npz .parquet""".split()
 )
 
 
@@ -88,6 +89,8 @@ class WalkOptions:
     # (root, device, inode, owner uid) each root had when it was first scanned
     # (issue #33): a root replaced by another owner's folder is not walked.
     pins: tuple[tuple[str, int, int, int], ...] = ()
+    # text_extensions as assets.opt_ins gives them: assets read as text (#45)
+    opted_in: frozenset[str] = frozenset()
 
 
 def root_problem(root: Path, pin: tuple[int, int, int] | None = None) -> str | None:
@@ -171,20 +174,20 @@ def walk(
     Yields:
         FileEntry for each accepted file, SkipEntry for each left out
         (reasons: ignored, hidden, symlink, too-large, unsupported,
-        no-text-layer (an image while OCR cannot run), missing-root,
-        walk-limit, error).
+        no-text-layer (an image while OCR cannot run), the asset reasons of
+        ``assets``, missing-root, walk-limit, error).
     """
     budget = [options.max_walked_files]
     pins = {p[0]: (p[1], p[2], p[3]) for p in options.pins}
     for root in sorted(roots):
+        if scope is not None and scope != root and root not in scope.parents:
+            continue  # not even looked at: it may be a root not read here (#44)
         problem = root_problem(root, pins.get(str(root)))
         if problem is not None:
             yield SkipEntry(root, "missing-root", problem)
             continue
         if not root.is_dir():
             yield SkipEntry(root, "missing-root", "root is not a directory")
-            continue
-        if scope is not None and scope != root and root not in scope.parents:
             continue
         rules = PathRules(root, options.exclude, use_gitignore=options.use_gitignore)
         yield from _walk_root(root, options, rules, budget, scope)
@@ -223,9 +226,7 @@ def _walk_root(
             yield SkipEntry(scope, "error", "does not exist")
             return
         if scope.is_file():
-            yield from _entry_for(scope, root, rel, rules, frame,
-                                  options.max_file_bytes,
-                                  options.images_unread)  # fmt: skip
+            yield from _entry_for(scope, root, rel, rules, frame, options)
             return
         frame = rules.enter(frame, scope.name, rules.excluded(frame, scope.name, True))
         if frame.excluded and not rules.may_reinclude:
@@ -337,7 +338,7 @@ def _file(
         return SkipEntry(Path(base + name), "error", "file vanished during the walk")
     except OSError as exc:
         return SkipEntry(Path(base + name), "error", str(exc.strerror))
-    skip = _file_skip(name, st, options.max_file_bytes, options.images_unread)
+    skip = _file_skip(name, st, options)
     if skip is not None:
         return SkipEntry(Path(base + name), *skip)
     return FileEntry(base + name, root, at.prefix + name, st.st_size, st.st_mtime_ns)
@@ -430,7 +431,7 @@ _BY_NAME = operator.attrgetter("name")
 
 
 def _file_skip(
-    name: str, st: os.stat_result, max_bytes: int, images_unread: str | None
+    name: str, st: os.stat_result, options: WalkOptions
 ) -> tuple[str, str] | None:
     """(reason, message) for a stat-ed file the walk leaves out, else None."""
     if not stat.S_ISREG(st.st_mode):
@@ -439,19 +440,25 @@ def _file_skip(
     # dots start no suffix (".bashrc", "..png" have none).
     stem = name.lstrip(".")
     dot = stem.rfind(".")
-    if dot > 0 and (suffix := stem[dot:].lower()) in UNSUPPORTED_SUFFIXES:
-        if suffix not in IMAGE_SUFFIXES:
-            return "unsupported", f"{suffix} files are not indexed"
-        if images_unread is not None:  # not read: OCR could not use it
-            return "no-text-layer", f"an image; {images_unread}"
-    if st.st_size > max_bytes:
+    if dot > 0:
+        suffix = stem[dot:].lower()
+        if suffix in UNSUPPORTED_SUFFIXES:
+            if suffix not in IMAGE_SUFFIXES:
+                return "unsupported", f"{suffix} files are not indexed"
+            if options.images_unread is not None:  # not read: OCR could not use it
+                return "no-text-layer", f"an image; {options.images_unread}"
+        elif suffix in MAYBE_ASSET:
+            asset = asset_reason(stem, options.opted_in)
+            if asset is not None:
+                return asset[0], asset_message(*asset)
+    if st.st_size > options.max_file_bytes:
         return "too-large", f"{st.st_size} bytes"
     return None
 
 
 def _entry_for(
     path: Path, root: Path, rel: str, rules: PathRules, frame: DirRules,
-    max_bytes: int, images_unread: str | None,
+    options: WalkOptions,
 ) -> Iterator[FileEntry | SkipEntry]:  # fmt: skip
     """The walk's verdict on one file named by a scope (``scan FILE``)."""
     if rules.excluded(frame, path.name, False):
@@ -465,7 +472,7 @@ def _entry_for(
     except OSError as exc:
         yield SkipEntry(path, "error", str(exc.strerror))
         return
-    skip = _file_skip(path.name, st, max_bytes, images_unread)
+    skip = _file_skip(path.name, st, options)
     if skip is not None:
         yield SkipEntry(path, *skip)
         return

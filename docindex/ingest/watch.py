@@ -27,9 +27,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from docindex.config import Config
-from docindex.errors import DocindexError, IndexBusyError
+from docindex.errors import DocindexError, IndexBusyError, IndexUnreachableError
 from docindex.ingest._debounce import Batch, Coalescer, RawEvent, is_under
-from docindex.ingest.walker import UNSUPPORTED_SUFFIXES, PathRules, root_problem
+from docindex.ingest.assets import asset_reason, opt_ins
+from docindex.ingest.reconnect import Link
+from docindex.ingest.walker import (
+    IMAGE_SUFFIXES,
+    UNSUPPORTED_SUFFIXES,
+    PathRules,
+    root_problem,
+)
 from docindex.models import ScanResult
 from docindex.store import Store
 
@@ -84,6 +91,9 @@ class PathFilter:
         self.cfg = cfg
         self.own = frozenset(own)
         self._rules: dict[str, PathRules] = {}
+        self._opted_in = opt_ins(cfg.text_extensions)
+        # images are documents when OCR is on (#36): their events count then
+        self._unread = UNSUPPORTED_SUFFIXES - (IMAGE_SUFFIXES if cfg.ocr else set())
 
     def root_of(self, path: str) -> str | None:
         """The (innermost) root containing ``path``."""
@@ -107,9 +117,9 @@ class PathFilter:
         parts = rel.split("/")
         if not self.cfg.hidden and any(p.startswith(".") for p in parts):
             return False
-        if (
-            not is_dir
-            and os.path.splitext(parts[-1])[1].lower() in UNSUPPORTED_SUFFIXES
+        if not is_dir and (
+            os.path.splitext(parts[-1])[1].lower() in self._unread
+            or asset_reason(parts[-1], self._opted_in) is not None
         ):
             return False
         rules = self._rules.get(root)
@@ -301,6 +311,7 @@ def watch(
     open_store: Callable[[], Store], cfg: Config, *, debounce_ms: int = 300,
     on_batch: Callable[[BatchReport], None], stop_event: threading.Event,
     on_notice: Callable[[str], None] | None = None, max_batch: int = 256,
+    keep_present: bool = False,
 ) -> None:  # fmt: skip
     """Catch up with an incremental scan, then apply file-system changes until stopped.
 
@@ -313,9 +324,15 @@ def watch(
             set when this function returns.
         on_notice: called with warnings (busy index, fallbacks, dropped work).
         max_batch: most paths per transaction.
+        keep_present: see ``indexer.scan`` (issue #44).
+
+    A server index whose server goes away is opened again (``reconnect``),
+    then caught up with a scan.
 
     Raises:
         DocindexError: the index cannot be opened or its settings differ.
+        IndexUnreachableError: its server stayed away past
+            ``cfg.reconnect_timeout_s``.
     """
     notice = on_notice or (lambda msg: None)
     roots = [str(Path(r)) for r in cfg.roots]
@@ -326,7 +343,9 @@ def watch(
     obs = _Observer(roots, _Sink(q, clock))
     tap = _LogTap(q)
     wd_log = logging.getLogger("watchdog")
-    store = open_store()
+    link = Link(open_store, notice=notice, stop_event=stop_event,
+                limit_s=cfg.reconnect_timeout_s)  # fmt: skip
+    store = link.store
     wd_log.addHandler(tap)
 
     def _wake_on_stop() -> None:
@@ -350,32 +369,33 @@ def watch(
         # Observe first, then catch up: a change during the scan is applied after it.
         for root, reason in obs.start():
             notice(f"{root}: {reason}")
-        done = _apply_retrying(store, cfg, Batch(()), "catch-up", stop_event, notice)
+        done = _apply_retrying(link, cfg, Batch(()), "catch-up", stop_event, notice,
+                               keep_present)  # fmt: skip
         if done is not None:
             on_batch(done[0])
             if done[1]:
                 co.add_fallback(None, "files changed during the catch-up scan", clock())
-        _loop(store, cfg, q, co, filt, obs, clock, stop_event, on_batch, notice)
+        _loop(link, cfg, q, co, filt, obs, clock, stop_event, on_batch, notice,
+              keep_present)  # fmt: skip
     finally:
         stop_event.set()
         wd_log.removeHandler(tap)
         obs.stop()
-        store.checkpoint()
-        store.close()
+        link.close()
 
 
 def _loop(
-    store: Store, cfg: Config, q: queue.SimpleQueue[object], co: Coalescer,
+    link: Link, cfg: Config, q: queue.SimpleQueue[object], co: Coalescer,
     filt: PathFilter, obs: _Observer, clock: Callable[[], float],
     stop_event: threading.Event, on_batch: Callable[[BatchReport], None],
-    notice: Callable[[str], None],
+    notice: Callable[[str], None], keep_present: bool,
 ) -> None:  # fmt: skip
     next_health = clock() + HEALTH_INTERVAL_S
     stopping = False
     vectors_due = True  # a deferred embedder may have work left (issue #47)
     while not stopping:
         if vectors_due and co.next_deadline() is None:
-            vectors_due = _embed_while_idle(store, cfg, q, stop_event, notice)
+            vectors_due = _embed_while_idle(link.store, cfg, q, stop_event, notice)
         deadline = co.next_deadline()
         wake = next_health if deadline is None else min(deadline, next_health)
         items = []
@@ -398,44 +418,50 @@ def _loop(
         batches = co.flush() if stopping else []
         batch = None if stopping else co.due(now)
         while batch is not None or batches:
-            if batch is None:
-                batch = batches.pop(0)
-            if batch.maybe:
-                batch = Batch(batch.paths + _known(store, filt, batch.maybe))
-                if not batch.paths:
+            todo: Batch = batch if batch is not None else batches.pop(0)
+            batch = None
+            kind = "fallback" if todo.fallback else "changes"
+            try:
+                if todo.maybe:
+                    todo = Batch(todo.paths + _known(link.store, filt, todo.maybe))
+                if not todo.paths:
                     batch = None if stopping else co.due(clock())
                     continue
-            kind = "fallback" if batch.fallback else "changes"
-            if batch.fallback and batch.paths[0] in obs.rearm:
-                obs.rebuild(batch.paths[0])  # before the scan, so nothing slips by
-            try:
+                if todo.fallback and todo.paths[0] in obs.rearm:
+                    obs.rebuild(todo.paths[0])  # before the scan: nothing slips by
                 # A deferred embedder's vectors wait while changes are queued:
                 # the lexical rows are committed first (issue #47).
-                report, raced = _apply(store, cfg, batch, kind,
+                report, raced = _apply(link.store, cfg, todo, kind,
+                                       keep_present=keep_present,
                                        yield_to=lambda: not q.empty())  # fmt: skip
+            except IndexUnreachableError as exc:
+                # The server restarted or failed over (issue #44): open the
+                # index again, then go over this batch and every root.
+                if stopping or not link.renew(exc):
+                    notice(f"{exc}; {len(todo.paths)} pending path(s) not applied")
+                    return
+                co.defer(todo, clock())
+                co.add_fallback(None, "reconnected to the index", clock())
+                continue
             except IndexBusyError:
                 if stopping:
-                    dropped = len(batch.paths) + sum(len(b.paths) for b in batches)
+                    dropped = len(todo.paths) + sum(len(b.paths) for b in batches)
                     notice(f"index is busy; dropped {dropped} pending path(s)")
                     return
-                else:
-                    notice(
-                        f"index is busy; retrying {len(batch.paths)} path(s) shortly"
-                    )
-                    co.defer(batch, clock() + BUSY_RETRY_S)
-                batch = None
+                notice(f"index is busy; retrying {len(todo.paths)} path(s) shortly")
+                co.defer(todo, clock() + BUSY_RETRY_S)
                 continue
             except DocindexError as exc:
-                report, raced = BatchReport(kind, len(batch.paths), 0, 0, 0,
+                report, raced = BatchReport(kind, len(todo.paths), 0, 0, 0,
                                             [{"path": "", "reason": "error",
                                               "message": str(exc)}]), False  # fmt: skip
             on_batch(report)
             vectors_due = True
             if raced and not stopping:
                 # Its removals were not pruned: go over these paths again.
-                co.defer(batch, clock() + co.debounce_s)
+                co.defer(todo, clock() + co.debounce_s)
             elif raced:
-                notice(f"files kept changing; {len(batch.paths)} path(s) may be stale "
+                notice(f"files kept changing; {len(todo.paths)} path(s) may be stale "
                        "until the next start")  # fmt: skip
             batch = None if stopping else co.due(clock())
             if batch is not None:
@@ -463,8 +489,8 @@ def _embed_while_idle(
     try:
         embed_pending(store, cfg, result=result,
                       yield_to=lambda: not q.empty() or stop_event.is_set())  # fmt: skip
-    except IndexBusyError:
-        notice("index is busy; vectors will be embedded later")
+    except (IndexBusyError, IndexUnreachableError):
+        notice("index is busy or unreachable; vectors will be embedded later")
         return True
     return result.vectors_pending > 0
 
@@ -512,6 +538,11 @@ def _feed(
 
 def _known(store: Store, filt: PathFilter, paths: Sequence[str]) -> tuple[str, ...]:
     """The paths the index holds a document at (or under, for a folder)."""
+    with store.atomic(immediate=False):  # its errors come translated (#44)
+        return _known_in(store, filt, paths)
+
+
+def _known_in(store: Store, filt: PathFilter, paths: Sequence[str]) -> tuple[str, ...]:
     by_root: dict[str, list[str]] = {}
     for path in paths:
         root = filt.root_of(path)
@@ -534,14 +565,17 @@ def _known(store: Store, filt: PathFilter, paths: Sequence[str]) -> tuple[str, .
 
 
 def _apply_retrying(
-    store: Store, cfg: Config, batch: Batch, kind: str, stop_event: threading.Event,
-    notice: Callable[[str], None],
+    link: Link, cfg: Config, batch: Batch, kind: str, stop_event: threading.Event,
+    notice: Callable[[str], None], keep_present: bool,
 ) -> tuple[BatchReport, bool] | None:  # fmt: skip
     # A catch-up scan can be long: a signal stops it between files (#17).
     stop = stop_event.is_set if kind == "catch-up" else None
     while True:
         try:
-            return _apply(store, cfg, batch, kind, stop)
+            return _apply(link.store, cfg, batch, kind, stop, keep_present)
+        except IndexUnreachableError as exc:
+            if not link.renew(exc):
+                return None
         except IndexBusyError:
             notice("index is busy (another docindex is writing); retrying")
             if stop_event.wait(BUSY_RETRY_S):
@@ -550,7 +584,7 @@ def _apply_retrying(
 
 def _apply(
     store: Store, cfg: Config, batch: Batch, kind: str,
-    stop: Callable[[], bool] | None = None,
+    stop: Callable[[], bool] | None = None, keep_present: bool = False,
     yield_to: Callable[[], bool] | None = None,
 ) -> tuple[BatchReport, bool]:  # fmt: skip
     """Apply one batch; the flag says the tree kept moving under every attempt."""
@@ -566,7 +600,7 @@ def _apply(
     errors: list[dict[str, str]] = []
     for _attempt in range(3):
         result = scan(store, cfg, scopes=[Path(p) for p in batch.paths], stop=stop,
-                      yield_to=yield_to)  # fmt: skip
+                      keep_present=keep_present, yield_to=yield_to)  # fmt: skip
         added, updated = added + result.indexed, updated + result.updated
         errors = [e for e in result.errors if not _raced(e)]
         if result.interrupted:  # a signal during a catch-up scan (#33)

@@ -25,6 +25,9 @@ from docindex.text.fields import document_input, embed_input, title_text
 EMBED_COMMIT = 512  # segments embedded per committed transaction
 # Documents per transaction for a per-document embedder (~0.2-0.5 s each here).
 DOCUMENT_COMMIT = 16
+# Segments per progress event inside a commit: MiniLM embeds ~25 a second on
+# this machine, so a whole commit was 20 s without a sign of life (#45).
+EMBED_STEP = 64
 
 
 def embed_pending(
@@ -72,7 +75,12 @@ def embed_pending(
         if not rows:
             break
         inputs = [_input(store, row, per_doc) for row in rows]
-        blobs = quantize(embedder.embed(inputs), embedder.bits)
+        blobs: list[bytes] = []
+        for start in range(0, len(inputs), EMBED_STEP):
+            step = inputs[start : start + EMBED_STEP]
+            blobs += quantize(embedder.embed(step), embedder.bits)
+            if on_progress and start + len(step) < len(inputs):
+                on_progress(Progress("embed", done + start + len(step), total))
         with store.atomic():
             store.set_vectors([r.id for r in rows], blobs)
         after = rows[-1].id

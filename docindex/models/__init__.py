@@ -185,6 +185,14 @@ class SkipReason(StrEnum):
     TIMEOUT = "timeout"
     TRUNCATED = "truncated"
     PARTIAL = "partial"
+    # Code and assets rather than prose, left out by name (issue #45)
+    VECTOR_IMAGE = "vector-image"
+    STYLESHEET = "stylesheet"
+    SCRIPT = "script"
+    SOURCE_MAP = "source-map"
+    MINIFIED = "minified"
+    LOCK_FILE = "lock-file"
+    DIAGRAM_SOURCE = "diagram-source"
 
     @property
     def message(self) -> str:
@@ -215,7 +223,30 @@ _SKIP_MESSAGES = {
     SkipReason.TIMEOUT: "extraction took over extract_timeout_s",
     SkipReason.TRUNCATED: "indexed in part: a row, page, time or PDF content limit",
     SkipReason.PARTIAL: "indexed, but some pages could not be read",
+    SkipReason.VECTOR_IMAGE: "an SVG drawing: markup, not prose",
+    SkipReason.STYLESHEET: "a stylesheet (CSS, Sass, Less)",
+    SkipReason.SCRIPT: "JavaScript or TypeScript code",
+    SkipReason.SOURCE_MAP: "a source map",
+    SkipReason.MINIFIED: "minified code (.min.js, .min.css)",
+    SkipReason.LOCK_FILE: "a package manager's lock file",
+    SkipReason.DIAGRAM_SOURCE: "a diagram's source (Mermaid, PlantUML, Graphviz, ...)",
 }
+#: Reasons a scan reports but the index does not keep (`docindex skipped` cannot
+#: list them): limits met on the way and a walk's I/O errors, met again next time.
+UNRECORDED_REASONS = frozenset(
+    {
+        SkipReason.WALK_LIMIT, SkipReason.MISSING_ROOT, SkipReason.MAX_DOCS,
+        SkipReason.MAX_SEGMENTS, SkipReason.MAX_EMBEDDED,
+    }
+)  # fmt: skip
+#: Reasons for files that are code or assets: ``text_extensions`` opts them in.
+ASSET_REASONS = frozenset(
+    {
+        SkipReason.VECTOR_IMAGE, SkipReason.STYLESHEET, SkipReason.SCRIPT,
+        SkipReason.SOURCE_MAP, SkipReason.MINIFIED, SkipReason.LOCK_FILE,
+        SkipReason.DIAGRAM_SOURCE,
+    }
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

@@ -86,7 +86,7 @@ from docindex.search.snippet import (
     open_fence,
     snippet_with_highlights,
 )
-from docindex.search.spelling import suggestions
+from docindex.search.spelling import as_written, suggestions
 from docindex.store import DocFilter, Index, SegmentRow
 from docindex.text.synonyms import SYNONYM_WEIGHT
 from docindex.text.tokenize import identifier_terms
@@ -260,20 +260,12 @@ def search(
         # (useEfect's "efect"), which the typed name's own fix covers (#47).
         derived = identifier_terms(parsed.positive_text, use_stem=cfg.stem)
         own = [t for t in qterms if t not in derived]
-        result.did_you_mean = suggestions(store, own)
-        # Hits for a misspelt name's words alone ("use" of useEfect) are no
-        # answer: the index holds none of the terms typed.
-        missed = not result.hits or (
-            bool(derived) and not any(store.doc_freqs(own).values())
-        )
-        if missed and result.did_you_mean and opts.mode == "auto":
-            # Did you mean (#37): search the index's own spelling instead.
-            fixed = _corrected(parsed, result.did_you_mean)
-            again = search(store, fixed, cfg, opts, hint=False)
-            if again.hits:
-                again.query, again.corrected = parsed.text, fixed.text
-                again.did_you_mean = result.did_you_mean
-                result = again
+        fixes = suggestions(store, own)
+        if fixes:
+            # Hits for a misspelt name's words alone ("use" of useEfect) are
+            # no answer: the index holds none of the terms typed.
+            missed = bool(derived) and not any(store.doc_freqs(own).values())
+            result = _spelled(store, parsed, fixes, result, cfg, opts, missed)
         if not result.hits and opts.offset == 0:
             result.hint = _zero_hint(store, parsed, cfg, opts)
         elif result.hits and opts.offset == 0:
@@ -302,6 +294,52 @@ def _total(
         fts_match(parsed), _doc_filter(opts, store), documents=opts.files
     )
     return max(counted, ranked), True
+
+
+def _spelled(
+    store: Index, parsed: ParsedQuery, fixes: dict[str, str], result: QueryResult,
+    cfg: Config, opts: QueryOptions, missed: bool = False,
+) -> QueryResult:  # fmt: skip
+    """Did you mean (#37), in words the index holds as written (#45).
+
+    With no hits in ``auto`` mode (or ``missed``: hits for none of the words
+    typed, #47), the corrected query is searched instead.
+    The suggestions name the words the hits show ("middleware"), not the
+    index's stems ("middlewar").
+    """
+    fixed = _corrected(parsed, fixes)
+    if (missed or not result.hits) and opts.mode == "auto":
+        again = search(store, fixed, cfg, opts, hint=False)
+        if again.hits:
+            words = as_written(parsed.text, fixes, _shown(again.hits),
+                               use_stem=cfg.stem)  # fmt: skip
+            again.query = parsed.text
+            again.corrected = _replace_words(parsed.text, words)
+            again.did_you_mean = words
+            return again
+    # The hits show the query's words: look the suggested ones up alone.
+    look = dataclasses.replace(opts, top=5, mode="lexical", offset=0, min_score=0.0)
+    found = search(store, " ".join(dict.fromkeys(fixes.values())), cfg, look,
+                   hint=False)  # fmt: skip
+    result.did_you_mean = as_written(parsed.text, fixes, _shown(found.hits),
+                                     use_stem=cfg.stem)  # fmt: skip
+    return result
+
+
+def _shown(hits: list[Hit]) -> list[tuple[str, list[tuple[int, int]]]]:
+    return [(h.snippet, h.highlights) for h in hits]
+
+
+def _replace_words(text: str, words: dict[str, str]) -> str:
+    """``text`` with each word that is a key of ``words`` replaced by its value."""
+    from docindex.text.tokenize import word_spans
+
+    out, done = [], 0
+    for start, end, word in word_spans(text):
+        if word in words:
+            out += [text[done:start], words[word]]
+            done = end
+    return "".join([*out, text[done:]])
 
 
 def _corrected(parsed: ParsedQuery, fixes: dict[str, str]) -> ParsedQuery:

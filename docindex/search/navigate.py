@@ -122,6 +122,25 @@ class PathScope(NamedTuple):
     pattern: str
 
 
+def check_glob(pattern: str) -> None:
+    """Refuse a glob no engine can match by: a character range that runs
+    backwards (``[z-a]``). SQLite's GLOB would match nothing and PostgreSQL's
+    regex fail; both engines answer with this one line instead (issue #44).
+
+    Raises:
+        BadInputError: naming the range.
+    """
+    from docindex.text.globs import backwards_range, bracket_sets
+
+    for found in bracket_sets(pattern):
+        bad = backwards_range(found.body)
+        if bad:
+            raise BadInputError(
+                f"path: the glob {pattern!r} holds the range {bad}, which runs "
+                f"backwards; write [{bad[2]}-{bad[0]}]"
+            )
+
+
 def path_scope(roots: Sequence[str], arg: str, cwd: Path | None = None) -> PathScope:
     """The one rule for a path a user or an agent types (issue #38).
 
@@ -138,6 +157,7 @@ def path_scope(roots: Sequence[str], arg: str, cwd: Path | None = None) -> PathS
     check_length("path", arg, MAX_GLOB_CHARS)
     if "\x00" in arg:  # no file name holds one; the OS refuses to look it up
         raise BadInputError("path: contains a NUL character")
+    check_glob(arg)
     text = os.path.expanduser(arg)
     root_paths = [Path(r) for r in roots]
     cut = min((text.index(c) for c in _GLOB_CHARS if c in text), default=len(text))
@@ -451,7 +471,10 @@ def section(
     doc = resolve_file(store, roots, file, cwd=cwd)
     segments = store.segments_of(doc.id)
     heads = _doc_headings(store, doc, segments)
-    index = _find_heading(heads, heading, doc.rel_path)
+    if heading.startswith("#") and len(heading) > 1:
+        index = _heading_by_anchor(heads, segments, heading, doc.rel_path)
+    else:
+        index = _find_heading(heads, heading, doc.rel_path)
     head, path = heads[index], _heading_paths(heads)[index]
     after = next(
         (
@@ -478,6 +501,28 @@ def section(
         chunk_ids=chunk_ids, text="\n".join(body_lines[start - 1 : end]),
         heading_path=path,
     )  # fmt: skip
+
+
+def _heading_by_anchor(
+    heads: list[_Heading], segments: list[SegmentRow], heading: str, rel_path: str
+) -> int:
+    """Index of the heading ``#anchor`` names (``#use-cors``, #45), else MisuseError."""
+    found = anchor_section(segments, heading[1:])
+    if found is not None:
+        row = segments[found[0]]
+        want = list(row.heading[: found[1]])
+        paths = _heading_paths(heads)
+        at = [
+            i
+            for i, h in enumerate(heads)
+            if paths[i] == want and h.line <= row.end_line
+        ]
+        if at:
+            return at[-1]
+    raise MisuseError(
+        f"no heading {heading!r} in {rel_path}; see its headings and ids with "
+        f"`docindex outline {shlex.quote(rel_path)}`"
+    )
 
 
 def _heading_paths(heads: list[_Heading]) -> list[list[str]]:
@@ -624,15 +669,40 @@ def opening_of(segments: list[SegmentRow], rel_path: str, target: str) -> int | 
 
     A heading followed directly by a subheading has no chunk of its own (its
     id is its first child's, ``guide.md#reference/useeffect``), yet ``outline``
-    and Markdown links name it ``guide.md#reference`` (issue #37).
+    and Markdown links name it ``guide.md#reference`` (issue #37). A page's
+    own link names a heading by its id alone, ``cors.md#use-corsmiddleware``
+    for ``## Use CORSMiddleware { #use-corsmiddleware }`` under ``# CORS``
+    (MkDocs, issue #45): the section whose path ends in that id, when one does.
     """
     anchor = target.rpartition("#")[2]
     if not anchor or _without_part(anchor) != anchor:
         return None
-    prefix = f"{rel_path}#{anchor}/"
-    return next(
-        (i for i, s in enumerate(segments) if s.chunk_id.startswith(prefix)), None
-    )
+    found = anchor_section(segments, anchor)
+    return None if found is None else found[0]
+
+
+def anchor_section(segments: list[SegmentRow], anchor: str) -> tuple[int, int] | None:
+    """(first chunk, heading depth) of the section ``anchor`` names, or None.
+
+    ``anchor`` is a chunk id's anchor or its start (``cors/use-cors``), else
+    the end of exactly one section's anchor path (``use-cors``).
+    """
+    owns = [_without_part(s.chunk_id.partition("#")[2]) for s in segments]
+    depth = anchor.count("/") + 1
+    for i, own in enumerate(owns):
+        if own == anchor or own.startswith(anchor + "/"):
+            return i, depth
+    key = f"/{anchor}/"
+    first: dict[str, int] = {}  # the sections so named: their path, first chunk
+    for i, own in enumerate(owns):
+        path = f"/{own}/"
+        at = path.find(key)
+        if at >= 0:
+            first.setdefault(path[: at + len(key)], i)
+    if len(first) != 1:
+        return None
+    path, i = next(iter(first.items()))
+    return i, path.strip("/").count("/") + 1
 
 
 def _file_line(

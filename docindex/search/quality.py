@@ -28,7 +28,7 @@ from docindex.config import Config
 from docindex.search.query import ParsedQuery
 from docindex.store import Index, SegmentRow
 from docindex.text.prose import MIN_PROSE_WORDS, open_fence, prose_words
-from docindex.text.tokenize import terms
+from docindex.text.tokenize import is_cjk, terms
 
 WEAK_COVERAGE = 0.5  # the best hit holds less of the query's weight: "weak match"
 # A fragment's score is multiplied by this, and capped below the window's
@@ -44,21 +44,60 @@ _CODE_WORD = re.compile(r"[a-z][A-Z]|_|\(|\)|[.:/=<>{}]\w|^-{1,2}\w")
 
 
 def term_weights(store: Index, qterms: Sequence[str]) -> dict[str, float]:
-    """Each query term's idf (``ln(1 + (N - df + 0.5) / (df + 0.5))``)."""
+    """Each query term's idf (``ln(1 + (N - df + 0.5) / (df + 0.5))``), in query order.
+
+    A CJK bigram that joins two words (see ``coverage``) and that the index
+    holds ten times less often than both bigrams beside it weighs 0.
+    """
     n = max(1, store.count_segments())
     dfs = store.doc_freqs(list(qterms))
-    return {
+    weights = {
         t: math.log(1 + (n - dfs.get(t, 0) + 0.5) / (dfs.get(t, 0) + 0.5))
         for t in qterms
     }
+    for before, term, after in _joins(list(weights)):
+        if dfs.get(term, 0) * JUNCTION_RATIO < min(
+            dfs.get(before, 0), dfs.get(after, 0)
+        ):
+            weights[term] = 0.0
+    return weights
 
 
 def coverage(held: set[str], weights: dict[str, float]) -> float:
-    """Share of the query's idf weight whose terms are in ``held`` (0-1)."""
-    total = sum(weights.values())
+    """Share of the query's idf weight whose terms are in ``held`` (0-1).
+
+    ``weights`` is in query order. A CJK bigram that spans two words of the
+    query (如何设置跨域 -> 设置, 置跨, 跨域) is no word of its own, and being
+    rare its idf made a right answer a "weak match" of 32% (#45). It does not
+    count when the hit lacks it but holds the bigrams on both its sides (or,
+    ``term_weights``, when the index holds it far less often than them).
+    """
+    junctions = {
+        term for before, term, after in _joins(list(weights))
+        if term not in held and before in held and after in held
+    }  # fmt: skip
+    total = sum(w for t, w in weights.items() if t not in junctions)
     if total <= 0:
         return 0.0
     return sum(w for t, w in weights.items() if t in held) / total
+
+
+# A joining bigram held this many times less often than both neighbours is no word.
+JUNCTION_RATIO = 10
+
+
+def _joins(order: list[str]) -> list[tuple[str, str, str]]:
+    """(before, bigram, after): the CJK bigrams of ``order`` between the two
+    bigrams that overlap them (设置, 置跨, 跨域): the ones that may join words."""
+    out = []
+    for i in range(1, len(order) - 1):
+        before, term, after = order[i - 1], order[i], order[i + 1]
+        if (
+            len(term) == 2 and is_cjk(term[0])
+            and before[-1:] == term[0] and after[:1] == term[-1]
+        ):  # fmt: skip
+            out.append((before, term, after))
+    return out
 
 
 def held_terms(text: str, heading: Iterable[str], cfg: Config) -> set[str]:

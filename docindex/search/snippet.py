@@ -11,9 +11,9 @@ import bisect
 import re
 from typing import TYPE_CHECKING
 
-from docindex.text.prose import ANCHOR as _ANCHOR
 from docindex.text.prose import CODE_SPAN as _CODE_SPAN
 from docindex.text.prose import display_lines as _display_lines
+from docindex.text.prose import drop_anchors
 from docindex.text.prose import open_fence as open_fence
 from docindex.text.prose import prose_lines as prose_lines
 from docindex.text.stem import stem
@@ -110,17 +110,20 @@ def display_text(text: str) -> str:
 
 
 _HEADING_LINE = re.compile(r"^ {0,3}#{1,6}[ \t].*$", re.M)
+# The last line of a setext heading that ends in "}" (an attribute list, #45)
+_SETEXT_LINE = re.compile(r"^[^\n]*\}[ \t]*(?=\n {0,3}(?:=+|-+)[ \t]*$)", re.M)
 
 
 def reading_text(text: str) -> str:
     """A chunk or section as ``show`` and ``section`` print it (issue #37).
 
     The document's own text, line for line (code fences and all), without
-    the explicit anchors of its headings (``{/*id*/}``, ``{#id}``) and the
+    the explicit anchors of its headings (``{/*id*/}``, ``{#id}``, ``{ #id }``) and the
     trailing blanks that MDX tags leave where the index blanked them.
     """
     if "{" in text:
-        text = _HEADING_LINE.sub(lambda m: _ANCHOR.sub("", m.group()), text)
+        text = _HEADING_LINE.sub(lambda m: drop_anchors(m.group()), text)
+        text = _SETEXT_LINE.sub(lambda m: drop_anchors(m.group()), text)
     return _TRAILING.sub("", text)
 
 

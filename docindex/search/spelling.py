@@ -65,6 +65,60 @@ def suggestions(store: Index, qterms: Sequence[str]) -> dict[str, str]:
     return out
 
 
+def as_written(
+    text: str,
+    fixes: dict[str, str],
+    shown: Sequence[tuple[str, Sequence[tuple[int, int]]]],
+    *,
+    use_stem: bool = True,
+) -> dict[str, str]:
+    """``fixes`` (stem -> stem) as people write them: query word -> index word.
+
+    The index holds stems: "middlware" was corrected to "middlewar" (#45). The
+    query's own word replaces the key; the word the suggested stem comes from
+    in the hits' text (``shown``: each snippet with its highlight spans), the
+    nearest to the typed word (then the most frequent), replaces the value. A
+    stem no hit shows stays.
+
+    Args:
+        text: the query as typed.
+        fixes: query term -> index term, as ``suggestions`` gives them.
+        shown: (snippet, [start, end) highlight spans) of hits that hold them.
+        use_stem: the index's ``stem`` setting.
+    """
+    from collections import Counter
+
+    from docindex.text.tokenize import query_terms, word_spans
+
+    seen: dict[str, Counter[str]] = {better: Counter() for better in fixes.values()}
+    for snippet, spans in shown:
+        for start, end in spans:
+            word = snippet[start:end]
+            for term in query_terms(word, use_stem=use_stem):
+                if term in seen:
+                    seen[term][word.lower()] += 1
+    out: dict[str, str] = {}
+    for term, better in fixes.items():
+        typed = next(
+            (w for _, _, w in word_spans(text) if _term_of(w, use_stem) == term
+             or w.lower().startswith(term)), term,
+        )  # fmt: skip
+        words = seen[better]
+        out[typed] = min(
+            words,
+            key=lambda w: (edit_distance(typed, w, 9), -words[w], w),
+            default=better,
+        )
+    return out
+
+
+def _term_of(word: str, use_stem: bool) -> str:
+    from docindex.text.tokenize import query_terms
+
+    found = query_terms(word, use_stem=use_stem)
+    return found[0] if found else ""
+
+
 def edit_distance(a: str, b: str, limit: int) -> int:
     """Optimal-string-alignment distance (a swap of neighbours is one edit),
     or ``limit + 1`` once it is sure to exceed ``limit``."""

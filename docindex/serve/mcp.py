@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 from docindex.api.index import Index
-from docindex.errors import BadInputError, DocindexError
+from docindex.errors import BadInputError, DocindexError, install_hint
 from docindex.models.limits import (
     MAX_CHUNK_ID_CHARS,
     MAX_GLOB_CHARS,
@@ -44,14 +44,12 @@ if TYPE_CHECKING:
     from docindex.api.records import Vocabulary
     from docindex.models import Progress, QueryResult
     from docindex.models.serialize import JSONObject, JSONValue
+    from docindex.store.location import ServerUrl
 
 # A JSON schema as the tools list it (built here, only handed to the SDK).
 Schema = dict[str, object]
 
-INSTALL_HINT = (
-    "the MCP server needs the mcp extra: pip install '.[mcp]' in a checkout "
-    "(pip install 'docindex[mcp]' from a package index)"
-)
+INSTALL_HINT = f"the MCP server needs the mcp extra: {install_hint('mcp')}"
 MAX_BATCH = 10
 MAX_ENUM = 100  # a facet with more values gets no enum (schemas stay small)
 MAX_IN_FLIGHT = 4  # tool calls running at once (threads); the rest wait
@@ -355,7 +353,7 @@ class Tools:
         roots: ``--root`` directories; the tools never leave the roots.
     """
 
-    def __init__(self, db: str | None, roots: list[str]) -> None:
+    def __init__(self, db: str | Path | ServerUrl | None, roots: list[str]) -> None:
         self.db = db
         self.roots = [str(Path(r).resolve()) for r in roots]
         self.index = Index(db, roots=self.roots)  # the tools that read or add roots
@@ -755,7 +753,7 @@ def _warm(index: Index) -> None:
         pass
 
 
-def serve(db: str | None, roots: list[str]) -> None:
+def serve(db: str | Path | ServerUrl | None, roots: list[str]) -> None:
     """Run the MCP server on stdin/stdout until the client disconnects.
 
     Raises:

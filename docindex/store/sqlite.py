@@ -36,6 +36,7 @@ from docindex.errors import (
     IndexNotWritableError,
     ReadOnlyIndexError,
     SchemaTooNewError,
+    install_hint,
 )
 from docindex.store import maintenance, migrations
 from docindex.store._sql import document_body
@@ -51,6 +52,15 @@ WAL_LIMIT_BYTES = 8 << 20  # 2x the -wal of SQLite's auto-checkpoint (1,000 page
 MMAP_BYTES = 1 << 30  # Store.open(mapped=True): a 10x corpus index is 0.8 GB
 
 
+def busy_message(where: str) -> str:
+    """ "index is busy", with what to do about it (#45)."""
+    return (
+        f"index is busy (another docindex is writing){where}; run the command "
+        "again when that scan, reindex, vacuum or watch catch-up ends, or let it "
+        "wait longer than busy_timeout_s (10 s by default)"
+    )
+
+
 def translate(exc: sqlite3.Error, path: Path | str) -> DocindexError:
     """Turn an sqlite3 error into a one-line DocindexError that says what to do."""
     msg = str(exc)
@@ -60,7 +70,7 @@ def translate(exc: sqlite3.Error, path: Path | str) -> DocindexError:
     index = f"index {path}" if str(path) else "the index"
     if "locked" in msg or "busy" in msg:
         where = f": {path}" if str(path) else ""
-        return IndexBusyError(f"index is busy (another docindex is writing){where}")
+        return IndexBusyError(busy_message(where))
     if code.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or (
         isinstance(exc, sqlite3.DatabaseError)
         and ("malformed" in msg or "not a database" in msg or "corrupt" in msg)
@@ -110,9 +120,14 @@ def repair_hint(path: Path | str) -> str:
     if path.parent.name == DEFAULT_DB_DIR or _remembers_roots(path):
         return "run `docindex reindex --full` to rebuild it"
     quoted = shlex.quote(str(path))
+    roots = salvaged_roots(path)
+    if roots:  # the real folders, never a placeholder to type over (#45)
+        named = " ".join(f"--root {shlex.quote(r)}" for r in roots)
+        return f"rebuild it with `docindex reindex --full {named} --db {quoted}`"
     return (
-        f"rebuild it with `docindex reindex --full --root DIR --db {quoted}` "
-        "(DIR: the folder it indexed), or point --db elsewhere"
+        "its roots cannot be read from it: rebuild it with docindex reindex --full "
+        f"--db {quoted} and a --root for each folder it indexed, or point --db "
+        "elsewhere"
     )
 
 
@@ -129,6 +144,39 @@ def _remembers_roots(path: Path) -> bool:
         return False
     finally:
         conn.close()
+
+
+_ROOTS_KEY = b'"roots": ['
+SALVAGE_BYTES = 64 << 20  # a damaged index is searched this far for its settings
+
+
+def salvaged_roots(path: Path) -> list[str]:
+    """The roots a damaged index remembered, read from its bytes (#45).
+
+    When SQLite can no longer read the file, the ``settings`` meta value (JSON
+    with ``"roots": [...]``) is usually still there as written. Only folders
+    that exist are returned; the last copy wins (a page rewritten later).
+    """
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(SALVAGE_BYTES)
+    except OSError:
+        return []
+    found: list[str] = []
+    decoder = json.JSONDecoder()
+    at = data.rfind(_ROOTS_KEY)
+    while at >= 0 and not found:
+        start = at + len(_ROOTS_KEY) - 1
+        try:
+            value, _ = decoder.raw_decode(
+                data[start : start + 65536].decode("utf-8", "replace")
+            )
+        except (ValueError, UnicodeDecodeError):
+            value = None
+        if isinstance(value, list):
+            found = [r for r in value if isinstance(r, str) and Path(r).is_dir()]
+        at = data.rfind(_ROOTS_KEY, 0, at)
+    return found
 
 
 class Store(DocumentRows, PostingRows):
@@ -269,7 +317,8 @@ class Store(DocumentRows, PostingRows):
         if version > migrations.SCHEMA_VERSION:
             raise SchemaTooNewError(
                 f"{self.path} was written by a newer docindex (schema {version} > "
-                f"{migrations.SCHEMA_VERSION}); upgrade docindex"
+                f"{migrations.SCHEMA_VERSION}); upgrade docindex: "
+                + install_hint(upgrade=True)
             )
         try:
             if version == 0 and not tables and may_migrate:

@@ -74,7 +74,7 @@ class Heading:
     body: int  # offset of the line after it (after a setext underline)
     level: int
     text: str  # as rendered
-    anchor: str | None  # an explicit ``{#id}`` / ``{/*id*/}``
+    anchor: str | None  # an explicit ``{#id}``, ``{ #id .class }``, ``{/*id*/}``
 
 
 _FENCE_LINE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")

@@ -227,7 +227,13 @@ def _is_heading_line(text: str, line_start: int) -> bool:
     )
 
 
-_EXPLICIT = re.compile(r"[ \t]*(?:\{/\*\s*([\w-]+)\s*\*/\}|\{#([\w-]+)[^}]*\})[ \t]*$")
+# An MDX anchor ``{/*id*/}`` closing a heading (Docusaurus).
+_MDX_ANCHOR = re.compile(r"[ \t]*\{/\*\s*([\w-]+)\s*\*/\}[ \t]*$")
+# An attribute list closing a heading: ``{#id}``, ``{ #id }``, ``{#id .class
+# key=value}``, kramdown's ``{: #id}`` (MkDocs attr_list, issue #45). This is
+# Python-Markdown's ``AttrListTreeprocessor.HEADER_RE`` but for the blanks
+# before it, which Docusaurus's ``## Title{#id}`` does without.
+_ATTR_LIST = re.compile(r"[ \t]*\{(:?)[ ]*([^}\n ][^\n]*)\}[ \t]*$")
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 _IMAGE_OR_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 # (?<!\\): an escaped "<" is literal text, not a tag (CommonMark 2.4;
@@ -240,19 +246,78 @@ _EMPHASIS = re.compile(r"(?<![\w\\])(\*{1,3}|_{1,3})(?=\S)(.+?)(?<=\S)\1(?!\w)")
 _ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
 
 
+# Python-Markdown's attr_list scanner, rule for rule and in its order: a
+# key="quoted", key='quoted', key=value, a word (#id, .class, a bare key) or a
+# blank. Not imported from there: `markdown` costs 26-36 ms to import, paid by
+# every `query` and `show` whose text holds such a heading (measured, #45);
+# tests/test_markdown_attrs.py checks this against the library.
+_ATTR_TOKEN = re.compile(
+    r"""([^ =}]+)=(?:"(.*?)"|'(.*?)')|([^ =}]+)=([^ =}]+)|([^ =}]+)| """
+)
+
+
+def attr_list(text: str) -> list[tuple[str, str | None]] | None:
+    """The (key, value) pairs of an attribute list's inside, as MkDocs reads them.
+
+    ``#x`` is ("id", "x"), ``.c`` is (".", "c"), a bare word ``w`` is ("w",
+    None). None when text other than attributes is left before a ``}``
+    (Python-Markdown's strict reading: then it is no attribute list).
+    """
+    out: list[tuple[str, str | None]] = []
+    pos = 0
+    while pos < len(text):
+        m = _ATTR_TOKEN.match(text, pos)
+        if m is None or m.end() == pos:
+            break
+        pos = m.end()
+        if m[1] is not None:
+            out.append((m[1], m[2] if m[2] is not None else m[3]))
+        elif m[4] is not None:
+            out.append((m[4], m[5]))
+        elif m[6] is not None:
+            word = m[6]
+            if word[0] in ".#":
+                out.append(("." if word[0] == "." else "id", word[1:]))
+            else:
+                out.append((word, None))
+    return None if "}" in text[pos:] else out
+
+
+def explicit_anchor(raw: str) -> tuple[int, str | None]:
+    """(where the heading's closing anchor or attribute list starts, its id).
+
+    ``(len(raw), None)`` when ``raw`` ends in neither. An attribute list is read
+    as MkDocs reads it (Python-Markdown's attr_list parser): ``{ #id .c k=v }``
+    gives ``id``; one without an id is still dropped from the text. A brace
+    pair that is not an attribute list (``{x}``, ``{a} b}``) stays text: it needs
+    a ``#id``, ``.class`` or ``key=value``, or kramdown's leading ``:``.
+    """
+    if not raw.endswith("}"):
+        return len(raw), None
+    mdx = _MDX_ANCHOR.search(raw)
+    if mdx is not None:
+        return mdx.start(), mdx[1]
+    found = _ATTR_LIST.search(raw)
+    attrs = None if found is None else attr_list(found[2])
+    if found is None or not attrs:
+        return len(raw), None
+    if not found[1] and not any(k in ("id", ".") or v is not None for k, v in attrs):
+        return len(raw), None  # "{x}": a word in braces, not attributes
+    ids = [v for k, v in attrs if k == "id" and v]
+    return found.start(), (ids[-1] if ids else None)
+
+
 def heading_text(raw: str) -> tuple[str, str | None]:
     """(text as rendered, explicit anchor or None) of an ATX/setext heading's text.
 
-    ``Usage {/*usage*/}`` -> ("Usage", "usage"); ``inject {#inject}`` ->
-    ("inject", "inject"); ``\\*\\*Note\\*\\*`` -> ("**Note**", None);
-    ``**Bold** [link](/x) <sup class="b" />`` -> ("Bold link", None). Code
-    spans keep their content literally (``\\`<Suspense>\\``` -> "<Suspense>").
+    ``Usage {/*usage*/}`` -> ("Usage", "usage"); ``inject {#inject}`` and
+    ``inject { #inject .c }`` -> ("inject", "inject"); ``\\*\\*Note\\*\\*`` ->
+    ("**Note**", None); ``**Bold** [link](/x) <sup class="b" />`` -> ("Bold
+    link", None). Code spans keep their content literally
+    (``\\`<Suspense>\\``` -> "<Suspense>").
     """
-    anchor = None
-    explicit = _EXPLICIT.search(raw)
-    if explicit is not None:
-        anchor = explicit[1] or explicit[2]
-        raw = raw[: explicit.start()]
+    cut, anchor = explicit_anchor(raw)
+    raw = raw[:cut]
     pieces: list[str] = []
     pos = 0
     for span in _CODE_SPAN.finditer(raw):

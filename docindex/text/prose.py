@@ -13,6 +13,8 @@ import math
 import re
 from collections.abc import Iterable
 
+from docindex.text.mdsyntax import explicit_anchor
+
 # Fewer words of prose: a fragment (code, config, markup). A segment's stored
 # count is capped here: all a query needs is whether it reaches it.
 MIN_PROSE_WORDS = 8
@@ -22,6 +24,17 @@ _TABLE_RULE = re.compile(
 )
 _HEADING_MARKS = re.compile(r"^ {0,3}#{1,6}[ \t]+", re.M)
 ANCHOR = re.compile(r"[ \t]*(?:\{/\*\s*[\w-]+\s*\*/\}|\{#[\w-]+[^}\n]*\})")
+
+
+def drop_anchors(line: str) -> str:
+    """``line`` without explicit anchors: ``{#id}``, ``{/*id*/}`` and a closing
+    attribute list as MkDocs reads one (``## CORS { #cors .wide }``, #45)."""
+    line = ANCHOR.sub("", line)
+    if line.endswith("}"):
+        line = line[: explicit_anchor(line)[0]]
+    return line
+
+
 _ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
 CODE_SPAN = re.compile(r"(`+)[^`\n]*?\1")  # inline code on one line
 
@@ -83,7 +96,7 @@ def display_lines(text: str, fence: str = "") -> list[tuple[str, bool]]:
             continue
         if _TABLE_RULE.fullmatch(line):
             continue
-        line = ANCHOR.sub("", _HEADING_MARKS.sub("", line))
+        line = drop_anchors(_HEADING_MARKS.sub("", line))
         if "\\" in line:
             pieces, pos = [], 0
             for code in CODE_SPAN.finditer(line):

@@ -16,13 +16,13 @@ the file the OCR file budget.
 from __future__ import annotations
 
 import io
-import time
 import warnings
 from typing import TYPE_CHECKING
 
 from docindex.errors import ExtractionError
 from docindex.ingest.extract import ExtractLimits
 from docindex.ingest.extract.ocr import (
+    OcrBudget,
     PageCache,
     fit,
     unavailable_message,
@@ -48,6 +48,8 @@ def extract(data: bytes, name: str, limits: ExtractLimits) -> Extracted:
             read it, ``timeout`` when every page took too long.
     """
     why_not = unavailable_message(limits.ocr)
+    if why_not is None and limits.ocr is not None:
+        why_not = limits.ocr.scan_spent()  # the scan's OCR time is over (#45)
     try:
         from PIL import Image
     except ImportError:
@@ -62,7 +64,7 @@ def extract(data: bytes, name: str, limits: ExtractLimits) -> Extracted:
         except Image.DecompressionBombError as exc:
             raise ExtractionError("too-large", str(exc)[:200]) from None
         except Exception as exc:  # not an image, or a damaged header
-            raise ExtractionError("corrupt", f"not a readable image: {exc}") from None
+            raise ExtractionError("corrupt", _unreadable(exc)) from None
         if (width < MIN_SIDE and height < MIN_SIDE) or width * height < MIN_PIXELS:
             raise ExtractionError(
                 "no-text-found", f"an icon ({width} x {height} pixels)"
@@ -77,9 +79,9 @@ def extract(data: bytes, name: str, limits: ExtractLimits) -> Extracted:
                 f"{cap * MAX_DECODE_FACTOR:,}",
             )
         frames = getattr(image, "n_frames", 1) if image.format == "TIFF" else 1
-        deadline = time.monotonic() + settings.file_timeout_s
+        budget = OcrBudget(settings)
         units: list[Unit] = []
-        truncated = ""
+        truncated = unread = ""
         slow = 0
         cache = PageCache(data, settings)
         for index in range(min(frames, limits.max_pages)):
@@ -90,9 +92,13 @@ def extract(data: bytes, name: str, limits: ExtractLimits) -> Extracted:
                         Unit(text=text, page=index + 1 if frames > 1 else None)
                     )
                 continue
-            left = deadline - time.monotonic()
-            if left <= 0:
-                truncated = f"ocr-time:{settings.file_timeout_s:g}s at page {index + 1}"
+            if budget.left() <= 0:
+                if budget.by_scan():  # the next scan reads it (#45)
+                    unread = f"{budget.spent()}; the next scan reads it"
+                else:
+                    truncated = (
+                        f"ocr-time:{settings.file_timeout_s:g}s at page {index + 1}"
+                    )
                 break
             try:
                 frame = _frame(image, index, cap)
@@ -100,7 +106,7 @@ def extract(data: bytes, name: str, limits: ExtractLimits) -> Extracted:
                 raise
             except Exception as exc:
                 raise ExtractionError("corrupt", f"cannot decode: {exc}") from None
-            text = ocr_page(frame, settings, left)
+            text = ocr_page(frame, budget)
             if text is None:
                 slow += 1
                 continue
@@ -108,20 +114,31 @@ def extract(data: bytes, name: str, limits: ExtractLimits) -> Extracted:
             if text.strip():
                 units.append(Unit(text=text, page=index + 1 if frames > 1 else None))
         cache.save()
+    if budget.by_scan() and budget.left() <= 0 and (slow or unread):
+        unread = f"{budget.spent()}; the next scan reads it"
     if not units:
+        if unread:
+            raise ExtractionError("no-text-layer", f"an image; {unread}")
         if slow:
-            raise ExtractionError(
-                "timeout", f"OCR took over {settings.page_timeout_s:g} s a page"
-            )
+            raise ExtractionError("timeout", budget.errors())
         raise ExtractionError("no-text-found", "OCR found no words in this image")
     meta: dict[str, str] = {}
     if frames > limits.max_pages:
         truncated = truncated or f"pages:{limits.max_pages}/{frames}"
     if truncated:
         meta["truncated"] = truncated
+    if unread:
+        meta["no_text_layer"] = f"frames not read: {unread}"
     if slow:
-        meta["page_errors"] = f"{slow} over {settings.page_timeout_s:g} s of OCR"
+        meta["page_errors"] = budget.errors()
     return Extracted(units=tuple(units), title=None, kind="image", meta=meta)
+
+
+def _unreadable(exc: Exception) -> str:
+    """Why Pillow could not open an image, without its buffer's repr (#45)."""
+    if type(exc).__name__ == "UnidentifiedImageError":
+        return "not a readable image: Pillow does not know its format"
+    return f"not a readable image: {exc}"
 
 
 def _frame(image: PILImage, index: int, cap: int) -> PILImage:

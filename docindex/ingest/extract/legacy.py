@@ -10,12 +10,16 @@ or plain text.
 
 from __future__ import annotations
 
+import re
+
 from docindex.errors import ExtractionError
 from docindex.ingest.extract import ExtractLimits, get_extractor
 from docindex.ingest.extract.text import looks_binary
 from docindex.models import Extracted
 
 _CFB_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # OLE compound file
+# A Graphviz file: a line that opens "[strict] (di)graph [name] {"
+_GRAPHVIZ = re.compile(rb"^\s*(?:strict\s+)?(?:di)?graph\b[^{\n]*\{", re.I | re.M)
 
 _FORMATS = {
     "doc": ("Word 97-2003 document", ".docx (or .odt)"),
@@ -47,6 +51,12 @@ def extract(data: bytes, name: str, limits: ExtractLimits) -> Extracted:
     if data.startswith(b"PK\x03\x04") and suffix in _OOXML:
         return get_extractor(_OOXML[suffix])(data, name, limits)
     if not data.startswith(_CFB_MAGIC) and not looks_binary(data[:8192]):
+        if suffix == "dot" and _GRAPHVIZ.search(data[:4096]):  # not prose (#45)
+            raise ExtractionError(
+                "diagram-source",
+                'a Graphviz diagram\'s source; text_extensions = [".dot"] indexes '
+                "such files",
+            )
         return get_extractor("txt")(data, name, limits)  # an old README.doc
     what, target = _FORMATS.get(suffix, ("legacy Office file", "a current format"))
     raise ExtractionError(

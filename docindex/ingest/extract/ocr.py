@@ -18,10 +18,12 @@ import functools
 import math
 import os
 import re
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from docindex.errors import ExtractionError
+from docindex.errors import ExtractionError, install_hint
 from docindex.models import OCR_OFF as OFF_MESSAGE
 
 if TYPE_CHECKING:
@@ -53,6 +55,9 @@ class OcrSettings:
             read so far are kept and the file is ``truncated``.
         max_pixels: the rendered page or decoded image is scaled down to at most
             this many pixels (a 20,000 x 20,000 scan must not take gigabytes).
+        scan_timeout_s: the most OCR a whole scan may take (#45).
+        scan_until: when that time ends (``time.time()``; 0: no bound). Past
+            it, what still needs OCR waits for the next scan.
     """
 
     enabled: bool = False
@@ -60,6 +65,85 @@ class OcrSettings:
     page_timeout_s: float = 60.0
     file_timeout_s: float = 600.0
     max_pixels: int = 12_000_000
+    scan_timeout_s: float = 3600.0
+    scan_until: float = 0.0
+
+    def scan_spent(self) -> str | None:
+        """Why OCR must not start now (the scan's OCR time is over), else None."""
+        if self.scan_until and time.time() >= self.scan_until:
+            return (
+                f"this scan's OCR time ({self.scan_timeout_s:g} s, "
+                "ocr_scan_timeout_s) ran out; the next scan reads it"
+            )
+        return None
+
+
+@dataclass(slots=True)
+class OcrBudget:
+    """The time OCR of one file may still take, and why pages were stopped (#45).
+
+    A page gets ``page_timeout_s`` but never more than the file's budget
+    (``file_timeout_s``) or the scan's (``scan_until``) has left; a message
+    says which bound stopped it and after how long, not a limit that did not
+    apply ("over 60 s" for a page killed at 24 s).
+    """
+
+    settings: OcrSettings
+    started: float = field(default_factory=time.monotonic)
+    stopped: list[str] = field(default_factory=list)  # why each slow page stopped
+
+    def _ends(self) -> tuple[float, str]:
+        """(monotonic time OCR of this file must end, the bound that sets it)."""
+        s = self.settings
+        end = self.started + s.file_timeout_s
+        why = f"the file's OCR time ({s.file_timeout_s:g} s, ocr_timeout_s)"
+        if s.scan_until:
+            scan_end = time.monotonic() + (s.scan_until - time.time())
+            if scan_end < end:
+                end = scan_end
+                why = (
+                    f"this scan's OCR time ({s.scan_timeout_s:g} s, ocr_scan_timeout_s)"
+                )
+        return end, why
+
+    def left(self) -> float:
+        """Seconds OCR of this file may still run (<= 0: none)."""
+        return self._ends()[0] - time.monotonic()
+
+    def spent(self) -> str:
+        """Why the file's OCR stops here: the bound that ran out."""
+        return f"{self._ends()[1]} ran out"
+
+    def by_scan(self) -> bool:
+        """True when the scan's bound, not the file's, is the one running out."""
+        return "scan" in self._ends()[1]
+
+    def read(self, image: Image) -> str | None:
+        """OCR one page within the budget; None (and the reason kept) if stopped."""
+        left = self.left()
+        page_limit = self.settings.page_timeout_s
+        limit = min(page_limit, left)
+        began = time.monotonic()
+        try:
+            return read_image(image, self.settings, limit)
+        except ExtractionError as exc:
+            if exc.reason != "timeout":
+                raise
+        took = time.monotonic() - began
+        if limit >= page_limit:
+            why = f"the page limit ({page_limit:g} s, ocr_page_timeout_s)"
+        else:
+            why = self._ends()[1]
+        self.stopped.append(f"stopped after {took:.0f} s at {why}")
+        return None
+
+    def errors(self) -> str:
+        """The ``page_errors`` note for the stopped pages ("" for none)."""
+        if not self.stopped:
+            return ""
+        kinds = sorted(set(self.stopped), key=self.stopped.index)
+        pages = "1 page" if len(self.stopped) == 1 else f"{len(self.stopped)} pages"
+        return f"OCR of {pages} {'; '.join(kinds[:3])}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +212,7 @@ def unavailable_message(settings: OcrSettings | None) -> str | None:
         )
     missing = _libraries_missing()
     if missing:
-        return f"OCR is on but {missing} is missing: pip install 'docindex[ocr]'"
+        return f"OCR is on but {missing} is missing: {install_hint('ocr')}"
     if not languages(settings, found):
         asked = "+".join(settings.languages)
         return f"OCR is on but none of its languages ({asked}) is installed"
@@ -165,7 +249,7 @@ class PageCache:
             else b"|"
         )
         digest = key.hexdigest()
-        self.path = cache_dir() / "ocr" / digest[:2] / f"{digest}.json"
+        self.path = ocr_cache_dir(cache_dir()) / digest[:2] / f"{digest}.json"
         self.pages: dict[str, str] = {}
         self.dirty = False
         try:
@@ -174,6 +258,9 @@ class PageCache:
             loaded = json.loads(self.path.read_text("utf-8"))
             if isinstance(loaded, dict):
                 self.pages = {str(k): str(v) for k, v in loaded.items()}
+                # Recently used: pruned last. The access time says so; the
+                # modification time stays when the entry was written.
+                os.utime(self.path, ns=(time.time_ns(), self.path.stat().st_mtime_ns))
         except (OSError, ValueError):
             pass
 
@@ -194,11 +281,77 @@ class PageCache:
         import tempfile
 
         with contextlib.suppress(OSError):
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            _private_dirs(self.path.parent)
             fd, tmp = tempfile.mkstemp(dir=self.path.parent, suffix=".tmp")
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 json.dump(self.pages, fh, ensure_ascii=False)
             os.replace(tmp, self.path)
+
+
+def ocr_cache_dir(base: Path) -> Path:
+    """The OCR text cache under the user's cache folder ``base``."""
+    return base / "ocr"
+
+
+def _private_dirs(folder: Path) -> None:
+    """Create ``folder`` and the cache folders above it owner-only (0700, #45).
+
+    An entry's name is the hash of a file's bytes: anyone who may list the
+    folder learns which files they know were OCR'd. Folders made before #45
+    (0755) are narrowed when they are ours.
+    """
+    top = folder.parent.parent  # .../docindex: ocr/<xx>/ lie below it
+    for part in (top, top / "ocr", folder):
+        try:
+            part.mkdir(mode=0o700, exist_ok=True)
+        except FileNotFoundError:
+            part.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = part.stat()
+        if st.st_mode & 0o077 and st.st_uid == os.getuid():
+            os.chmod(part, 0o700)
+
+
+@dataclass(frozen=True, slots=True)
+class CachePruned:
+    """What pruning the OCR cache did: entries and bytes removed, and kept."""
+
+    removed: int
+    freed_bytes: int
+    kept: int
+    kept_bytes: int
+
+
+def prune_cache(base: Path, max_bytes: int) -> CachePruned:
+    """Remove the least recently used OCR cache entries until ``max_bytes`` remain.
+
+    Used: read or written (its access time, which a cache hit sets).
+
+    ``max_bytes=0`` empties the cache. Entries another process is writing
+    (``*.tmp``) are left alone; one that vanished meanwhile is no error.
+    """
+    folder = ocr_cache_dir(base)
+    entries: list[tuple[float, int, Path]] = []
+    for path in folder.glob("*/*.json") if folder.is_dir() else ():
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        entries.append((max(st.st_atime, st.st_mtime), st.st_size, path))
+    total = sum(size for _, size, _ in entries)
+    removed = freed = 0
+    for _, size, path in sorted(entries):
+        if total <= max_bytes:
+            break
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
+        except OSError:
+            continue
+        total -= size
+        removed += 1
+        freed += size
+    return CachePruned(removed, freed, len(entries) - removed, total)
 
 
 def fit(width: float, height: float, scale: float, max_pixels: int) -> float:
@@ -239,11 +392,13 @@ def read_image(image: Image, settings: OcrSettings, timeout: float) -> str:
     # Registered while it runs: a worker told to stop kills it (pool.CHILDREN);
     # any exception here (the page budget, Ctrl-C in-process) kills it too.
     CHILDREN.add(child)
+    began = time.monotonic()
     try:
         out, err = child.communicate(buf.getvalue(), timeout=max(timeout, 0.1))
     except subprocess.TimeoutExpired:
+        took = time.monotonic() - began
         raise ExtractionError(
-            "timeout", f"OCR of a page took over {timeout:g} s"
+            "timeout", f"OCR of a page stopped after {took:.0f} s (its limit)"
         ) from None
     finally:
         if child.returncode is None:

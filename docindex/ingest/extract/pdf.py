@@ -42,10 +42,10 @@ from docindex.ingest.extract import ExtractLimits
 from docindex.ingest.extract.ocr import (
     DPI,
     MIN_PAGE_CHARS,
+    OcrBudget,
     OcrSettings,
     PageCache,
     fit,
-    read_image,
     unavailable_message,
 )
 from docindex.models import Extracted, Unit
@@ -54,15 +54,10 @@ _BLANK_RUN = re.compile(r"\n{4,}")
 _TRAILING_WS = re.compile(r"[ \t\f\v]+$", re.MULTILINE)
 
 
-def ocr_page(image: Image, settings: OcrSettings, left: float) -> str | None:
+def ocr_page(image: Image, budget: OcrBudget) -> str | None:
     """One page's OCR text, normalised; None when it ran past its time budget."""
-    try:
-        text = read_image(image, settings, min(settings.page_timeout_s, left))
-    except ExtractionError as exc:
-        if exc.reason != "timeout":
-            raise
-        return None
-    return normalize_text(text)
+    text = budget.read(image)
+    return None if text is None else normalize_text(text)
 
 
 def normalize_text(text: str) -> str:
@@ -294,6 +289,8 @@ def _read_pages(data: bytes, limits: ExtractLimits, alarm: _Alarm) -> Extracted:
         )
     meta: dict[str, str] = {}  # page_errors of OCR, before those of the layer
     why_not = unavailable_message(limits.ocr) if sparse else None
+    if sparse and why_not is None and limits.ocr is not None:
+        why_not = limits.ocr.scan_spent()  # the scan's OCR time is over (#45)
     if sparse and why_not is None:
         assert limits.ocr is not None
         units = _with_ocr(data, units, sparse, limits.ocr, truncated, meta)
@@ -411,8 +408,8 @@ def _with_ocr(
     import pypdfium2.raw as pdfium_c
 
     by_page = {u.page: u for u in units}
-    deadline = time.monotonic() + settings.file_timeout_s
-    slow = unrendered = 0
+    budget = OcrBudget(settings)
+    slow = unrendered = cut = 0
     cache = PageCache(data, settings)
     try:
         doc = pdfium.PdfDocument(data)
@@ -420,7 +417,7 @@ def _with_ocr(
         meta["page_errors"] = f"OCR could not open the file: {describe_error(exc)}"
         return units
     try:
-        for index, layer in sparse:
+        for done, (index, layer) in enumerate(sparse):
             cached = cache.get(index)
             if cached is not None:
                 _keep_longer(by_page, index, layer, cached)
@@ -436,11 +433,12 @@ def _with_ocr(
                 )
                 if next(iter(images), None) is None:
                     continue
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    truncated.append(
-                        f"ocr-time:{settings.file_timeout_s:g}s at page {index + 1}"
-                    )
+                if budget.left() <= 0:
+                    cut = len(sparse) - done
+                    if not budget.by_scan():
+                        truncated.append(
+                            f"ocr-time:{settings.file_timeout_s:g}s at page {index + 1}"
+                        )
                     break
                 width, height = page.get_size()
                 scale = fit(width, height, DPI / 72, settings.max_pixels)
@@ -450,7 +448,7 @@ def _with_ocr(
                 continue
             finally:
                 page.close()
-            text = ocr_page(image, settings, left)
+            text = ocr_page(image, budget)
             if text is None:
                 slow += 1
                 continue
@@ -459,7 +457,14 @@ def _with_ocr(
     finally:
         doc.close()
         cache.save()
-    errors = [f"{slow} over {settings.page_timeout_s:g} s of OCR"] if slow else []
+    if budget.by_scan() and budget.left() <= 0 and (cut or slow):
+        # The scan's OCR time ran out, not the file's: the next scan with OCR
+        # reads the file again (a no-text-layer record), from the cache (#45).
+        meta["no_text_layer"] = (
+            f"{cut + slow} scanned pages not read: {budget.spent()}; "
+            "the next scan reads them"
+        )
+    errors = [budget.errors()] if slow else []
     if unrendered:
         errors.append(f"{unrendered} not rendered for OCR")
     if errors:

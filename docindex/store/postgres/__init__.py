@@ -31,6 +31,7 @@ from docindex.errors import (
     ForeignDatabaseError,
     IndexNotFoundError,
     SchemaTooNewError,
+    install_hint,
 )
 from docindex.store._sql import facet_rows
 from docindex.store.location import ServerUrl
@@ -68,6 +69,10 @@ if TYPE_CHECKING:
 # writers never share a block and no lock is needed (16.7 M segments per
 # document; ``max_segments`` caps a whole index far below that).
 SEGMENT_BITS = ranking.SEGMENT_BITS
+# The writers' lock of this index (one per schema: tests keep many in one database).
+WRITER_LOCK = (
+    "SELECT pg_advisory_xact_lock(hashtext('docindex writer ' || current_schema()))"
+)
 __all__ = ["READ_ONLY_HINT", "PgStore", "filter_sql", "glob_regex", "scratch_schema",
            "translate"]  # fmt: skip
 _TABLES = ("docindex_meta", "roots", "root_paths", "documents", "segments",
@@ -94,6 +99,8 @@ class PgStore(PgReader):
         self.conn = Adapter(lambda: self.pg, self.roots_here)  # type: ignore[assignment]
         self.halves = None
         self.outdated = False
+        self.role = self.schema = ""  # set by ``open``: named in GRANT hints
+        self._writing = False  # in a writing transaction (``atomic``)
         self._depth = 0
         self._bodies: dict[int, str] = {}
         self._bodies_version = None
@@ -172,21 +179,33 @@ class PgStore(PgReader):
             )  # fmt: skip
         except psycopg.Error as exc:
             raise translate(exc, location) from None
+        role = schema_name = "<unknown>"
         try:
-            pg.execute(
-                "SELECT set_config('lock_timeout', %s, false)",
+            row = pg.execute(
+                "SELECT set_config('lock_timeout', %s, false), current_user, "
+                "coalesce(current_schema(), 'public')",
                 (f"{int(busy_timeout * 1000)}ms",),
-            )
+            ).fetchone()
+            _, role, schema_name = one(row)
             if readonly:
                 pg.execute("SET default_transaction_read_only = on")
             store = cls(pg, location, host or host_name())
+            store.role, store.schema = str(role), str(schema_name)
             store._setup(create and not readonly)
         except BaseException as exc:
             pg.close()
             if isinstance(exc, psycopg.Error):
-                raise translate(exc, location) from None
+                # what fails before a write transaction only read (#44)
+                raise translate(exc, location, reading=True, role=str(role),
+                                schema=str(schema_name)) from None  # fmt: skip
             raise
         return store
+
+    def _translate(self, exc: BaseException) -> DocindexError:
+        """``translate`` with this connection's role and schema, and whether the
+        failed statement ran in a writing transaction."""
+        return translate(exc, self.location, reading=not self._writing,
+                         role=self.role, schema=self.schema)  # fmt: skip
 
     def _setup(self, may_migrate: bool) -> None:
         version = schema.version(self.pg)
@@ -194,7 +213,7 @@ class PgStore(PgReader):
             raise SchemaTooNewError(
                 f"index {self.location} was written by a newer docindex (schema "
                 f"{version} > {schema.SCHEMA_VERSION}); upgrade docindex: "
-                "pip install -U 'docindex[postgres]'"
+                + install_hint("postgres", upgrade=True)
             )
         if version == schema.SCHEMA_VERSION:
             if may_migrate:
@@ -312,16 +331,25 @@ class PgStore(PgReader):
                 self._rows.clear()
                 self._freqs.clear()
                 self._reading = not immediate
+                self._writing = immediate
                 self._totals = None
                 self._id_block = 1
                 self._added.clear()
                 self.pg.execute(
                     "BEGIN" if immediate else "BEGIN ISOLATION LEVEL REPEATABLE READ"
                 )
+                if immediate:
+                    # One writer at a time, as in SQLite: a second one waits up
+                    # to the busy timeout (lock_timeout), then "index is busy";
+                    # no row or table lock can then stop a scan halfway (#44).
+                    self.pg.execute(WRITER_LOCK)
             else:
                 self.pg.execute(f"SAVEPOINT sp{self._depth}")
         except psycopg.Error as exc:
-            raise translate(exc, self.location) from None
+            if self._depth == 0:  # BEGIN ran, the writers' lock did not come
+                with contextlib.suppress(psycopg.Error):
+                    self.pg.execute("ROLLBACK")
+            raise self._translate(exc) from None
         self._depth += 1
         try:
             yield
@@ -344,23 +372,30 @@ class PgStore(PgReader):
                 self._added.clear()
                 first, self._failed = self._failed, None
                 if isinstance(exc, psycopg.Error):
-                    raise translate(first or exc, self.location) from None
+                    raise self._translate(first or exc) from None
             raise
-        self._depth -= 1
         try:
-            if self._depth == 0:
+            if self._depth == 1:
+                # Still inside the transaction: a clash the flush meets deletes
+                # the other copy in a savepoint, not in a transaction of its own
+                # that would commit this one halfway (issue #44).
                 self._flush_vocab()
                 self.pg.execute("COMMIT")
+                self._writing = False
             else:
-                self.pg.execute(f"RELEASE sp{self._depth}")
-        except psycopg.Error as exc:
+                self.pg.execute(f"RELEASE sp{self._depth - 1}")
+        except BaseException as exc:
+            self._depth -= 1
             self._segs.clear()
             self._docs.clear()
             self._batch = Batch()
             self._sender.drop()
             with contextlib.suppress(psycopg.Error):
                 self.pg.execute("ROLLBACK")
-            raise translate(exc, self.location) from None
+            if isinstance(exc, psycopg.Error):
+                raise self._translate(exc) from None
+            raise
+        self._depth -= 1
 
     def _count(self, term: str, segs: int, docs: int) -> None:
         self._segs[term] += segs
@@ -751,7 +786,7 @@ class PgStore(PgReader):
             for table in _TABLES:
                 self.pg.execute(f"VACUUM (ANALYZE) {table}")
         except driver().Error as exc:
-            raise translate(exc, self.location) from None
+            raise self._translate(exc) from None
         return Vacuumed(before, self._bytes(), (time.perf_counter() - started) * 1000)
 
     def checkpoint(self) -> None:

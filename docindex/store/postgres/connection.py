@@ -8,8 +8,8 @@ import contextlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from docindex.errors import DocindexError, IndexBusyError
-from docindex.store.location import INSTALL_HINT, ServerUrl, mask
+from docindex.errors import DocindexError, IndexBusyError, IndexUnreachableError
+from docindex.store.location import INSTALL_HINT, ServerUrl, redact
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -20,6 +20,16 @@ if TYPE_CHECKING:
 READ_ONLY_HINT = (
     "this PostgreSQL role may only read the index; write with a role that has "
     "the writer GRANTs (README: Share an index with a team)"
+)
+READ_HINT = (
+    "this PostgreSQL role may not read the index's tables; the tables' owner "
+    "grants it with `GRANT USAGE ON SCHEMA <schema> TO <role>; GRANT SELECT ON "
+    "ALL TABLES IN SCHEMA <schema> TO <role>` (README: Share an index with a team)"
+)
+PASSWORD_HINT = (
+    "keep the password in ~/.pgpass (or PGPASSFILE, a service file, "
+    "DOCINDEX_DB) rather than on the command line (README: Share an index "
+    "with a team)"
 )
 
 
@@ -33,17 +43,45 @@ def driver() -> ModuleType:
     return psycopg
 
 
-def translate(exc: BaseException, where: ServerUrl | str) -> DocindexError:
-    """A psycopg error as a one-line DocindexError; the password stays masked."""
+def translate(
+    exc: BaseException, where: ServerUrl | str, *, reading: bool = False,
+    role: str = "<role>", schema: str = "<schema>",
+) -> DocindexError:  # fmt: skip
+    """A psycopg error as a one-line DocindexError, the password redacted.
+
+    ``reading``: the failed statement only read (a permission error then
+    means the role may not read, not that it may not write); ``role`` and
+    ``schema`` fill in the GRANT it needs.
+    """
     psycopg = driver()
-    msg = mask(str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc))
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+    msg = redact(first, where)
     errors = psycopg.errors
+    if isinstance(exc, errors.InsufficientPrivilege) and reading:
+        hint = READ_HINT.replace("<role>", role).replace("<schema>", schema)
+        return DocindexError(f"cannot read index {where}: {hint} ({msg})")
     if isinstance(exc, errors.InsufficientPrivilege | errors.ReadOnlySqlTransaction):
         return DocindexError(f"cannot write index {where}: {READ_ONLY_HINT} ({msg})")
     if isinstance(exc, errors.LockNotAvailable | errors.QueryCanceled):
-        return IndexBusyError(f"index is busy (another docindex is writing): {where}")
+        return IndexBusyError(
+            f"index is busy (another docindex is writing): {where}; run the "
+            "command again when it has finished, or raise busy_timeout_s"
+        )
+    if isinstance(
+        exc, errors.InvalidPassword | errors.InvalidAuthorizationSpecification
+    ):
+        return DocindexError(f"cannot connect to index {where}: {msg}; {PASSWORD_HINT}")
     if isinstance(exc, psycopg.OperationalError):
-        return DocindexError(f"cannot reach index {where}: {msg}")
+        if "password" in first and "authentication failed" in first:
+            return DocindexError(
+                f"cannot connect to index {where}: {msg}; {PASSWORD_HINT}"
+            )
+        if "no password supplied" in first:
+            return DocindexError(
+                f"cannot connect to index {where}: the server asks for a password; "
+                f"{PASSWORD_HINT}"
+            )
+        return IndexUnreachableError(f"cannot reach index {where}: {msg}")
     return DocindexError(f"error in index {where}: {msg}")
 
 

@@ -9,26 +9,30 @@ ALL_DOCS = DocFilter()
 
 
 def glob_regex(pattern: str) -> str:
-    """A SQLite GLOB pattern as an anchored PostgreSQL regex (``*`` crosses ``/``)."""
+    """A SQLite GLOB pattern as an anchored PostgreSQL regex (``*`` crosses ``/``).
+
+    Character sets are read as GLOB reads them (``text.globs``); inside one,
+    ``[`` and ``\\`` are escaped, so ``[[.]`` or ``[^]x]`` are sets here too,
+    not a collating element or an unbalanced bracket (issue #44).
+    """
+    from docindex.text.globs import bracket_sets
+
+    sets = {b.start: b for b in bracket_sets(pattern)}
     out = ["^"]
     i = 0
     while i < len(pattern):
         ch = pattern[i]
-        if ch == "*":
+        found = sets.get(i)
+        if found is not None:
+            body = found.body.replace("\\", "\\\\").replace("[", "\\[")
+            out.append("[" + ("^" if found.negated else "") + body + "]")
+            i = found.end
+        elif ch == "[":
+            return "(?!)"  # an unclosed "[": GLOB matches nothing, nor do we
+        elif ch == "*":
             out.append(".*")
         elif ch == "?":
             out.append(".")
-        elif ch == "[":
-            end = pattern.find("]", i + 2)
-            if end < 0:
-                out.append(r"\[")
-            else:
-                body = pattern[i + 1 : end]
-                neg = body.startswith("^")
-                body = body[1:] if neg else body
-                body = body.replace("\\", "\\\\")
-                out.append("[" + ("^" if neg else "") + body + "]")
-                i = end
         else:
             out.append("\\" + ch if not ch.isalnum() else ch)
         i += 1
