@@ -158,7 +158,7 @@ def ask(
         cmd += ["--path", path]
     env = dict(os.environ)
     if weight:
-        env["DOCINDEX_NEURAL_WEIGHT"] = weight
+        env["DOCINDEX_MULTILINGUAL_WEIGHT"] = weight
     started = time.perf_counter()
     out = subprocess.run(
         cmd, input="".join(i["query"].replace("\n", " ") + "\n" for i in items),
@@ -202,7 +202,7 @@ def main() -> int:
     parser.add_argument(
         "--weights",
         default="",
-        help="neural_weight values to run (default: the setting's)",
+        help="multilingual_weight values to run (default: the setting's)",
     )
     parser.add_argument(
         "--half",

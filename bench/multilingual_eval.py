@@ -5,7 +5,7 @@ few hundred tokens a second on a shared 2-core machine: embedding SciFact
 (5,183 abstracts) takes many minutes. This bench builds each set's index
 once in ``--workdir`` (kept: a later run finds every document unchanged and
 embeds nothing) and scores ``auto`` mode, both views, at each
-``neural_weight`` asked for, with the set's usual query sample (SciFact: all
+``multilingual_weight`` asked for, with the set's usual query sample (SciFact: all
 300 judged test queries; CMRC 2018 and KorQuAD: 300 sampled with seed 13,
 as ``bench/eval.py``). The default provider's figures are
 ``bench/eval.py``'s.
@@ -48,7 +48,7 @@ def main() -> int:
         work = args.workdir / name
         work.mkdir(parents=True, exist_ok=True)
         for weight in (float(w) for w in args.weights.split(",")):
-            cfg = Config(embedding_provider="multilingual", neural_weight=weight)
+            cfg = Config(embedding_provider="multilingual", multilingual_weight=weight)
             started = time.perf_counter()
             report = evaluate(folder, modes=("auto",), n_queries=SETS.get(name),
                               seed=SEED, cfg=cfg, workdir=work)  # fmt: skip

@@ -55,6 +55,10 @@ class Config:
     # The minilm list's weight (issue #9): SciFact auto nDCG@10 with weights
     # 1.0 / 1.5 / 2.0 was 0.7236 / 0.7340 / 0.7418 (earlier sweep: 3.0 lower).
     neural_weight: float = 2.0
+    # The multilingual list's weight (issue #47): at 2.0 KorQuAD --files fell
+    # to 0.914 (the default provider 0.970); at 1.0 it held 0.974, and
+    # bench/crosslingual.py kept 0.82-0.84 (dev) against 0.65-0.70 for ngram.
+    multilingual_weight: float = 1.0
     title_weight: float = 1.0
     fusion: str = "score"
     workers: int = 0
@@ -164,6 +168,8 @@ def validate(cfg: Config) -> Config:
         (cfg.fusion in ("score", "rrf"), "fusion must be score or rrf"),
         (0.0 <= cfg.semantic_weight <= 10.0, "semantic_weight must be in 0..10"),
         (0.0 <= cfg.neural_weight <= 10.0, "neural_weight must be in 0..10"),
+        (0.0 <= cfg.multilingual_weight <= 10.0,
+         "multilingual_weight must be in 0..10"),
         (cfg.max_docs > 0 and cfg.max_segments > 0, "caps must be positive"),
         (cfg.max_depth >= 0, "max_depth must be >= 0"),
         (cfg.ocr_page_timeout_s > 0 and cfg.ocr_timeout_s > 0

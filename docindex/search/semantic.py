@@ -35,11 +35,14 @@ def language_gate(cfg: Config, text: str) -> str | None:
 
 
 def dense_weight(cfg: Config) -> float:
-    """``neural_weight`` for a model's list (minilm, SciFact: 2.0 > 1.5 > 1.0;
-    multilingual, issue #47), else ``semantic_weight`` (issue #9)."""
+    """``neural_weight`` for the minilm list (SciFact: 2.0 > 1.5 > 1.0),
+    ``multilingual_weight`` for the multilingual one (issue #47), else
+    ``semantic_weight`` (issue #9)."""
     if cfg.embedding_provider not in NEURAL:
         return cfg.semantic_weight  # no embedder built for a lexical query (#24)
     embedder = _embedder(cfg)
+    if embedder is not None and embedder.name == "multilingual":
+        return cfg.multilingual_weight
     if embedder is not None and embedder.name in NEURAL:
         return cfg.neural_weight
     return cfg.semantic_weight
