@@ -81,16 +81,23 @@ def test_text_extensions_opts_assets_back_in(tmp_path: Path) -> None:
 def test_assets_indexed_before_leave_the_index(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """An SVG indexed while opted in (or before #45) leaves once it is not."""
+    """An index from before #45 held the SVGs (read as text by their content):
+    the next scan drops them."""
+    from docindex.store import Store
+
     root = write_tree(tmp_path / "docs", {"img/logo.svg": SVG, "guide.md": GUIDE})
-    config = tmp_path / "config.toml"
+    config = tmp_path / "mine" / "config.toml"  # not beside the index
+    config.parent.mkdir()
     config.write_text('text_extensions = [".svg"]\n')
     monkeypatch.setenv("DOCINDEX_CONFIG", str(config))
-    db = str(tmp_path / "i.db")
-    assert run_json("scan", str(root), "--db", db)["indexed"] == 2
-    config.write_text("text_extensions = []\n")
-    again = run_json("scan", str(root), "--db", db)
-    assert again["removed"] == 1 and again["skipped"] == {"vector-image": 1}
+    db = tmp_path / "i.db"
+    assert run_json("scan", str(root), "--db", str(db))["indexed"] == 2
+    monkeypatch.delenv("DOCINDEX_CONFIG")
+    with Store.open(db) as store, store.atomic():  # as an older docindex left it
+        settings = store.get_meta("settings")
+        store.set_meta("settings", {**settings, "text_extensions": []})
+    again = run_json("scan", str(root), "--db", str(db))
+    assert again["removed"] == 1 and again["skipped"] == {"vector-image": 1}, str(again)
 
 
 def test_a_word_template_named_dot_is_not_a_diagram(tmp_path: Path) -> None:

@@ -24,12 +24,14 @@ if TYPE_CHECKING:
 @dataclass(frozen=True, slots=True)
 class RootInfo:
     """One root: its path, whether the folder exists, how many documents it
-    has, and whether a scan on this machine reads it (issue #44)."""
+    has, whether a scan on this machine reads it (issue #44), and whether it is
+    this host's at all (a shared index lists the roots of every host)."""
 
     path: str
     exists: bool
     documents: int
     accepted: bool = True
+    here: bool = True  # this host has a path for it (PostgreSQL: another's, else)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +58,7 @@ def list_roots(
     shown = list(roots) + [r for r in counts if r not in roots and counts[r]]
     return [
         RootInfo(r, Path(r).is_dir(), counts.get(r, 0),
-                 read_here is None or r in read_here)
+                 read_here is None or r in read_here, r in roots)
         for r in shown
     ]  # fmt: skip
 
@@ -98,7 +100,10 @@ def add(store: Index, cfg: Config, path: str | Path) -> tuple[Config, RootChange
         raise MisuseError(f"{path} is not a directory")
     roots = add_root(cfg.roots, path)
     new = cfg.replace(roots=tuple(roots))
-    _remember(store, new)
+    with store.atomic():
+        _remember(store, new)
+        # its row: on PostgreSQL the roots a host scans are its rows (#44)
+        store.root_id(canonical(path))
     return new, RootChange("add", canonical(path), 0)
 
 

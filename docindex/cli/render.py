@@ -574,12 +574,16 @@ def print_roots(console: Console, data_record: object) -> None:
         table.add_column(name, justify="right" if name == "documents" else "left")
     for root in data["roots"]:
         folder = Text("ok") if root["exists"] else Text("missing", style="bold red")
-        here = Text("yes") if root["accepted"] else Text("no", style="yellow")
+        here = (
+            Text("yes") if root["accepted"]
+            else Text("no", style="yellow") if root["here"]
+            else Text("another host's", style="dim")
+        )  # fmt: skip
         table.add_row(
             Text(term_safe(root["path"])), f"{root['documents']:,}", folder, here
         )
     console.print(table)
-    waiting = [r["path"] for r in data["roots"] if not r["accepted"]]
+    waiting = [r["path"] for r in data["roots"] if r["here"] and not r["accepted"]]
     if waiting:
         import shlex
 

@@ -16,6 +16,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from docindex.errors import IndexUnreachableError
 from docindex.store import Store
@@ -67,6 +68,19 @@ class Link:
                 f"reconnected to the index after {took:.1f} s; catching up with a scan"
             )
             return True
+        return False
+
+    def ping(self) -> bool | None:
+        """Ask a server index whether it is still there (one small read), so
+        an idle watcher learns it went away; False when it is, True when it
+        was opened again, None when the watcher was stopped meanwhile."""
+        if isinstance(self.store.path, Path):
+            return False  # a file: no server to lose
+        try:
+            with self.store.atomic(immediate=False):
+                self.store.get_meta("tokenizer")
+        except IndexUnreachableError as exc:
+            return True if self.renew(exc) else None
         return False
 
     def close(self) -> None:

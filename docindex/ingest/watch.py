@@ -56,6 +56,7 @@ __all__ = [
 
 RULES_FILE = ".gitignore"
 HEALTH_INTERVAL_S = 2.0  # how often to check the observer and vanished roots
+PING_INTERVAL_S = 10.0  # how often an idle watch asks its index server (#44)
 BUSY_RETRY_S = 1.0
 # Vanishing files during a walk are races the next event fixes, not errors.
 _RACES = (
@@ -391,6 +392,7 @@ def _loop(
     notice: Callable[[str], None], keep_present: bool,
 ) -> None:  # fmt: skip
     next_health = clock() + HEALTH_INTERVAL_S
+    next_ping = clock() + PING_INTERVAL_S
     stopping = False
     vectors_due = True  # a deferred embedder may have work left (issue #47)
     while not stopping:
@@ -415,6 +417,15 @@ def _loop(
             for root, reason in obs.check():
                 co.add_fallback(root, reason, now)
             next_health = now + HEALTH_INTERVAL_S
+            if now >= next_ping and not stopping:
+                # An idle watch learns that its server went away, not only
+                # the next time a file changes (issue #44).
+                next_ping = now + PING_INTERVAL_S
+                renewed = link.ping()
+                if renewed is None:
+                    return
+                if renewed:
+                    co.add_fallback(None, "reconnected to the index", clock())
         batches = co.flush() if stopping else []
         batch = None if stopping else co.due(now)
         while batch is not None or batches:

@@ -487,7 +487,12 @@ class _Runner:
     def __init__(self, tools: Tools) -> None:
         import anyio
 
+        from docindex.config import Config, from_env
+        from docindex.serve.reach import Reach
+
         self.tools = tools
+        # the index server may restart under us: calls wait for it (#44)
+        self.reach = Reach(from_env(Config()).reconnect_timeout_s, _log)
         self.slots = anyio.Semaphore(MAX_IN_FLIGHT)
         self.pool = ThreadPoolExecutor(MAX_IN_FLIGHT, thread_name_prefix="docindex-mcp")
         self.pending = 0
@@ -522,18 +527,44 @@ class _Runner:
     ) -> tuple[str, bool]:
         """One call on a worker thread; every failure becomes a tool error."""
         try:
-            return _to_text(self.tools.call(name, args, cancelled)), False
+            answer = self.reach.call(
+                lambda: _translated(self.tools.call, name, args, cancelled), cancelled
+            )
+            return _to_text(answer), False
         except DocindexError as exc:
             return _error(str(exc)), True
-        except sqlite3.Error as exc:
-            from docindex.store import translate
-
-            return _error(str(translate(exc, "the index"))), True
         except Exception as exc:  # keep serving: one bad call must not end the session
             return _error(f"internal error: {type(exc).__name__}: {exc}"), True
 
     def close(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _log(message: str) -> None:
+    """One line on stderr, which an MCP client shows as the server's log."""
+    print(f"docindex mcp: {message}", file=sys.stderr, flush=True)
+
+
+def _translated(
+    fn: Callable[[str, JSONObject, threading.Event], object], name: str,
+    args: JSONObject, cancelled: threading.Event,
+) -> object:  # fmt: skip
+    """``fn(...)`` with a database's own errors as DocindexErrors (so a lost
+    PostgreSQL connection is an ``IndexUnreachableError`` to retry on)."""
+    try:
+        return fn(name, args, cancelled)
+    except sqlite3.Error as exc:
+        from docindex.store import translate
+
+        raise translate(exc, "the index") from None
+    except DocindexError:
+        raise
+    except Exception as exc:
+        if not type(exc).__module__.startswith("psycopg"):
+            raise
+        from docindex.store.postgres import translate as pg_translate
+
+        raise pg_translate(exc, "the index") from None
 
 
 def build_server(tools: Tools, runner: _Runner) -> Any:
@@ -777,6 +808,7 @@ def serve(db: str | Path | ServerUrl | None, roots: list[str]) -> None:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_answer_unparsable, read_stream, send, write_stream,
                               answers, tools.closing)  # fmt: skip
+                tg.start_soon(_end_when_given_up, runner, tg.cancel_scope)
                 await server.run(receive, answers,
                                  server.create_initialization_options())  # fmt: skip
                 tg.cancel_scope.cancel()
@@ -785,3 +817,28 @@ def serve(db: str | Path | ServerUrl | None, roots: list[str]) -> None:
         anyio.run(main)
     finally:
         runner.close()
+    if runner.reach.gave_up.is_set():
+        from docindex.errors import IndexUnreachableError
+
+        raise IndexUnreachableError(runner.reach.reason)
+
+
+async def _end_when_given_up(runner: _Runner, scope: Any) -> None:
+    """Stop serving once the index server stayed away past the limit (#44)."""
+    import anyio
+
+    while not runner.reach.gave_up.is_set():
+        await anyio.sleep(1.0)
+    scope.cancel()
+    # A thread blocked reading stdin does not see the cancel: if the loop has
+    # not ended in a few seconds, end the process with the same status.
+    threading.Thread(target=_exit_soon, args=(3.0,), daemon=True).start()
+
+
+def _exit_soon(delay: float) -> None:
+    import os
+    import time
+
+    time.sleep(delay)
+    sys.stdout.flush()
+    os._exit(1)

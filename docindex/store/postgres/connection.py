@@ -62,6 +62,12 @@ def translate(
         return DocindexError(f"cannot read index {where}: {hint} ({msg})")
     if isinstance(exc, errors.InsufficientPrivilege | errors.ReadOnlySqlTransaction):
         return DocindexError(f"cannot write index {where}: {READ_ONLY_HINT} ({msg})")
+    if isinstance(exc, errors.InvalidSchemaName):
+        return DocindexError(
+            f"cannot make the index's tables at {where}: its schema does not exist, "
+            "or this role may not create in it; a DBA runs `CREATE SCHEMA name "
+            f"AUTHORIZATION role` (README: Share an index with a team) ({msg})"
+        )
     if isinstance(exc, errors.LockNotAvailable | errors.QueryCanceled):
         return IndexBusyError(
             f"index is busy (another docindex is writing): {where}; run the "
