@@ -413,7 +413,8 @@ class NgramEmbedder:
         self._stop = _Buffer("bool")
 
     def _term_counts(self, text: str) -> Counter[str]:
-        counts = Counter(terms(text, cjk_ngram=self.cjk_ngram, use_stem=self.use_stem))
+        counts = Counter(terms(text, cjk_ngram=self.cjk_ngram, use_stem=self.use_stem,
+                               identifiers=False))  # fmt: skip
         for stop in STOPWORDS.intersection(counts):
             dict.__delitem__(counts, stop)  # skips Counter's Python-level __delitem__
         return counts
@@ -429,7 +430,11 @@ class NgramEmbedder:
         """
         n, use_stem = self.cjk_ngram, self.use_stem
         return self._embed_lists(
-            [terms(t, cjk_ngram=n, use_stem=use_stem) for t in texts], weights
+            [
+                terms(t, cjk_ngram=n, use_stem=use_stem, identifiers=False)
+                for t in texts
+            ],
+            weights,  # fmt: skip
         )
 
     def embed_parts(

@@ -194,7 +194,9 @@ def iter_terms(
             yield cjk[i : i + size]
 
 
-def terms(text: str, *, cjk_ngram: int = 2, use_stem: bool = True) -> list[str]:
+def terms(
+    text: str, *, cjk_ngram: int = 2, use_stem: bool = True, identifiers: bool = True
+) -> list[str]:
     """Index-time terms of ``text`` as a list.
 
     The latin words (stemmed) in text order, then every CJK run's 1-grams,
@@ -203,9 +205,10 @@ def terms(text: str, *, cjk_ngram: int = 2, use_stem: bool = True) -> list[str]:
     this same function, so the order only has to be deterministic. This is
     the hot loop of a scan (issue #7): words and runs are found by two
     ``findall`` calls and the stem memo maps words in C, so no Python code
-    runs per token.
+    runs per token. ``identifiers`` False leaves out the identifiers' words
+    (the n-gram vectors' features, which see sub-words already: issue #47).
     """
-    words, runs = term_parts(text, use_stem=use_stem)
+    words, runs = term_parts(text, use_stem=use_stem, identifiers=identifiers)
     if runs:
         words.extend(cjk_ngrams(runs, cjk_ngram))
     return words
@@ -279,14 +282,24 @@ def identifier_terms(text: str, *, use_stem: bool = True) -> set[str]:
     return {_word_term(w, use_stem) for w in identifier_words(text)}
 
 
-def term_parts(text: str, *, use_stem: bool = True) -> tuple[list[str], list[str]]:
-    """The latin terms of ``text`` (stemmed, in order; then its identifiers'
-    words, ``identifier_words``) and its CJK runs."""
+def term_parts(
+    text: str, *, use_stem: bool = True, identifiers: bool = True
+) -> tuple[list[str], list[str]]:
+    """The latin terms of ``text`` (stemmed, in order; then, with
+    ``identifiers``, its identifiers' words, ``identifier_words``) and its
+    CJK runs."""
     words, runs = _plain_parts(text, use_stem=use_stem)
-    extra = identifier_words(text)
-    if extra:
-        words.extend(_stem_words(extra, _STEMS) if use_stem else extra)
+    if identifiers:
+        words.extend(extra_terms(text, use_stem=use_stem))
     return words, runs
+
+
+def extra_terms(text: str, *, use_stem: bool = True) -> list[str]:
+    """``identifier_words`` of ``text`` as index terms (stemmed), in order."""
+    extra = identifier_words(text)
+    if extra and use_stem:
+        return _stem_words(extra, _STEMS)
+    return extra
 
 
 def _plain_parts(text: str, *, use_stem: bool = True) -> tuple[list[str], list[str]]:
