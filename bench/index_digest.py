@@ -12,9 +12,11 @@ so a difference says where it is:
 - ``segments``: each segment as the store reads it back (``Store.segments_of``:
   chunk id, lines, offsets, heading path, page/slide/sheet/cells), its text
   (the body between its offsets) and its vector blob;
-- ``fts`` and ``doc_fts``: every (term, row, column, position) in the FTS5
-  index, read through an ``fts5vocab`` *instance* table, and the per-row
-  column sizes: what a query can find, position by position.
+- ``fts`` and ``doc_terms``: every (term, row, column, position) in the FTS5
+  index, read through an ``fts5vocab`` *instance* table, and the segments'
+  per-row column sizes: what a query can find, position by position;
+  ``doc_lengths`` and ``doc_term_counts``: the documents' lengths and the
+  counts stored whole (issue #46).
 
 Usage: python bench/index_digest.py INDEX.db [INDEX2.db ...]
 """
@@ -98,7 +100,13 @@ def digest(path: Path) -> dict[str, str]:
         out["segments"] = f"{n}:{h.hexdigest()}"
         out["vectors"] = f"{n}:{hv.hexdigest()}"
         out["orphan segments"] = str(len(vec))
-        for table in ("fts", "doc_fts"):
+        for name in ("doc_lengths", "doc_term_counts"):
+            h, n = _h(), 0
+            for row in conn.execute(f"SELECT * FROM {name} ORDER BY 1, 2"):
+                _feed(h, row)
+                n += 1
+            out[name] = f"{n}:{h.hexdigest()}"
+        for table in ("fts", "doc_terms"):
             conn.execute(
                 f"CREATE VIRTUAL TABLE temp.{table}_inst "
                 f"USING fts5vocab(main, {table}, instance)"
@@ -113,6 +121,8 @@ def digest(path: Path) -> dict[str, str]:
                     _feed(h, row)
                 n += len(rows)
             out[f"{table} postings"] = f"{n}:{h.hexdigest()}"
+            if table == "doc_terms":  # columnsize=0: no per-row sizes
+                continue
             h, n = _h(), 0
             for row in conn.execute(f"SELECT id, sz FROM {table}_docsize ORDER BY id"):
                 _feed(h, row)

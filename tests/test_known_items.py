@@ -1,7 +1,7 @@
 """Known items (issue #21): the page whose title, file name or heading *is* the
 query's key term outranks pages that merely repeat it, in the chunk list and
 with ``--files``. Document rows weigh the title (with the file name) and the
-headings as fields beside the body (``bm25(doc_fts, ...)``)."""
+headings as fields beside the body (bm25 over document fields)."""
 
 from __future__ import annotations
 

@@ -504,8 +504,12 @@ def query(
         search,
     )
 
-    ws = workspace.load(db)
-    opts = _with_cursor(_scoped(ws, options, cwd), cursor, text)
+    ws = workspace.load(db, reading=True)
+    try:
+        opts = _with_cursor(_scoped(ws, options, cwd), cursor, text)
+    except BaseException:
+        ws.close_reader()
+        raise
     with _open_for_reading(ws) as store:
         # One read transaction: a query that spans a scan's commit would find
         # FTS rowids in the old snapshot and their segments gone in the new (#8).
@@ -537,8 +541,12 @@ def batch_query(
     from docindex.errors import BadInputError
     from docindex.search.engine import parse, search
 
-    ws = workspace.load(db)
-    options = _scoped(ws, options, cwd)
+    ws = workspace.load(db, reading=True)
+    try:
+        options = _scoped(ws, options, cwd)
+    except BaseException:
+        ws.close_reader()
+        raise
     with _open_for_reading(ws) as store:
         for number, line in enumerate(lines, 1):
             try:
@@ -559,23 +567,11 @@ def _add_cursor(result: QueryResult, opts: QueryOptions) -> None:
 
 
 def _open_for_reading(ws: workspace.Workspace) -> Store:
-    """The index for a reading command: memory-mapped, read-only where need be."""
-    return ws.open(readonly=_readonly_ok(ws.db), mapped=True)
+    """The index for a reading command (``Workspace.open_reader``)."""
+    return ws.open_reader()
 
 
-def _readonly_ok(db: Path | ServerUrl) -> bool:
-    """Open read-only when we may not write the file or its folder (issue #38).
-
-    An index built by CI, on a read-only mount or owned by another user still
-    answers every reading command (``Store.open(readonly=True)`` picks
-    ``mode=ro`` or ``immutable=1``).
-    """
-    if isinstance(db, ServerUrl):
-        return False  # the server's GRANTs decide (#34)
-    from docindex.store.sqlite import read_only_filesystem
-
-    writable = os.access(db, os.W_OK) and os.access(db.parent, os.W_OK)
-    return not writable or read_only_filesystem(db)
+_readonly_ok = workspace.readonly_ok
 
 
 def stats(db: DbArg) -> IndexStats:
@@ -713,7 +709,7 @@ def watch(
 
 
 def _nav_workspace(db: DbArg, roots: list[str] | None) -> workspace.Workspace:
-    return workspace.load(db, extra_roots=roots)
+    return workspace.load(db, extra_roots=roots, reading=True)
 
 
 def outline(
@@ -843,7 +839,7 @@ def roots_list(db: DbArg) -> RootsListing:
     from docindex.api import trust
     from docindex.api.records import Relocated, RootsListing
 
-    ws = workspace.load(db)
+    ws = workspace.load(db, reading=True)
     gate = trust.gate_roots(ws.db, ws.config.roots, ws.named)
     with _open_for_reading(ws) as store:
         listed = rootsmod.list_roots(store, ws.config.roots, frozenset(gate.read))
@@ -954,7 +950,7 @@ def hit_lines(
     ``line`` is (within its page or slide for PDF and PPTX), and come from
     the text the index holds.
     """
-    ws = workspace.load(db)
+    ws = workspace.load(db, reading=True)
     out: list[list[tuple[int, str]]] = []
     with _open_for_reading(ws) as store:
         bodies: dict[int, list[str]] = {}
@@ -1000,7 +996,7 @@ def export(
     """The index as NDJSON records (``docindex export``, issue #34)."""
     from docindex.api.transfer import export_records
 
-    ws = workspace.load(db)
+    ws = workspace.load(db, reading=True)
     with _open_for_reading(ws) as store, store.atomic(immediate=False):
         yield from export_records(store, on_progress)
 

@@ -19,7 +19,6 @@ Example::
 
 from __future__ import annotations
 
-import queue
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -346,6 +345,8 @@ class Watcher:
         self._debounce_ms = debounce_ms
         self._on_notice = on_notice
         self._stop = threading.Event()
+        import queue  # a query never needs it (#46)
+
         self._batches: queue.SimpleQueue[BatchReport | None] = queue.SimpleQueue()
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, daemon=True,

@@ -26,13 +26,17 @@ class Workspace:
     ``named``: the roots this user named on this machine for this command
     (``--root``, ``scan DIR``, ``DOCINDEX_ROOTS``, the ``DOCINDEX_CONFIG``
     file); ``held_back``: the index's widening settings not applied here
-    (issue #44, ``api.trust``).
+    (issue #44, ``api.trust``). ``reader``: the index already opened for a
+    reading command by ``load`` (``reading=True``), which read its settings
+    from it; ``open_reader`` hands it over once (issue #46: one open per
+    query, not two).
     """
 
     db: Location
     config: Config
     named: tuple[str, ...] = ()
     held_back: Mapping[str, object] = field(default_factory=dict)
+    reader: list[Store] = field(default_factory=list, compare=False, repr=False)
 
     def open(
         self, *, create: bool = False, readonly: bool = False, mapped: bool = False
@@ -42,14 +46,45 @@ class Workspace:
                                   busy_timeout=self.config.busy_timeout_s,
                                   readonly=readonly,
                                   private=self.config.private_index)  # fmt: skip
-        if store.outdated:
-            store.close()
-            raise DocindexError(
-                f"index {self.db} was written by an older docindex and must be "
-                "upgraded, which needs write access: run `docindex scan` where "
-                "its folder is writable"
-            )
+        _check_current(store, self.db)
         return store
+
+    def open_reader(self) -> Store:
+        """The index for a reading command: memory-mapped, read-only where need
+        be (``readonly_ok``); the one ``load`` opened, when it did."""
+        if self.reader:
+            return self.reader.pop()
+        return self.open(readonly=readonly_ok(self.db), mapped=True)
+
+    def close_reader(self) -> None:
+        """Close the index ``load`` opened, when no one took it."""
+        while self.reader:
+            self.reader.pop().close()
+
+
+def _check_current(store: Store, db: Location) -> None:
+    if store.outdated:
+        store.close()
+        raise DocindexError(
+            f"index {db} was written by an older docindex and must be "
+            "upgraded, which needs write access: run `docindex scan` where "
+            "its folder is writable"
+        )
+
+
+def readonly_ok(db: Location) -> bool:
+    """Open read-only when we may not write the file or its folder (issue #38).
+
+    An index built by CI, on a read-only mount or owned by another user still
+    answers every reading command (``Store.open(readonly=True)`` picks
+    ``mode=ro`` or ``immutable=1``).
+    """
+    if isinstance(db, ServerUrl):
+        return False  # the server's GRANTs decide (#34)
+    from docindex.store.sqlite import read_only_filesystem
+
+    writable = os.access(db, os.W_OK) and os.access(db.parent, os.W_OK)
+    return not writable or read_only_filesystem(db)
 
 
 def resolve_db(
@@ -192,6 +227,7 @@ def load(
     extra_roots: list[str] | None = None,
     scan_path: Path | None = None,
     must_exist: bool = True,
+    reading: bool = False,
 ) -> Workspace:
     """Resolve the index and its settings for one command.
 
@@ -201,6 +237,8 @@ def load(
         extra_roots: ``--root`` directories to add to the remembered roots.
         scan_path: ``scan PATH``: becomes the root of a new index.
         must_exist: raise IndexNotFoundError when no index is found.
+        reading: a reading command: open the index as it reads (once), read
+            its settings there and keep it open (``Workspace.open_reader``).
 
     Raises:
         IndexNotFoundError: no index and ``must_exist``.
@@ -245,17 +283,38 @@ def load(
         raise IndexNotFoundError(
             f"no index at {path}; create it with `docindex scan DIR --db {path}`"
         )
-    cfg, sources, held_back = layers(path)
-    # Roots the index remembers were resolved when they were added and are
-    # pinned there (issue #33): resolving them again would follow a symbolic
-    # link put in a root's place. Roots typed in a config file or the
-    # environment are resolved as given.
-    if sources["roots"] == "index":
-        roots = list(dict.fromkeys(str(_absolute(r)) for r in cfg.roots))
-    else:
-        roots = canonical_roots(cfg.roots)
-    return _settled(path, cfg, roots, sources, held_back, overrides, extra_roots,
-                    scan_path)  # fmt: skip
+    reader: list[Store] = []
+    remembered = None
+    if reading and path.is_file():
+        store = Store.open(path, readonly=readonly_ok(path), mapped=True)
+        try:
+            _check_current(store, path)
+            remembered = dict(store.get_meta("settings") or {})
+        except BaseException:
+            store.close()
+            raise
+        reader.append(store)
+    try:
+        cfg, sources, held_back = layers(path, remembered=remembered)
+        if reader:  # opened before the settings said how long to wait
+            ms = int(cfg.busy_timeout_s * 1000)
+            reader[0].conn.execute(f"PRAGMA busy_timeout = {ms}")
+        # Roots the index remembers were resolved when they were added and are
+        # pinned there (issue #33): resolving them again would follow a symbolic
+        # link put in a root's place. Roots typed in a config file or the
+        # environment are resolved as given.
+        if sources["roots"] == "index":
+            roots = list(dict.fromkeys(str(_absolute(r)) for r in cfg.roots))
+        else:
+            roots = canonical_roots(cfg.roots)
+        ws = _settled(path, cfg, roots, sources, held_back, overrides, extra_roots,
+                      scan_path)  # fmt: skip
+    except BaseException:
+        for store in reader:
+            store.close()
+        raise
+    ws.reader.extend(reader)
+    return ws
 
 
 def _server_workspace(
@@ -361,9 +420,11 @@ def layered(
 
 
 def layers(
-    db: Location, overrides: Mapping[str, object] | None = None
-) -> tuple[Config, dict[str, str], dict[str, object]]:
-    """``layered``, and the index's widening settings it did not apply.
+    db: Location, overrides: Mapping[str, object] | None = None,
+    remembered: dict[str, object] | None = None,
+) -> tuple[Config, dict[str, str], dict[str, object]]:  # fmt: skip
+    """``layered``, and the index's widening settings it did not apply
+    (``remembered``: the index's own settings, when the caller read them).
 
     The index's remembered settings and a ``config.toml`` beside a SQLite
     index came with the index: they may narrow the walk, never widen it
@@ -376,7 +437,10 @@ def layers(
 
     sources = dict.fromkeys(cfgmod.FIELDS, "default")
     held_back: dict[str, object] = {}
-    remembered = _remembered(db) if isinstance(db, ServerUrl) or db.is_file() else {}
+    if remembered is None:
+        remembered = (
+            _remembered(db) if isinstance(db, ServerUrl) or db.is_file() else {}
+        )
     cfg = Config()
     if remembered:
         names = cfgmod.mapping_fields(remembered)

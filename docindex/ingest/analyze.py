@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from itertools import chain
 from typing import NamedTuple
 
@@ -17,7 +17,9 @@ from docindex.config import Config
 from docindex.embed.choice import embedder_for
 from docindex.embed.ngram import NgramEmbedder
 from docindex.models import Segment
+from docindex.text.fields import document_fields as document_fields
 from docindex.text.fields import embed_input
+from docindex.text.fields import fts_row as fts_row
 from docindex.text.tokenize import (
     cjk_ngrams,
     extra_terms,
@@ -39,37 +41,6 @@ class Analysis(NamedTuple):
 
     fts: tuple[tuple[str, str], ...]
     vectors: tuple[bytes, ...] | None
-
-
-def fts_row(
-    cfg: Config, doc_title: str, heading: Sequence[str], text: str
-) -> tuple[str, str]:
-    """Pre-tokenised (title, body) columns for one segment; used to insert and delete."""
-    head = " ".join((doc_title, *heading))
-    n, use_stem = cfg.cjk_ngram, cfg.stem
-    return (
-        " ".join(terms(head, cjk_ngram=n, use_stem=use_stem)),
-        " ".join(terms(text, cjk_ngram=n, use_stem=use_stem)),
-    )
-
-
-def document_fields(
-    cfg: Config, doc_title: str, headings: Iterable[Sequence[str]]
-) -> tuple[str, str]:
-    """Pre-tokenised (title and file name, headings) of a document's FTS row.
-
-    Each heading counts once however many segments sit under it (issue #21);
-    the same function rebuilds them to delete the row.
-    """
-    seen: dict[str, None] = {}
-    for path in headings:
-        for head in path:
-            seen.setdefault(head)
-    n, use_stem = cfg.cjk_ngram, cfg.stem
-    return (
-        " ".join(terms(doc_title, cjk_ngram=n, use_stem=use_stem)),
-        " ".join(terms("\n".join(seen), cjk_ngram=n, use_stem=use_stem)),
-    )
 
 
 TERMS_KEPT = 128  # salient terms stored per document (query feedback, #21)
@@ -130,13 +101,13 @@ def analyze_segments(
 
 
 class DocumentAnalysis(NamedTuple):
-    """``Analysis``, the document's salient terms (``document_terms``) and its
-    ``doc_fts`` body (``store.document_body``, from the same counts: #35)."""
+    """``Analysis``, the document's salient terms (``document_terms``) and the
+    counts of its body terms (for its stored counts, ``store.doc_terms``: #46)."""
 
     fts: tuple[tuple[str, str], ...]
     vectors: tuple[bytes, ...] | None
     terms: str
-    body: str
+    counts: Counter[str]
 
 
 def analyze_document(
@@ -150,12 +121,9 @@ def analyze_document(
     worker time); the string is the one ``document_terms`` makes.
     """
     fts, vectors, counts = _analyze(cfg, title, doc_title, segments, bulk)
-    from docindex.store import grouped_terms
-
     return DocumentAnalysis(
-        fts, vectors, salient_terms(counts, stopword_terms(cfg.stem)),
-        grouped_terms(counts),
-    )  # fmt: skip
+        fts, vectors, salient_terms(counts, stopword_terms(cfg.stem)), counts
+    )
 
 
 def _analyze(

@@ -2,7 +2,7 @@
 
 ``prepare`` runs in the scan's worker processes (``_prepare_all`` hands the
 jobs out in walk order); everything it returns is ready to store, the
-``doc_fts`` body included (issue #35), so the single writer only inserts.
+stored term counts included (issues #35, #46), so the single writer only inserts.
 """
 
 from __future__ import annotations
@@ -20,10 +20,18 @@ from docindex.embed.choice import embedder_for as _embedder
 from docindex.embed.ngram import NgramEmbedder
 from docindex.errors import ExtractionError, without_addresses
 from docindex.ingest.analyze import analyze_document, document_fields
-from docindex.ingest.pool import POOL_THRESHOLD, ExtractTimeout, Workers, deadline
+from docindex.ingest.pool import (
+    POOL_THRESHOLD,
+    ExtractTimeout,
+    Workers,
+    cpu_budget,
+    deadline,
+)
 from docindex.store import (
+    DocTerms,
     EncodedSegments,
     compress_body,
+    doc_terms,
     encode_segments,
 )
 from docindex.text.fields import title_text
@@ -74,7 +82,7 @@ class Prepared:
     notes: tuple[tuple[str, str], ...] = ()
     fields: tuple[str, str] = ("", "")  # the document's FTS fields (#21)
     terms: str = ""  # its salient terms (analyze.document_terms)
-    doc_body: str = ""  # its doc_fts body (store.document_body), made here (#35)
+    doc_terms: DocTerms | None = None  # its stored term counts, made here (#46)
     rows: EngineRows | None = None  # the store's own rows (Index.row_maker, #34)
 
 
@@ -148,10 +156,11 @@ def prepare(job: Job, cfg: Config, *, bulk: bool = False) -> Prepared:
         if looks_binary(data[:8192]):
             return Prepared(job, hash=digest, skip="binary")
         kind = "txt"  # unknown suffix, content sniffed as text
+    budget = cpu_budget(cfg.extract_timeout_s, len(data))
     try:
-        extracted = _extract(kind, data, job.rel_path, cfg, job.ocr_until)
+        extracted = _extract(kind, data, job.rel_path, cfg, budget, job.ocr_until)
     except ExtractTimeout as exc:
-        return Prepared(job, hash=digest, skip="timeout", message=str(exc))
+        return Prepared(job, hash=digest, skip="timeout", message=f"extraction {exc}")
     except ExtractionError as exc:
         return Prepared(job, hash=digest, skip=exc.reason, message=str(exc))
     except Exception as exc:  # one bad file is a skip reason, never an aborted scan
@@ -159,13 +168,12 @@ def prepare(job: Job, cfg: Config, *, bulk: bool = False) -> Prepared:
     try:
         # Segmenting, tokenising and embedding have a budget of their own
         # (issue #33: every step of a file is bounded, Markdown included).
-        with deadline(cfg.extract_timeout_s):
+        with deadline(budget):
             return _index_parts(job, digest, extracted, cfg, bulk)
-    except ExtractTimeout:
+    except ExtractTimeout as exc:
         return Prepared(
-            job, hash=digest, skip="timeout",
-            message=f"indexing its text took over {cfg.extract_timeout_s:g} s",
-        )  # fmt: skip
+            job, hash=digest, skip="timeout", message=f"indexing its text {exc}"
+        )
     except Exception as exc:  # the same barrier after extraction (issue #17)
         return _failed(job, digest, exc)
 
@@ -192,7 +200,7 @@ def _index_parts(
         return Prepared(job, hash=digest, skip="empty", kind=extracted.kind,
                         message=f"no text found in this {extracted.kind} file")  # fmt: skip
     doc_title = title_text(extracted.title, job.rel_path)
-    fts, vectors, terms, doc_body = analyze_document(
+    fts, vectors, terms, counts = analyze_document(
         cfg, extracted.title, doc_title, segments, bulk=bulk
     )
     fields = document_fields(cfg, doc_title, (s.heading_path for s in segments))
@@ -201,7 +209,7 @@ def _index_parts(
         meta=_facets(extracted.meta), notes=_notes(extracted.meta),
         body_z=compress_body(body), segments=encode_segments(segments, job.rel_path, body),
         fts=fts, vectors=vectors, fields=fields,
-        terms=terms, doc_body=doc_body,
+        terms=terms, doc_terms=doc_terms(fields, counts),
     )  # fmt: skip
 
 
@@ -269,9 +277,15 @@ def _notes(meta: dict[str, str]) -> tuple[tuple[str, str], ...]:
 
 
 def _extract(
-    kind: str, data: bytes, name: str, cfg: Config, ocr_until: float = 0.0
+    kind: str,
+    data: bytes,
+    name: str,
+    cfg: Config,
+    budget: float,
+    ocr_until: float = 0.0,
 ) -> Extracted:
-    """Run the extractor for ``kind``; its output passes ``clean_extracted`` (#17)."""
+    """Run the extractor for ``kind`` within ``budget`` CPU-s; its output passes
+    ``clean_extracted`` (#17)."""
     from docindex.ingest.extract import get_extractor
     from docindex.ingest.extract.hygiene import clean_extracted
 
@@ -281,7 +295,7 @@ def _extract(
         # PDF bounds itself per page and keeps the pages read (issue #23); so
         # does OCR, with its own budgets (issue #36).
         return clean_extracted(extractor(data, name, limits))
-    with deadline(limits.timeout_s):
+    with deadline(budget):
         extracted = extractor(data, name, limits)
     return clean_extracted(extracted)
 

@@ -50,7 +50,7 @@ def _remover(
 def document_fts(
     store: Index, cfg: Config, doc_id: int
 ) -> tuple[list[tuple[int, str, str]], tuple[str, str]] | None:
-    """A stored document's FTS rows and ``doc_fts`` fields, from its stored text
+    """A stored document's FTS rows and its fields, from its stored text
     (None when there is no such document)."""
     doc = store.document(doc_id)
     if doc is None:

@@ -278,6 +278,6 @@ def _store_prepared(
             size=job.size, mtime_ns=job.mtime_ns, hash=prep.hash, body=prep.body_z,
             segments=prep.segments, fts=prep.fts, vectors=vectors or (),
             meta=prep.meta or {}, indexed_at=time.time(), fields=prep.fields,
-            terms=prep.terms, doc_body=prep.doc_body, rows=prep.rows,
+            terms=prep.terms, doc_terms=prep.doc_terms, rows=prep.rows,
         )
     )  # fmt: skip

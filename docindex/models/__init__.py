@@ -220,7 +220,7 @@ _SKIP_MESSAGES = {
     SkipReason.NO_TEXT_LAYER: "no text layer (a scan or an image; needs OCR)",
     SkipReason.NO_TEXT_FOUND: "an image or scan in which OCR found no words (or an icon)",
     SkipReason.ZIP_BOMB: "an archive over the decompression limits",
-    SkipReason.TIMEOUT: "extraction took over extract_timeout_s",
+    SkipReason.TIMEOUT: "took over extract_timeout_s CPU-s per MiB of the file",
     SkipReason.TRUNCATED: "indexed in part: a row, page, time or PDF content limit",
     SkipReason.PARTIAL: "indexed, but some pages could not be read",
     SkipReason.VECTOR_IMAGE: "an SVG drawing: markup, not prose",

@@ -1,7 +1,8 @@
 """Documents ranked whole, and the chunk list that knows its documents (issue #21).
 
-``document_stage`` ranks documents by ``bm25(doc_fts, FIELD_WEIGHTS)`` (title
-and file name, headings, body); ``document_scores`` adds RM3-style feedback
+``document_stage`` ranks documents by FTS5's ``bm25()`` over their fields with
+``FIELD_WEIGHTS`` (title and file name, headings, body), computed by the
+store from each document's exact term counts (#46); ``document_scores`` adds RM3-style feedback
 from the stored salient terms and the best segment cosines; ``--files`` is
 ``rank_documents``, the default chunk list ``rank_chunks``.
 """
@@ -30,7 +31,7 @@ FEEDBACK_TERMS = 20
 FEEDBACK_ORIGINAL = 0.5  # share of the query weight kept by the user's terms
 FEEDBACK_MIN_DOCS = 50  # no feedback in a smaller index
 FEEDBACK_MIN_TERMS = 4  # nor for a shorter query (a name: bench/known_titles.py)
-# bm25(doc_fts, title and file name, headings, body) column weights (issue #21).
+# bm25 (title and file name, headings, body) field weights (issue #21).
 # On SciFact a title weight of 1.0 cost 2 points nDCG@10 (its titles restate
 # the abstracts); the known-item sets need the fields (bench/known_items.py).
 FIELD_WEIGHTS = (0.2, 0.2, 1.0)
@@ -55,7 +56,7 @@ NAME_OF_QUERY = 1 / 3
 KEYWORD_SHARE = 0.1
 CHUNK_DOC_WEIGHT = 0.6  # share of a chunk's score that is its document's
 # Feedback for the chunk list's documents too: +1 point nDCG@10 on SciFact
-# (0.692 -> 0.702), one ``doc_vocab`` lookup per added term (~2 ms).
+# (0.692 -> 0.702), one document-frequency lookup per added term (~2 ms).
 CHUNK_FEEDBACK = True
 RawLists = dict[str, dict[int, tuple[int, float]]]  # list -> id -> (rank, raw)
 
@@ -63,7 +64,7 @@ RawLists = dict[str, dict[int, tuple[int, float]]]  # list -> id -> (rank, raw)
 class Docs(NamedTuple):
     """The document stage of a query (issue #21).
 
-    ``hits``: the best documents by field-weighted bm25 (``doc_fts``);
+    ``hits``: the best documents by field-weighted bm25 (``document_lexical``);
     ``doc_of``: segment id -> document id for their segments.
     """
 
@@ -137,8 +138,8 @@ def document_scores(
 ) -> tuple[dict[int, float], dict[str, list[tuple[int, float]]]]:  # fmt: skip
     """Score the document stage's documents.
 
-    Lexically by ``bm25(doc_fts, FIELD_WEIGHTS)`` (title and file name,
-    headings, body: BM25F-like, computed by FTS5 from the index), with
+    Lexically by bm25 with ``FIELD_WEIGHTS`` (title and file name,
+    headings, body: BM25F-like, as FTS5 computes it, from the stored counts), with
     RM3-style feedback in ``auto`` mode (``_with_feedback``); semantically by
     the best cosine of their segments. The two are fused like segment
     lists, then divided by the best document's score (the top one scores 1.0).
@@ -259,7 +260,7 @@ def _with_feedback(
     if not votes:
         return lexical
     voted = sorted(votes, key=lambda t: (-votes[t], t))[: FEEDBACK_TERMS * 5]
-    # Choosing by global document frequencies would cost one ``doc_vocab``
+    # Choosing by global document frequencies would cost one FTS5
     # lookup per voted term (~0.1 ms each: FTS5 walks the term's postings);
     # their share among the best DOC_POOL documents stands in for them.
     pool = [d for d in sorted(lexical, key=lambda d: (-lexical[d], d)) if d in stored]

@@ -15,11 +15,11 @@ fusion (``fusion = "rrf"``); on the evaluation sets it ranked worse than the
 score fusion because the n-gram list is weaker than bm25 (see bench/eval.py).
 Both live in ``fusion.py``; the cosine side in ``semantic.py``.
 
-Documents (issue #21): every document is also one row of ``doc_fts`` (title
-with file name, headings, body; pre-tokenised like segments). In ``auto`` and
-``lexical`` mode a query first ranks documents by FTS5's
-``bm25(doc_fts, *FIELD_WEIGHTS)`` (BM25F-like: a field weight per column,
-``k1 = 1.2``, ``b = 0.75``), keeps the ``max(DOC_POOL, 2 x (top + offset))``
+Documents (issue #21): every document's terms are counted per field (title
+with file name, headings, body; pre-tokenised like segments; stored exactly,
+#46). In ``auto`` and ``lexical`` mode a query first ranks documents by
+FTS5's bm25 over those fields with ``FIELD_WEIGHTS`` (BM25F-like: a field
+weight per column, ``k1 = 1.2``, ``b = 0.75``), keeps the ``max(DOC_POOL, 2 x (top + offset))``
 best, and computes the segments' bm25 for those documents' segments alone
 (``docstage.document_stage``): FTS5 spends most of a broad query on per-row bm25, so
 this costs less than ranking every matching segment. Each document's

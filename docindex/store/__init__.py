@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from docindex.store._sql import compress_body, document_body, grouped_terms
+from docindex.store._sql import compress_body
+from docindex.store.doccounts import DocTerms, body_counts, doc_terms
 from docindex.store.interface import Index
 from docindex.store.location import ServerUrl, is_server_url
 from docindex.store.records import (
@@ -69,11 +70,12 @@ __all__ = [
     "StoredDocument",
     "Vacuumed",
     "compress_body",
-    "document_body",
+    "DocTerms",
+    "body_counts",
+    "doc_terms",
     "encode_segments",
     "is_server_url",
     "open_index",
-    "grouped_terms",
     "repair_hint",
     "translate",
 ]

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import zlib
-from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import chain, repeat
+from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
 from docindex.models import NAME_LISTS
+from docindex.store.doccounts import SLOT_BITS, DocTerms
 from docindex.store.records import DocFilter
 
 T = TypeVar("T")
@@ -59,18 +59,6 @@ def compress_body(text: str) -> bytes:
 
 
 _COMPRESS: list[Callable[[bytes, int], bytes]] = []
-
-
-def varints(blob: bytes) -> list[int]:
-    """Decode SQLite's big-endian base-128 varints (FTS5 record format)."""
-    out: list[int] = []
-    value = 0
-    for byte in blob:
-        value = (value << 7) | (byte & 0x7F)
-        if not byte & 0x80:
-            out.append(value)
-            value = 0
-    return out
 
 
 # A stored section: a bare heading path (its anchor is the path's slug), or
@@ -155,26 +143,29 @@ def filter_sql(only: DocFilter) -> tuple[str, tuple[object, ...]]:
 MAX_WITHIN = 30_000  # bound parameters in one statement (SQLite allows 32,766)
 
 
-def document_body(fts: Iterable[tuple[str, str]]) -> str:
-    """A document's ``doc_fts`` body: its segments' body tokens, grouped by term.
+def insert_doc_terms(conn: sqlite3.Connection, doc_id: int, counts: DocTerms) -> None:
+    """A document's stored term counts and lengths (``doccounts``, issue #46)."""
+    conn.executemany(
+        "INSERT INTO doc_terms (rowid, terms) VALUES (?, ?)",
+        [(doc_id << SLOT_BITS | slot, text) for slot, text in counts.slots],
+    )
+    if counts.escaped:
+        conn.executemany(
+            "INSERT INTO doc_term_counts (doc_id, term, title, heads, body) "
+            "VALUES (?, ?, ?, ?, ?)",
+            [(doc_id, *row) for row in counts.escaped],
+        )
+    conn.execute(
+        "INSERT INTO doc_lengths (id, length, body) VALUES (?, ?, ?)",
+        (doc_id, counts.length, counts.body),
+    )
 
-    The document row serves ``bm25()`` and document frequencies only, never
-    a phrase: what it needs of a term is its count and the row's length, and
-    both survive any order (issue #35). Grouped, a term's positions are
-    consecutive, so FTS5 writes each as a one-byte delta (doc_fts 17.5 ->
-    15.9 MB on the shared corpus). Deleting replays the same multiset, in
-    whatever order the row was written (text order before #35).
-    """
-    return grouped_terms(Counter(" ".join(body for _, body in fts if body).split()))
 
-
-def grouped_terms(counts: Counter[str]) -> str:
-    """Each term of ``counts`` repeated its count, in the counter's order.
-
-    Grouping by a Counter (C) costs a fraction of sorting the tokens, which
-    took a third of a worker's time added by #35's first form.
-    """
-    return " ".join(chain.from_iterable(repeat(t, n) for t, n in counts.items()))
+def delete_doc_counts(conn: sqlite3.Connection, doc_id: int) -> None:
+    """Drop a document's lengths and whole counts (its ``doc_terms`` rows go by
+    replay, or went with ``clear_fts``)."""
+    conn.execute("DELETE FROM doc_term_counts WHERE doc_id = ?", (doc_id,))
+    conn.execute("DELETE FROM doc_lengths WHERE id = ?", (doc_id,))
 
 
 def chunks(ids: Sequence[T]) -> Iterator[Sequence[T]]:

@@ -24,10 +24,12 @@ from docindex.store._sql import (
     compress_body,
     decode_section,
     decode_sections,
-    document_body,
+    delete_doc_counts,
     facet_rows,
     filter_sql,
+    insert_doc_terms,
 )
+from docindex.store.doccounts import SLOT_BITS, body_counts, doc_terms
 from docindex.store.records import (
     SEGMENT_COLUMNS,
     DocFilter,
@@ -56,6 +58,8 @@ class DocumentRows:
     outdated: bool
     _bodies: dict[int, str]
     _bodies_version: tuple[int, int] | None
+    _sections: dict[int, list[Section]]
+    _sections_version: tuple[int, int] | None
 
     if TYPE_CHECKING:
 
@@ -262,14 +266,10 @@ class DocumentRows:
                 "INSERT INTO fts (rowid, title, body) VALUES (?, ?, ?)",
                 [(first + i, title, body) for i, (title, body) in enumerate(doc.fts)],
             )
-            self.conn.execute(
-                "INSERT INTO doc_fts (rowid, title, heads, body) VALUES (?, ?, ?, ?)",
-                (
-                    doc_id,
-                    *doc.fields,
-                    document_body(doc.fts) if doc.doc_body is None else doc.doc_body,
-                ),
-            )
+            counts = doc.doc_terms
+            if counts is None:
+                counts = doc_terms(doc.fields, body_counts(b for _, b in doc.fts))
+            insert_doc_terms(self.conn, doc_id, counts)
         return doc_id
 
     def next_segment_id(self) -> int:
@@ -285,7 +285,7 @@ class DocumentRows:
         corpus. The setting persists in ``fts_config``; it costs memory only
         while writing.
         """
-        for table in ("fts", "doc_fts"):  # doc_fts too (issue #35)
+        for table in ("fts", "doc_terms"):  # the documents' too (issues #35, #46)
             row = self.conn.execute(
                 f"SELECT v FROM {table}_config WHERE k = 'hashsize'"
             ).fetchone()
@@ -304,7 +304,8 @@ class DocumentRows:
         The FTS tables are contentless: their rows go by replaying the exact
         (segment id, title tokens, body tokens) they were indexed with, which
         the caller recomputes from the stored text (``fts``), and the
-        document's ``fields`` (``NewDocument.fields``) for its ``doc_fts`` row.
+        document's ``fields`` (``NewDocument.fields``) for its ``doc_terms``
+        rows (made from the fields and the rows' bodies, #46).
         """
         rows = list(fts)
         with self.atomic(savepoint=False):
@@ -314,11 +315,13 @@ class DocumentRows:
             )
             maintenance.note_deleted(self.conn, len(rows))
             if fields is not None:
-                self.conn.execute(
-                    "INSERT INTO doc_fts (doc_fts, rowid, title, heads, body) "
-                    "VALUES ('delete', ?, ?, ?, ?)",
-                    (doc_id, *fields, document_body((t, b) for _, t, b in rows)),
+                counts = doc_terms(fields, body_counts(b for _, _, b in rows))
+                self.conn.executemany(
+                    "INSERT INTO doc_terms (doc_terms, rowid, terms) "
+                    "VALUES ('delete', ?, ?)",
+                    [(doc_id << SLOT_BITS | s, t) for s, t in counts.slots],
                 )
+            delete_doc_counts(self.conn, doc_id)
             self._bodies.pop(doc_id, None)
             span = self._span(doc_id)
             if span is not None:
@@ -462,7 +465,7 @@ class DocumentRows:
             f"JOIN roots r ON r.id = d.root_id WHERE {where}"
         )
         rows = []
-        parsed: dict[int, list[Section]] = {}  # doc id -> its sections, per call
+        parsed = self._parsed_sections()  # doc id -> its sections
         for (
             sid, doc_id, ordinal, section, part, frag, start_line, end_line,
             char_start, char_end, page, slide, sheet, cells, root, rel_path,
@@ -470,6 +473,8 @@ class DocumentRows:
         ) in self.conn.execute(sql, params):  # fmt: skip
             sections = parsed.get(doc_id)
             if sections is None:
+                if len(parsed) > 256:
+                    parsed.clear()
                 sections = parsed[doc_id] = decode_sections(sections_blob)
             heading, anchor = decode_section(sections, section)
             if frag is not None:
@@ -600,6 +605,16 @@ class DocumentRows:
                 self._documents("r.path = ? AND d.rel_path = ?", (root, rel_path))
             )
         return out
+
+    def _parsed_sections(self) -> dict[int, list[Section]]:
+        """doc id -> its decoded section list, kept while the index is unchanged:
+        a query reads its documents' segments several times (ranking, fragments,
+        the page), and each read decompressed and parsed them again (#46)."""
+        version = self._version()
+        if version != self._sections_version:
+            self._sections = {}
+            self._sections_version = version
+        return self._sections
 
     def _version(self) -> tuple[int, int]:
         """Changes when any connection (or this one) writes to the index."""

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from docindex.store.doccounts import DocTerms
 from docindex.store.records import SEGMENT_COLUMNS, EngineRows, SegmentColumns
 
 if TYPE_CHECKING:
@@ -47,8 +48,9 @@ class NewDocument:
     document's pre-tokenised (title and file name, headings) for its
     document-level FTS row, whose body is its segments' bodies; ``terms``
     its salient terms as ``analyze.document_terms`` writes them (issue #21).
-    ``doc_body`` is that row's body (``document_body(fts)``) when the caller
-    made it already: the indexer's workers do (issue #35), the writer need not.
+    ``doc_terms`` are its stored term counts (``doccounts.doc_terms``) when
+    the caller made them already: the indexer's workers do (issues #35,
+    #46), the writer need not.
     """
 
     root_id: int
@@ -66,7 +68,7 @@ class NewDocument:
     indexed_at: float = 0.0
     fields: tuple[str, str] = ("", "")
     terms: str = ""
-    doc_body: str | None = None
+    doc_terms: DocTerms | None = None
     rows: EngineRows | None = None  # made by the workers (``Index.row_maker``)
 
 

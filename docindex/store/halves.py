@@ -36,7 +36,7 @@ from typing import Any
 # levels and segments, rewritten by every transaction that writes the index.
 _SNAPSHOT = (
     "SELECT (SELECT block FROM fts_data WHERE id = 10), "
-    "(SELECT block FROM doc_fts_data WHERE id = 10)"
+    "(SELECT block FROM doc_terms_data WHERE id = 10)"
 )
 Rows = list[tuple[Any, ...]]
 # From this many documents (``Store.open(mapped=True)``); below it the second

@@ -254,7 +254,7 @@ class Index(Protocol):
     def restore_fts(
         self, doc_id: int, rows: Sequence[tuple[int, str, str]], fields: tuple[str, str]
     ) -> None:
-        """Give a kept document its FTS rows (and ``doc_fts`` row) back after ``clear_fts``."""
+        """Give a kept document its FTS rows (and term counts) back after ``clear_fts``."""
 
     def tidy_fts(self) -> bool:
         """Merge the FTS index when deleted rows piled up; whether it merged."""

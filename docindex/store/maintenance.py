@@ -56,18 +56,20 @@ def _reset(conn: sqlite3.Connection) -> None:
 def clear_fts(conn: sqlite3.Connection) -> None:
     """Empty the FTS tables in one step (every row is about to be written again)."""
     conn.execute("INSERT INTO fts (fts) VALUES ('delete-all')")
-    conn.execute("INSERT INTO doc_fts (doc_fts) VALUES ('delete-all')")
+    conn.execute("INSERT INTO doc_terms (doc_terms) VALUES ('delete-all')")
+    conn.execute("DELETE FROM doc_term_counts")
+    conn.execute("DELETE FROM doc_lengths")
     _reset(conn)
 
 
 def merge_fts(conn: sqlite3.Connection) -> None:
     """Merge the FTS indexes into one segment each, dropping deleted rows for good.
 
-    ``doc_fts`` gets one delete per deleted document, far fewer than ``fts``'s
-    per segment, so the segment rows' count decides when both merge.
+    ``doc_terms`` gets a few deletes per deleted document, far fewer than
+    ``fts``'s per segment, so the segment rows' count decides when both merge.
     """
     conn.execute("INSERT INTO fts (fts) VALUES ('optimize')")
-    conn.execute("INSERT INTO doc_fts (doc_fts) VALUES ('optimize')")
+    conn.execute("INSERT INTO doc_terms (doc_terms) VALUES ('optimize')")
     _reset(conn)
 
 
@@ -108,7 +110,7 @@ def space(conn: sqlite3.Connection, path: Path) -> Space:
     if stale:
         sql = (
             "SELECT (SELECT coalesce(sum(length(block)), 0) FROM fts_data)"
-            " + (SELECT coalesce(sum(length(block)), 0) FROM doc_fts_data)"
+            " + (SELECT coalesce(sum(length(block)), 0) FROM doc_terms_data)"
         )
         stale_b = round(int(c(sql).fetchone()[0]) * stale / (live + stale))
     return Space(on_disk, free, live, stale, stale_b, max(0, on_disk - pages))

@@ -235,6 +235,114 @@ def m006_segment_prose(conn: sqlite3.Connection) -> None:
         )
 
 
+def m007_document_counts(conn: sqlite3.Connection) -> None:
+    """Documents' exact term counts instead of their words as positions (#46).
+
+    ``doc_fts`` (title, heads, body with every body word's position) gives
+    way to ``doc_terms`` (``detail=none``: each document's terms in slots
+    that spell their counts, ``store.doccounts``), ``doc_term_counts`` (a
+    count too wide for its slots) and ``doc_lengths``; the document stage
+    computes FTS5's ``bm25()`` from them, to the same scores; ``doc_totals``
+    (kept by triggers) holds their count and total lengths, which every query
+    reads. The segments' ``fts`` puts the body first: FTS5 marks every hit outside its first
+    column with two bytes, and most hits are body hits (about 6.5 MB on the
+    shared corpus); ``bm25(fts, 1.0, title_weight)`` reads it.
+
+    Contentless rows cannot be moved, so both tables are rebuilt here from
+    each document's stored text with the tokenizer the index records
+    (seconds per corpus copy, once); documents, segments and vectors stay.
+    """
+    _run(
+        conn,
+        """
+        DROP TABLE doc_vocab;
+        DROP TABLE doc_fts;
+        DROP TABLE fts_vocab;
+        DROP TABLE fts;
+        DELETE FROM meta WHERE key IN ('fts_stale', 'fts_pending');
+        CREATE VIRTUAL TABLE fts USING fts5(
+            body, title, content='', tokenize='unicode61 remove_diacritics 0'
+        );
+        CREATE VIRTUAL TABLE fts_vocab USING fts5vocab(fts, 'row');
+        CREATE VIRTUAL TABLE doc_terms USING fts5(
+            terms, content='', detail=none, columnsize=0,
+            tokenize='unicode61 remove_diacritics 0'
+        );
+        CREATE TABLE doc_lengths (
+            id INTEGER PRIMARY KEY, length INTEGER NOT NULL, body INTEGER NOT NULL
+        );
+        CREATE TABLE doc_totals (
+            documents INTEGER NOT NULL, length INTEGER NOT NULL, body INTEGER NOT NULL
+        );
+        INSERT INTO doc_totals VALUES (0, 0, 0);
+        CREATE TABLE doc_term_counts (
+            doc_id INTEGER NOT NULL,
+            term TEXT NOT NULL,
+            title INTEGER NOT NULL,
+            heads INTEGER NOT NULL,
+            body INTEGER NOT NULL,
+            PRIMARY KEY (doc_id, term)
+        ) WITHOUT ROWID
+        """,
+    )
+    # (one statement each: ``_run`` splits at semicolons)
+    conn.execute(
+        "CREATE TRIGGER doc_lengths_added AFTER INSERT ON doc_lengths BEGIN "
+        "UPDATE doc_totals SET documents = documents + 1, "
+        "length = length + new.length, body = body + new.body; END"
+    )
+    conn.execute(
+        "CREATE TRIGGER doc_lengths_removed AFTER DELETE ON doc_lengths BEGIN "
+        "UPDATE doc_totals SET documents = documents - 1, "
+        "length = length - old.length, body = body - old.body; END"
+    )
+    _rebuild_fts(conn)
+
+
+def _rebuild_fts(conn: sqlite3.Connection) -> None:
+    """Every document's ``fts`` and ``doc_terms`` rows from its stored text, as
+    a scan makes them (``text.fields``), with the recorded tokenizer."""
+    import json
+    import zlib
+
+    from docindex.config import Config
+    from docindex.store._sql import decode_section, decode_sections, insert_doc_terms
+    from docindex.store.doccounts import body_counts, doc_terms
+    from docindex.text.fields import document_fields, fts_row, title_text
+
+    row = conn.execute("SELECT value FROM meta WHERE key = 'tokenizer'").fetchone()
+    if row is None:
+        return  # nothing indexed yet
+    recorded = json.loads(row[0])
+    cfg = Config().replace(cjk_ngram=int(recorded["cjk_ngram"]),
+                           stem=bool(recorded["stem"]))  # fmt: skip
+    docs = conn.execute(
+        "SELECT id, title, rel_path, body, sections, first_segment, n_segments "
+        "FROM documents ORDER BY id"
+    ).fetchall()
+    for doc_id, title, rel_path, body, sections_blob, first, count in docs:
+        text = zlib.decompress(body).decode("utf-8")
+        sections = decode_sections(sections_blob)
+        doc_title = title_text(title, rel_path)
+        rows: list[tuple[int, str, str]] = []
+        headings: list[list[str]] = []
+        for sid, section, start, chars in conn.execute(
+            "SELECT id, section, char_start, chars FROM segments "
+            "WHERE id >= ? AND id < ? ORDER BY id",
+            (first, first + count),
+        ).fetchall():
+            heading = decode_section(sections, section)[0]
+            headings.append(heading)
+            rows.append(
+                (sid, *fts_row(cfg, doc_title, heading, text[start : start + chars]))
+            )
+        conn.executemany("INSERT INTO fts (rowid, title, body) VALUES (?, ?, ?)", rows)
+        fields = document_fields(cfg, doc_title, headings)
+        insert_doc_terms(
+            conn, doc_id, doc_terms(fields, body_counts(b for _, _, b in rows))
+        )
+
+
 def _run(conn: sqlite3.Connection, script: str) -> None:
     """Execute statements one by one: ``executescript`` would COMMIT our transaction."""
     for statement in script.split(";"):
@@ -249,6 +357,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m004_fingerprint_index,
     m005_document_fields,
     m006_segment_prose,
+    m007_document_counts,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

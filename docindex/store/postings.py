@@ -12,12 +12,20 @@ from typing import TYPE_CHECKING
 
 from docindex.store._sql import (
     ALL_DOCS,
+    MAX_VARS,
     MAX_WITHIN,
     NAME_KEYS,
     chunks,
     filter_sql,
-    varints,
 )
+from docindex.store.doccounts import (
+    SLOT_BITS,
+    TermHits,
+    bm25_scores,
+    decode,
+    fts5_terms,
+)
+from docindex.store.matchexpr import Node, parse_match
 from docindex.store.records import DocFilter, DocHit, DocName, SegmentRow
 
 if TYPE_CHECKING:
@@ -29,10 +37,13 @@ class PostingRows:
 
     conn: sqlite3.Connection
     halves: Halves | None  # reading commands on a big index and 2+ cores
+    _lengths: tuple[tuple[int, int], dict[int, int]] | None
 
     if TYPE_CHECKING:
 
         def segments_by_id(self, ids: Sequence[int]) -> dict[int, SegmentRow]: ...
+
+        def _version(self) -> tuple[int, int]: ...
 
     # -- search ------------------------------------------------------------
 
@@ -55,10 +66,10 @@ class PostingRows:
                 ids = sorted(within)
                 lower, upper = ids[: len(ids) // 2], ids[len(ids) // 2 :]
                 sql = (
-                    "SELECT rowid, -bm25(fts, ?, 1.0) FROM fts WHERE fts MATCH ? "
+                    "SELECT rowid, -bm25(fts, 1.0, ?) FROM fts WHERE fts MATCH ? "
                     "AND rowid BETWEEN ? AND ? AND +rowid IN "
                     f"({','.join('?' * len(upper))}) "
-                    "ORDER BY bm25(fts, ?, 1.0), rowid LIMIT ?"
+                    "ORDER BY bm25(fts, 1.0, ?), rowid LIMIT ?"
                 )
                 # ``lower`` padded to ``upper``'s length (one statement text)
                 pad = [lower[-1]] * (len(upper) - len(lower))
@@ -72,23 +83,23 @@ class PostingRows:
                 return _merged(a, b, limit)
             marks = ",".join("?" * len(within))
             cur = self.conn.execute(
-                "SELECT rowid, -bm25(fts, ?, 1.0) FROM fts WHERE fts MATCH ? "
-                f"AND +rowid IN ({marks}) ORDER BY bm25(fts, ?, 1.0), rowid LIMIT ?",
+                "SELECT rowid, -bm25(fts, 1.0, ?) FROM fts WHERE fts MATCH ? "
+                f"AND +rowid IN ({marks}) ORDER BY bm25(fts, 1.0, ?), rowid LIMIT ?",
                 (title_weight, match, *within, title_weight, limit),
             )
             return [(int(r[0]), float(r[1])) for r in cur]
         where, params = filter_sql(only)
         if where:
             sql = (
-                "SELECT f.rowid, -bm25(fts, ?, 1.0) AS s FROM fts f "
+                "SELECT f.rowid, -bm25(fts, 1.0, ?) AS s FROM fts f "
                 "JOIN segments s ON s.id = f.rowid JOIN documents d ON d.id = s.doc_id "
-                f"WHERE fts MATCH ? AND {where} ORDER BY bm25(fts, ?, 1.0), f.rowid "
+                f"WHERE fts MATCH ? AND {where} ORDER BY bm25(fts, 1.0, ?), f.rowid "
                 "LIMIT ?"
             )
         else:
             sql = (
-                "SELECT rowid, -bm25(fts, ?, 1.0) FROM fts WHERE fts MATCH ? "
-                "ORDER BY bm25(fts, ?, 1.0), rowid LIMIT ?"
+                "SELECT rowid, -bm25(fts, 1.0, ?) FROM fts WHERE fts MATCH ? "
+                "ORDER BY bm25(fts, 1.0, ?), rowid LIMIT ?"
             )
         cur = self.conn.execute(
             sql, (title_weight, match, *params, title_weight, limit)
@@ -217,32 +228,114 @@ class PostingRows:
         weights: tuple[float, float, float],
         only: DocFilter = ALL_DOCS,
     ) -> list[DocHit]:
-        """The best documents for an FTS5 query, by ``bm25(doc_fts, *weights)``.
+        """The best documents for an FTS5 query, scored as ``bm25()`` scored them
+        over a ``(title, heads, body)`` FTS5 row with column ``weights``.
 
-        ``weights`` are the title (with file name), headings and body column
-        weights. Returns DocHits (id, negated bm25, segment id range) best first.
+        Issue #46: the documents holding the query's terms and their exact
+        counts come from ``doc_terms`` (``doccounts``), and ``bm25_scores``
+        computes FTS5's score from them. Returns DocHits (id, score, segment
+        id range) best first, ties by id.
         """
         if self.halves is not None:
             self.halves.warm()  # for the segments' ranking that follows
+        tree, phrases = parse_match(match)
+        hits = {t: self._term_hits(t) for t in dict.fromkeys(phrases)}
+        cand = _matching(tree, hits)
         where, params = filter_sql(only)
-        if where:
-            cur = self.conn.execute(
-                "SELECT d.id, -bm25(doc_fts, ?, ?, ?) AS s, d.first_segment, "
-                "d.n_segments FROM doc_fts JOIN documents d ON d.id = doc_fts.rowid "
-                f"WHERE doc_fts MATCH ? AND {where} ORDER BY s DESC, d.id LIMIT ?",
-                (*weights, match, *params, limit),
+        if where and cand:
+            cand &= {
+                int(r[0])
+                for r in self.conn.execute(
+                    f"SELECT d.id FROM documents d WHERE {where}", params
+                )
+            }
+        if not cand:
+            return []
+        n_rows, total, _ = self._doc_totals()
+        scores = bm25_scores(
+            n_rows, total, self._doc_lengths(cand, n_rows),
+            [hits[t] for t in phrases], weights,
+        )  # fmt: skip
+        # ties by id, as ``ORDER BY score DESC, rowid``
+        best = sorted(scores.items(), key=_best_first)[:limit]
+        ids = [d for d, _ in best]
+        spans = {
+            int(r[0]): (int(r[1]), int(r[2]))
+            for chunk in chunks(ids)
+            for r in self.conn.execute(
+                "SELECT id, first_segment, n_segments FROM documents WHERE id IN "
+                f"({','.join('?' * len(chunk))})",
+                tuple(chunk),
             )
-        else:
-            # Rank first, join the few winners: joining every matching row
-            # doubled the cost of a broad query on a big index (issue #24).
-            cur = self.conn.execute(
-                "SELECT d.id, t.s, d.first_segment, d.n_segments FROM ("
-                "SELECT rowid, -bm25(doc_fts, ?, ?, ?) AS s FROM doc_fts "
-                "WHERE doc_fts MATCH ? ORDER BY s DESC, rowid LIMIT ?"
-                ") t JOIN documents d ON d.id = t.rowid ORDER BY t.s DESC, d.id",
-                (*weights, match, limit),
+        }
+        return [DocHit(d, s, *spans[d]) for d, s in best if d in spans]
+
+    def _term_hits(self, term: str) -> TermHits:
+        """The documents holding ``term`` -> its (title, heads, body) counts.
+
+        FTS5 read a query term its tokenizer splits (``fts5_terms``) as a
+        phrase of its pieces; without positions, the documents holding every
+        piece stand in for it, each field counting its rarest piece (the only
+        case not exactly as before, #46; our tokenizer makes none with
+        ``cjk_ngram`` up to 2, and no query of the judged sets has one).
+        """
+        pieces = fts5_terms([term]).get(term, (term,))
+        if len(pieces) == 1:
+            return self._piece_hits(pieces[0])
+        parts = [self._piece_hits(p) for p in pieces]
+        common = set(parts[0]).intersection(*parts[1:]) if parts else set()
+        return {
+            d: (
+                min(p[d][0] for p in parts),
+                min(p[d][1] for p in parts),
+                min(p[d][2] for p in parts),
             )
-        return [DocHit(int(r[0]), float(r[1]), int(r[2]), int(r[3])) for r in cur]
+            for d in common
+        }
+
+    def _piece_hits(self, term: str) -> TermHits:
+        """One FTS5 token's documents and counts: its ``doc_terms`` row ids'
+        slots added up (``doccounts.decode``), whole counts where escaped."""
+        rows = self.conn.execute(
+            "SELECT rowid FROM doc_terms WHERE doc_terms MATCH ?", (_phrase(term),)
+        ).fetchall()
+        out, escaped = decode(rows)
+        for doc in escaped:
+            whole = self.conn.execute(
+                "SELECT title, heads, body FROM doc_term_counts "
+                "WHERE doc_id = ? AND term = ?",
+                (doc, term),
+            ).fetchone()
+            if whole is not None:
+                out[doc] = (int(whole[0]), int(whole[1]), int(whole[2]))
+        return out
+
+    def _doc_totals(self) -> tuple[int, int, int]:
+        """(documents, their terms in all fields, their body terms)."""
+        n, total, body = self.conn.execute(
+            "SELECT documents, length, body FROM doc_totals"
+        ).fetchone()
+        return int(n), int(total), int(body)
+
+    def _doc_lengths(self, docs: set[int], n_rows: int) -> dict[int, int]:
+        """Each of ``docs``'s terms in all fields: looked up for a few, else from
+        every document's, kept while the index is unchanged (a batch of queries,
+        the MCP server and ``related`` read them once)."""
+        if len(docs) <= MAX_VARS and len(docs) * 10 <= n_rows:
+            marks = ",".join("?" * len(docs))
+            return dict(
+                self.conn.execute(
+                    f"SELECT id, length FROM doc_lengths WHERE id IN ({marks})",
+                    tuple(docs),
+                )
+            )
+        version = self._version()
+        cached = self._lengths
+        if cached is None or cached[0] != version:
+            rows = self.conn.execute("SELECT id, length FROM doc_lengths")
+            cached = self._lengths = (version, dict(rows))
+        every = cached[1]
+        return {d: every[d] for d in docs if d in every}
 
     def _halves_for(self, n_ids: int) -> Halves | None:
         """The two-halves helper when a ranking over ``n_ids`` ids can be
@@ -294,16 +387,24 @@ class PostingRows:
 
     def document_freqs(self, terms: Sequence[str]) -> dict[str, int]:
         """Number of documents holding each term; absent terms are left out."""
-        return self._row_counts("doc_fts", terms)
+        out: dict[str, int] = {}
+        for term in dict.fromkeys(terms):
+            pieces = fts5_terms([term]).get(term, (term,))
+            if len(pieces) == 1:
+                (n,) = self.conn.execute(
+                    f"SELECT count(DISTINCT rowid >> {SLOT_BITS}) FROM doc_terms "
+                    "WHERE doc_terms MATCH ?",
+                    (_phrase(pieces[0]),),
+                ).fetchone()
+            else:
+                n = len(self._term_hits(term))
+            if n:
+                out[term] = int(n)
+        return out
 
     def document_stats(self) -> tuple[int, float]:
-        """(documents, mean body terms per document) from ``doc_fts``'s totals."""
-        row = self.conn.execute(
-            "SELECT block FROM doc_fts_data WHERE id = 1"
-        ).fetchone()
-        totals = varints(row[0]) if row and row[0] else []
-        n_docs = totals[0] if totals else 0
-        body = totals[3] if len(totals) > 3 else 0
+        """(documents, mean body terms per document) from ``doc_lengths``."""
+        n_docs, _, body = self._doc_totals()
         return n_docs, body / max(1, n_docs)
 
     def doc_ids_of(self, segment_ids: Sequence[int]) -> dict[int, int]:
@@ -316,6 +417,27 @@ class PostingRows:
             ):
                 out[int(sid)] = int(doc_id)
         return out
+
+
+def _best_first(item: tuple[int, float]) -> tuple[float, int]:
+    return -item[1], item[0]
+
+
+def _phrase(term: str) -> str:
+    """One term as an FTS5 phrase."""
+    return '"' + term.replace('"', '""') + '"'
+
+
+def _matching(tree: Node, hits: dict[str, TermHits]) -> set[int]:
+    """The documents a MATCH tree selects, by the terms they hold."""
+    if tree.op == "term":
+        return set(hits[tree.term])
+    kids = [_matching(k, hits) for k in tree.kids]
+    if tree.op == "not":
+        return kids[0] - kids[1]
+    if tree.op == "or":
+        return set().union(*kids)
+    return kids[0].intersection(*kids[1:])
 
 
 def _merged(

@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
-import logging
 import os
 import shlex
 import sqlite3
@@ -39,7 +38,8 @@ from docindex.errors import (
     install_hint,
 )
 from docindex.store import maintenance, migrations
-from docindex.store._sql import document_body
+from docindex.store._sql import Section, insert_doc_terms
+from docindex.store.doccounts import body_counts, doc_terms
 from docindex.store.documents import DocumentRows
 from docindex.store.postings import PostingRows
 from docindex.store.records import Space, Vacuumed
@@ -194,6 +194,9 @@ class Store(DocumentRows, PostingRows):
         self._depth = 0
         self._bodies: dict[int, str] = {}
         self._bodies_version: tuple[int, int] | None = None
+        self._sections: dict[int, list[Section]] = {}  # decoded, per version
+        self._sections_version: tuple[int, int] | None = None
+        self._lengths: tuple[tuple[int, int], dict[int, int]] | None = None
         self.tightened: list[str] = []  # files made private on open (#33)
         self.outdated = False  # set by _setup: read-only and before the last migration
         self.immutable = False  # opened with immutable=1 (see read_only_query)
@@ -265,6 +268,8 @@ class Store(DocumentRows, PostingRows):
         if tightened:
             # One line on stderr (logging's last-resort handler when the
             # caller set none): the index was readable by other users.
+            import logging  # a warning once: every query would import it (#46)
+
             logging.getLogger("docindex").warning(
                 "docindex: made %s private (owner only; it was readable by "
                 "other users)",
@@ -288,7 +293,7 @@ class Store(DocumentRows, PostingRows):
         if self.outdated or halves.cores() < 2:
             return
         try:
-            n_docs = self.document_stats()[0]
+            n_docs = self.document_stats()[0]  # one row (``doc_totals``)
         except sqlite3.Error:
             return
         if n_docs >= halves.SPLIT_MIN_DOCS:
@@ -350,7 +355,11 @@ class Store(DocumentRows, PostingRows):
                     # writable open migrates it.
                     self.outdated = True
                     return
-                migrations.migrate(conn)
+                if migrations.migrate(conn):
+                    # m007 (#46) drops a table of ~16 MB a corpus copy: give the
+                    # pages back now rather than at the next scan that changes
+                    # something.
+                    self.reclaim()
         except sqlite3.Error as exc:
             raise translate(exc, self.path) from exc
 
@@ -535,13 +544,12 @@ class Store(DocumentRows, PostingRows):
         self, doc_id: int, rows: Sequence[tuple[int, str, str]], fields: tuple[str, str]
     ) -> None:
         """Insert a document's FTS rows (segment id, title tokens, body tokens) and
-        its ``doc_fts`` row (``fields`` and the rows' bodies) after ``clear_fts``."""
+        its stored term counts (``fields`` and the rows' bodies) after ``clear_fts``."""
         self.conn.executemany(
             "INSERT INTO fts (rowid, title, body) VALUES (?, ?, ?)", rows
         )
-        self.conn.execute(
-            "INSERT INTO doc_fts (rowid, title, heads, body) VALUES (?, ?, ?, ?)",
-            (doc_id, *fields, document_body((t, b) for _, t, b in rows)),
+        insert_doc_terms(
+            self.conn, doc_id, doc_terms(fields, body_counts(b for _, _, b in rows))
         )
 
     def notices(self) -> list[str]:

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+
+from docindex.config import Config
+from docindex.text.tokenize import terms
 
 
 def title_text(title: str | None, rel_path: str) -> str:
@@ -47,3 +50,35 @@ def document_input(title: str | None, headings: Sequence[str], body: str) -> str
     prose = _SPACES.sub(" ", _LINK_TARGET.sub("]", prose)).strip()
     parts = [title or "", "; ".join(names), prose[:DOCUMENT_INPUT_CHARS]]
     return "\n".join(p for p in parts if p)
+
+
+def fts_row(
+    cfg: Config, doc_title: str, heading: Sequence[str], text: str
+) -> tuple[str, str]:
+    """Pre-tokenised (title, body) columns for one segment; used to insert and
+    delete, and by the store's migrations to rebuild its rows (issue #46)."""
+    head = " ".join((doc_title, *heading))
+    n, use_stem = cfg.cjk_ngram, cfg.stem
+    return (
+        " ".join(terms(head, cjk_ngram=n, use_stem=use_stem)),
+        " ".join(terms(text, cjk_ngram=n, use_stem=use_stem)),
+    )
+
+
+def document_fields(
+    cfg: Config, doc_title: str, headings: Iterable[Sequence[str]]
+) -> tuple[str, str]:
+    """Pre-tokenised (title and file name, headings) of a document's FTS row.
+
+    Each heading counts once however many segments sit under it (issue #21);
+    the same function rebuilds them to delete the row.
+    """
+    seen: dict[str, None] = {}
+    for path in headings:
+        for head in path:
+            seen.setdefault(head)
+    n, use_stem = cfg.cjk_ngram, cfg.stem
+    return (
+        " ".join(terms(doc_title, cjk_ngram=n, use_stem=use_stem)),
+        " ".join(terms("\n".join(seen), cjk_ngram=n, use_stem=use_stem)),
+    )

@@ -19,96 +19,15 @@ with k1 = 1.2, b = 0.75, N the rows of the table, n(p) the rows holding p,
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
+from docindex.store.matchexpr import Node as Node
+from docindex.store.matchexpr import parse_match as parse_match
 from docindex.store.records import DOC_MARK, EngineRows
 
 K1 = 1.2
 B = 0.75
-
-_TOKEN = re.compile(r'"((?:[^"]|"")*)"|(\()|(\))|(OR|AND|NOT)\b|(\S)')
-
-
-@dataclass(frozen=True, slots=True)
-class Node:
-    """A MATCH expression: ``op`` is "term", "or", "and" or "not"."""
-
-    op: str
-    term: str = ""
-    kids: tuple[Node, ...] = ()
-
-
-def parse_match(match: str) -> tuple[Node, list[str]]:
-    """The expression tree of an FTS5 MATCH string, and its phrases in order.
-
-    Raises:
-        ValueError: ``match`` is outside the subset the search side writes.
-    """
-    tokens: list[tuple[str, str]] = []
-    for m in _TOKEN.finditer(match):
-        if m[1] is not None:
-            tokens.append(("term", m[1].replace('""', '"')))
-        elif m[2]:
-            tokens.append(("(", ""))
-        elif m[3]:
-            tokens.append((")", ""))
-        elif m[4]:
-            tokens.append((m[4], ""))
-        else:
-            raise ValueError(f"unsupported MATCH syntax: {match!r}")
-    phrases = [value for kind, value in tokens if kind == "term"]
-    pos = 0
-
-    def peek() -> str:
-        return tokens[pos][0] if pos < len(tokens) else ""
-
-    def take() -> tuple[str, str]:
-        nonlocal pos
-        pos += 1
-        return tokens[pos - 1]
-
-    def primary() -> Node:
-        kind, value = take()
-        if kind == "term":
-            return Node("term", value)
-        if kind == "(":
-            node = or_expr()
-            if take()[0] != ")":
-                raise ValueError(f"unbalanced MATCH: {match!r}")
-            return node
-        raise ValueError(f"unsupported MATCH syntax: {match!r}")
-
-    def not_expr() -> Node:
-        node = primary()
-        while peek() == "NOT":
-            take()
-            node = Node("not", kids=(node, primary()))
-        return node
-
-    def and_expr() -> Node:
-        kids = [not_expr()]
-        while peek() in ("AND", "term", "("):  # FTS5: adjacency is AND
-            if peek() == "AND":
-                take()
-            kids.append(not_expr())
-        return kids[0] if len(kids) == 1 else Node("and", kids=tuple(kids))
-
-    def or_expr() -> Node:
-        kids = [and_expr()]
-        while peek() == "OR":
-            take()
-            kids.append(and_expr())
-        return kids[0] if len(kids) == 1 else Node("or", kids=tuple(kids))
-
-    if not tokens:
-        raise ValueError("empty MATCH")
-    tree = or_expr()
-    if pos != len(tokens):
-        raise ValueError(f"unsupported MATCH syntax: {match!r}")
-    return tree, phrases
 
 
 def bool_sql(

@@ -10,7 +10,7 @@ import zlib
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from docindex.store._sql import NAME_KEYS
+from docindex.store._sql import NAME_KEYS, Section
 from docindex.store.documents import DocumentRows
 from docindex.store.postgres import ranking
 from docindex.store.postgres.filters import ALL_DOCS, filter_sql
@@ -35,6 +35,11 @@ class PgReader(DocumentRows):
     _reading: bool
     _rows: dict[int, SegmentRow]
     _freqs: dict[tuple[str, str], int]
+
+    def _parsed_sections(self) -> dict[int, list[Section]]:
+        """A new cache per read: this engine keeps segment rows per snapshot
+        instead (``_rows``), and has no cheap change counter."""
+        return {}
 
     @property
     def pg(self) -> Connection[TupleRow]:
