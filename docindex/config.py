@@ -17,6 +17,8 @@ from typing import Any
 from docindex.errors import ConfigError
 
 DEFAULT_DB_DIR = ".docindex"
+# Embedding providers (issue #47 added multilingual); the CLI offers these.
+PROVIDERS = ("ngram", "none", "minilm", "multilingual")
 DEFAULT_DB_NAME = "index.db"
 CONFIG_NAME = "config.toml"
 
@@ -53,6 +55,10 @@ class Config:
     # The minilm list's weight (issue #9): SciFact auto nDCG@10 with weights
     # 1.0 / 1.5 / 2.0 was 0.7236 / 0.7340 / 0.7418 (earlier sweep: 3.0 lower).
     neural_weight: float = 2.0
+    # The multilingual list's weight (issue #47): at 2.0 KorQuAD --files fell
+    # to 0.914 (the default provider 0.970); at 1.0 it held 0.974, and
+    # bench/crosslingual.py kept 0.82-0.84 (dev) against 0.65-0.70 for ngram.
+    multilingual_weight: float = 1.0
     title_weight: float = 1.0
     fusion: str = "score"
     workers: int = 0
@@ -76,6 +82,10 @@ class Config:
     # next scan (the cache keeps the pages read).
     ocr_scan_timeout_s: float = 3600.0
     ocr_max_pixels: int = 12_000_000
+    # A synonym file in Recoll's format (issue #47): a query term of a group
+    # also matches the others, below the terms typed. Empty: no expansion.
+    # A relative path in a config file is relative to that file's folder.
+    synonyms: str = ""
     # The OCR text cache ($XDG_CACHE_HOME/docindex/ocr) is pruned to this after
     # each scan that ran OCR, least recently used first (#45).
     ocr_cache_max_bytes: int = 256 * 1024 * 1024
@@ -150,14 +160,16 @@ def validate(cfg: Config) -> Config:
     checks = [
         (1 <= cfg.cjk_ngram <= 3, "cjk_ngram must be 1, 2 or 3"),
         (16 <= cfg.embedding_dim <= 8192, "embedding_dim must be in 16..8192"),
-        (cfg.embedding_provider in ("ngram", "none", "minilm"),
-         "embedding_provider must be ngram, none or minilm"),
+        (cfg.embedding_provider in PROVIDERS,
+         "embedding_provider must be ngram, none, minilm or multilingual"),
         (50 <= cfg.segment_chars <= 100_000, "segment_chars must be in 50..100000"),
         (cfg.rrf_k > 0, "rrf_k must be > 0"),
         (cfg.reconnect_timeout_s > 0, "reconnect_timeout_s must be > 0"),
         (cfg.fusion in ("score", "rrf"), "fusion must be score or rrf"),
         (0.0 <= cfg.semantic_weight <= 10.0, "semantic_weight must be in 0..10"),
         (0.0 <= cfg.neural_weight <= 10.0, "neural_weight must be in 0..10"),
+        (0.0 <= cfg.multilingual_weight <= 10.0,
+         "multilingual_weight must be in 0..10"),
         (cfg.max_docs > 0 and cfg.max_segments > 0, "caps must be positive"),
         (cfg.max_depth >= 0, "max_depth must be >= 0"),
         (cfg.ocr_page_timeout_s > 0 and cfg.ocr_timeout_s > 0
@@ -237,7 +249,13 @@ def load_file(path: Path, base: Config | None = None) -> Config:
         raise ConfigError(f"cannot read config {path}: {exc.strerror}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"invalid TOML in {path}: {exc}") from exc
-    return from_mapping(data, base)
+    cfg = from_mapping(data, base)
+    if "synonyms" in mapping_fields(data) and cfg.synonyms:
+        where = Path(cfg.synonyms).expanduser()
+        cfg = cfg.replace(
+            synonyms=str(where if where.is_absolute() else path.parent / where)
+        )
+    return cfg
 
 
 def from_env(base: Config, environ: dict[str, str] | None = None) -> Config:

@@ -17,7 +17,7 @@ from docindex.embed.ngram import NgramEmbedder
 from docindex.ingest import indexer, pool
 from docindex.store import Store
 from docindex.text.stem import stem
-from docindex.text.tokenize import _CJK, normalize, term_parts, terms
+from docindex.text.tokenize import _CJK, identifier_words, normalize, term_parts, terms
 
 
 def _reference_terms(text: str, cjk_ngram: int = 2, use_stem: bool = True) -> list[str]:
@@ -29,6 +29,8 @@ def _reference_terms(text: str, cjk_ngram: int = 2, use_stem: bool = True) -> li
     for _, word in found:
         if word:
             words.append(stem(word) if use_stem else word)
+    # identifiers' words and joined names follow the words (issue #47)
+    words += [stem(w) if use_stem else w for w in identifier_words(text)]
     for size in range(1, cjk_ngram + 1):
         for cjk in runs:
             grams.extend(cjk[i : i + size] for i in range(len(cjk) - size + 1))
@@ -109,7 +111,7 @@ def test_fts_rows_of_a_cjk_heavy_file_are_what_delete_replays() -> None:
 def test_embed_parts_is_embed(texts: list[str], n: int) -> None:
     """The indexer's split path (latin terms + CJK code points) = ``embed``."""
     emb = NgramEmbedder(cjk_ngram=n)
-    parts = [term_parts(t) for t in texts]
+    parts = [term_parts(t, identifiers=False) for t in texts]
     a = emb.embed(texts)
     b = emb.embed_parts([p[0] for p in parts], [p[1] for p in parts])
     assert np.allclose(a, b, atol=1e-6)
@@ -126,7 +128,7 @@ def test_embed_parts_on_mixed_text() -> None:
     ]
     emb = NgramEmbedder()
     a = emb.embed(texts)
-    parts = [term_parts(t) for t in texts]
+    parts = [term_parts(t, identifiers=False) for t in texts]
     b = emb.embed_parts([p[0] for p in parts], [p[1] for p in parts])
     assert a.dtype == b.dtype == np.float32 and np.allclose(a, b, atol=1e-6)
     assert not a[3].any() and not b[3].any() and not b[2].any()

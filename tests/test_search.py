@@ -446,3 +446,76 @@ def test_snippets_drop_inline_tags_nested_fences_and_mkdocs_includes() -> None:
     snippet = make_snippet(listing, {"并查", "find"}, 400, False, CFG)
     assert "--8<--" not in snippet and "p_1.cpp" not in snippet
     assert "int find(int x)" in snippet  # other code stays
+
+
+# -- identifiers (issue #47) -----------------------------------------------------
+
+IDENTIFIERS = {
+    "fastapi.md": "# Origins\n\nInstall `CORSMiddleware` on the app to allow "
+    "other origins.\n",
+    "browsers.md": "# Browsers\n\nBrowsers add a preflight request before they "
+    "call another origin.\n",
+    "k8s.md": "# Disruptions\n\nA PodDisruptionBudget limits how many of a "
+    "replicated application are down at once.\n",
+    "client.md": "# Client options\n\nSet `max_retries` to retry a failed call; "
+    "the default is three.\n",
+    "logging.md": "# Logging\n\nThe max size of a log file is 10 MB, the max age "
+    "a week. Retries are logged at debug level, each with the max wait; "
+    "retries are capped.\n",
+    "budget.md": "# Budget\n\nThe pod disruption budget of a team is agreed "
+    "every quarter. Pod Disruption Budget reviews happen in March.\n",
+}
+
+
+@pytest.mark.parametrize(
+    ("query", "page"),
+    [
+        ("how do I add cors middleware", "fastapi.md"),
+        ("CORSMiddleware", "fastapi.md"),
+        ("max_retries", "client.md"),
+    ],
+)
+def test_identifiers_match_their_words_and_rank_whole(
+    tree: Tree, query: str, page: str
+) -> None:
+    """CamelCase names are found by their words, and the page holding the
+    exact name ranks first for it (issue #47)."""
+    run("scan", str(tree(IDENTIFIERS)), "--quiet")
+    out = run_json("query", query, "--files", "--mode", "lexical")
+    assert [h["rel_path"] for h in out["hits"]][:1] == [page]
+
+
+def test_identifier_words_match_in_both_directions(tree: Tree) -> None:
+    """ "pod disruption budget" holds the whole of ``PodDisruptionBudget``, and
+    the name asked for finds the page that writes its words apart (#47)."""
+    run("scan", str(tree(IDENTIFIERS)), "--quiet")
+    out = run_json("query", "pod disruption budget", "--files", "--mode", "lexical")
+    k8s = next(h for h in out["hits"] if h["rel_path"] == "k8s.md")
+    assert k8s["coverage"] == 1.0
+    out = run_json("query", "PodDisruptionBudget 是什么", "--files")
+    assert {h["rel_path"] for h in out["hits"][:2]} == {"k8s.md", "budget.md"}
+
+
+def test_an_index_of_the_old_tokenizer_answers_and_asks_for_a_rebuild(
+    tree: Tree, tmp_path: Path
+) -> None:
+    """An index written before identifier splitting (tokenizer 2) still
+    answers queries; a scan says to rebuild it, and the rebuild works (#47)."""
+    import json
+    import sqlite3
+
+    run("scan", str(tree(IDENTIFIERS)), "--quiet")
+    db = tmp_path / "db" / "index.db"
+    with sqlite3.connect(db) as conn:
+        old = {"version": 2, "cjk_ngram": 2, "stem": True}
+        conn.execute(
+            "UPDATE meta SET value = ? WHERE key = 'tokenizer'", (json.dumps(old),)
+        )
+    conn.close()
+    assert run_json("query", "max_retries")["hits"]
+    assert "tokenizer version 2" in run_json("stats")["notices"][0]
+    result = run("scan", ok=False)
+    assert result.exit_code == 1 and "reindex --full" in result.stderr
+    run("reindex", "--full", "--quiet")
+    assert run_json("stats")["tokenizer"]["version"] == 3
+    assert run_json("stats")["notices"] == []

@@ -11,7 +11,43 @@ def test_nfkc_casefold_and_stem() -> None:
 
 
 def test_identifiers_split_on_underscore_and_keep_digits() -> None:
-    assert terms("max_docs x86 utf8") == ["max", "doc", "x86", "utf8"]
+    # the joined name follows the words (issue #47)
+    assert terms("max_docs x86 utf8") == ["max", "doc", "x86", "utf8", "maxdoc"]
+
+
+def test_identifiers_add_their_words_and_joined_names() -> None:
+    """Issue #47: camel case split into words, joined names kept whole."""
+    assert terms("CORSMiddleware") == ["corsmiddlewar", "cor", "middlewar"]
+    assert terms("PodDisruptionBudget") == [
+        "poddisruptionbudget", "pod", "disrupt", "budget",
+    ]  # fmt: skip
+    assert terms("useState") == ["usest", "use", "state"]
+    assert terms("key-auth os.path") == [
+        "key",
+        "auth",
+        "os",
+        "path",
+        "keyauth",
+        "ospath",
+    ]
+    # the same name however it is joined or cased
+    assert terms("max_retries")[-1] == terms("MaxRetries")[0] == "maxretri"
+    # versions, one-letter pieces and plain words add nothing
+    assert terms("3.11.7 e.g. IPv6 index") == [
+        "3",
+        "11",
+        "7",
+        "e",
+        "g",
+        "ipv6",
+        "index",
+    ]
+
+
+def test_query_terms_hold_identifier_words() -> None:
+    assert query_terms("max_retries") == ["max", "retri", "maxretri"]
+    assert query_terms("CORSMiddleware") == ["corsmiddlewar", "cor", "middlewar"]
+    assert query_terms("how do I add CORS middleware") == ["add", "cor", "middlewar"]
 
 
 def test_cjk_unigrams_and_bigrams_at_index_time() -> None:
@@ -73,10 +109,11 @@ def _reference_parts(text: str) -> tuple[list[str], list[str]]:
     """term_parts without the blanking shortcut: tokens of the plain NFKC text."""
     import re
 
-    from docindex.text.tokenize import _CJK, _LATIN_RE, normalize
+    from docindex.text.tokenize import _CJK, _LATIN_RE, identifier_words, normalize
 
     norm = normalize(text)
-    return _LATIN_RE.findall(norm), re.findall(f"[{_CJK}]+", norm)
+    words = _LATIN_RE.findall(norm) + identifier_words(text)
+    return words, re.findall(f"[{_CJK}]+", norm)
 
 
 def test_blanked_compatibility_characters_are_separators_in_nfkc() -> None:

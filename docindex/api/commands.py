@@ -577,6 +577,7 @@ _readonly_ok = workspace.readonly_ok
 def stats(db: DbArg) -> IndexStats:
     """What the index holds."""
     from docindex.api.records import FacetCount, IndexStats
+    from docindex.ingest.settings import tokenizer_notice
 
     ws = workspace.load(db)
     with ws.open(readonly=_readonly_ok(ws.db)) as store:
@@ -596,7 +597,8 @@ def stats(db: DbArg) -> IndexStats:
             tokenizer=store.get_meta("tokenizer"),
             facets=store.facet_values(),
             facet_counts=[FacetCount(k, d, v) for k, d, v in store.facet_counts()],
-            skipped=store.skip_counts(), notices=store.notices(),
+            skipped=store.skip_counts(),
+            notices=[*store.notices(), *tokenizer_notice(store.get_meta("tokenizer"))],
         )  # fmt: skip
 
 

@@ -20,6 +20,7 @@ from docindex.cli.output import find_db as _find_db
 from docindex.cli.output import out_console as _out_console
 from docindex.cli.output import piped as _piped
 from docindex.cli.output import progress_bar as _progress
+from docindex.config import PROVIDERS
 from docindex.errors import DocindexError, IndexBusyError, IndexNotWritableError
 
 if TYPE_CHECKING:
@@ -266,7 +267,7 @@ def _not_nan(value: float) -> float:
 )
 @click.option(
     "--provider",
-    type=click.Choice(["ngram", "none", "minilm"]),
+    type=click.Choice(PROVIDERS),
     help="Embedding provider (changing it needs reindex --full).",
 )
 @click.option(
@@ -545,7 +546,7 @@ def _batch(
 )
 @click.option(
     "--provider",
-    type=click.Choice(["ngram", "none", "minilm"]),
+    type=click.Choice(PROVIDERS),
     help="Embedding provider for the rebuilt index (with --full).",
 )
 @click.option(

@@ -90,6 +90,10 @@ def hits_text(
     style = click.style
     hint = getattr(result, "hint", None)
     notes = _notes(result)
+    if explain and result.synonyms:  # issue #47: what the synonym file added
+        notes.append(_clean("synonyms: " + "; ".join(
+            f"{typed} -> {', '.join(more)}" for typed, more in result.synonyms.items()
+        )))  # fmt: skip
     if not result.hits:
         lines = [style("no hits", dim=True)]
         if hint and hint.get("suggestion"):  # issue #6: say why, and what to try

@@ -2,10 +2,12 @@
 
 An embedder turns texts into unit float32 rows. The configuration chooses it
 once (``choose``): ``ngram`` (``embed.NgramEmbedder``, the default),
-``minilm`` (``embed_minilm.MiniLMEmbedder``, the ``neural`` extra) or ``none``.
+``minilm`` (``embed_minilm.MiniLMEmbedder``, the ``neural`` extra),
+``multilingual`` (``embed.multilingual.MultilingualEmbedder``, the
+``multilingual`` extra, one vector per document, issue #47) or ``none``.
 The indexer and the search receive what ``choose`` returns and call the
-interface; they never probe an embedder's attributes. When ``minilm`` is asked
-for but cannot run, the choice falls back to ``ngram`` and says why
+interface; they never probe an embedder's attributes. When a neural provider is
+asked for but cannot run, the choice falls back to ``ngram`` and says why
 (``EmbedderChoice.reason``), instead of patching the fallback object.
 """
 
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 if TYPE_CHECKING:
     import numpy as np
@@ -28,17 +30,21 @@ class Embedder(Protocol):
     """What the indexer and the search need from an embedder.
 
     Attributes:
-        name: the provider name recorded in the index (``ngram``, ``minilm``).
+        name: the provider name recorded in the index (``ngram``, ``minilm``,
+            ``multilingual``).
         dim: the vector length.
         bits: stored precision of a vector value (``embed.quantize``: 8 or 4).
         deferred: True when vectors are made after the lexical scan, in a
             resumable phase (slow neural models, issue #9).
+        unit: ``segment`` (a vector per chunk) or ``document`` (one per
+            document, stored on its first segment: issue #47).
     """
 
     name: str
     dim: int
     bits: int
     deferred: bool
+    unit: str
 
     def params(self) -> dict[str, object]:
         """What the index records and checks on open (provider, dim, ...)."""
@@ -50,6 +56,10 @@ class Embedder(Protocol):
         """An (n, dim) float32 array of unit rows; ``weights`` are per-term idf."""
         ...
 
+    def embed_query(self, text: str, weights: dict[str, float] | None = None) -> Any:
+        """A query's unit vector (1-d float32); a model may prefix queries."""
+        ...
+
     def query_terms(self, text: str) -> list[str]:
         """The terms whose idf weights a query's vector (may be empty)."""
         ...
@@ -59,7 +69,8 @@ class EmbedderChoice(NamedTuple):
     """The embedder a configuration asked for, and what it got.
 
     Attributes:
-        provider: the configured provider (``ngram``, ``minilm``, ``none``).
+        provider: the configured provider (``ngram``, ``minilm``,
+            ``multilingual``, ``none``).
         embedder: the embedder to use, None for provider ``none``.
         reason: why ``provider`` is unavailable (then ``embedder`` is the
             ``ngram`` fallback), or None.
@@ -79,12 +90,19 @@ class EmbedderChoice(NamedTuple):
         """The one-line warning a scan reports for a fallback, or None."""
         if self.reason is None:
             return None
-        from docindex.embed.minilm import INSTALL_HINT
-
         return (
             f"{self.provider} embeddings unavailable ({self.reason}); using ngram "
-            f"instead ({INSTALL_HINT})"
+            f"instead ({provider_hint(self.provider)})"
         )
+
+
+def provider_hint(provider: str) -> str:
+    """How to install what a neural provider needs."""
+    if provider == "multilingual":
+        from docindex.embed.multilingual import INSTALL_HINT
+    else:
+        from docindex.embed.minilm import INSTALL_HINT
+    return INSTALL_HINT
 
 
 def make_choice(
@@ -104,6 +122,18 @@ def make_choice(
 
             return EmbedderChoice(
                 provider, MiniLMEmbedder(model, cache_dir=cache_dir())
+            )
+        fallback = NgramEmbedder(dim=dim, cjk_ngram=cjk_ngram, use_stem=use_stem)
+        return EmbedderChoice(provider, fallback, reason)
+    if provider == "multilingual":
+        from docindex.embed import multilingual
+
+        reason = multilingual.unavailable_reason()
+        if reason is None:
+            from docindex.config import cache_dir
+
+            return EmbedderChoice(
+                provider, multilingual.MultilingualEmbedder(cache_dir=cache_dir())
             )
         fallback = NgramEmbedder(dim=dim, cjk_ngram=cjk_ngram, use_stem=use_stem)
         return EmbedderChoice(provider, fallback, reason)

@@ -31,7 +31,7 @@ import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from docindex.errors import install_hint
 
@@ -66,6 +66,16 @@ DISABLED_OPTIMIZERS = ["SkipLayerNormFusion"]
 # Query language gate (issue #9): the model is English-only.
 GATE_CJK_RATIO = 0.5
 GATE_UNKNOWN_RATIO = 0.5
+
+
+class Encoder(Protocol):
+    """What ``build_graph`` reads of an encoder: its shape and options."""
+
+    dim: int
+    layers: int
+    heads: int
+    eps: float
+    pooling: str
 
 
 class ModelUnavailableError(RuntimeError):
@@ -144,6 +154,7 @@ class MiniLMEmbedder:
     version = 1
     deferred = True  # embedded in a resumable phase after the lexical scan
     bits = 8  # stored precision (``embed.quantize``)
+    unit = "segment"
 
     def __init__(
         self,
@@ -224,6 +235,13 @@ class MiniLMEmbedder:
         return []
 
     # -- embedding ------------------------------------------------------------
+
+    def embed_query(
+        self, text: str, weights: dict[str, float] | None = None
+    ) -> FloatArray:
+        """``embed([text])[0]``: the model embeds queries as texts."""
+        vec: FloatArray = self.embed([text])[0]
+        return vec
 
     def embed(
         self, texts: Sequence[str], weights: dict[str, float] | None = None
@@ -483,8 +501,9 @@ def _save_optimised(ort: ModuleType, model: bytes, path: Path) -> None:
 
 
 def build_graph(
-    emb: MiniLMEmbedder, w: Weights, *, int8: bool = True, fused: bool = True
-) -> ModelProto:
+    emb: Encoder, w: Weights, *, int8: bool = True, fused: bool = True,
+    embeds: bool = False,
+) -> ModelProto:  # fmt: skip
     """The encoder as an ONNX ModelProto with ``w``'s tensors bound as initializers.
 
     Input ``input_ids`` (int64, batch x tokens, every row a whole text: there
@@ -492,7 +511,10 @@ def build_graph(
     ``pooled`` (float32, batch x hidden), mean- or CLS-pooled, not normalised.
     ``fused`` uses onnxruntime's contrib kernels (MultiHeadAttention, Gelu);
     without it the graph is plain ONNX opset 17. Residual + LayerNormalization
-    stay two nodes (see DISABLED_OPTIMIZERS).
+    stay two nodes (see DISABLED_OPTIMIZERS). ``embeds``: the input is
+    ``inputs_embeds`` (float32, batch x tokens x hidden), the word vectors
+    looked up by the caller (issue #47: a 250k-word vocabulary kept at 4 bits
+    outside the graph).
     """
     import numpy as np
     from onnx import TensorProto, helper, numpy_helper
@@ -539,11 +561,19 @@ def build_graph(
                     const(w[f"{prefix}.bias"], "beta")], axis=-1, epsilon=emb.eps)  # fmt: skip
 
     heads, dh, hid = emb.heads, emb.dim // emb.heads, emb.dim
-    shape = node("Shape", ["input_ids"])
+    source = "inputs_embeds" if embeds else "input_ids"
+    shape = node("Shape", [source])
     t = node("Gather", [shape, const(np.int64(1))], axis=0)
     positions = node("Range", [const(np.int64(0)), t, const(np.int64(1))])
+    words = (
+        "inputs_embeds"
+        if embeds
+        else node(
+            "Gather", [const(w["embeddings.word_embeddings.weight"], "we"), "input_ids"]
+        )
+    )
     x = node("Add", [
-        node("Gather", [const(w["embeddings.word_embeddings.weight"], "we"), "input_ids"]),
+        words,
         node("Gather", [const(w["embeddings.position_embeddings.weight"], "pe"), positions]),
     ])  # fmt: skip
     x = node("Add", [x, const(w["embeddings.token_type_embeddings.weight"][0], "te")])
@@ -604,7 +634,9 @@ def build_graph(
     nodes.append(helper.make_node("Identity", [pooled], ["pooled"]))
     graph = helper.make_graph(
         nodes, "docindex_minilm",
-        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["b", "t"])],
+        [helper.make_tensor_value_info("inputs_embeds", TensorProto.FLOAT, ["b", "t", hid])
+         if embeds else
+         helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["b", "t"])],
         [helper.make_tensor_value_info("pooled", TensorProto.FLOAT, ["b", hid])],
         initializer=inits,
     )  # fmt: skip

@@ -298,6 +298,7 @@ class NgramEmbedder:
     name = "ngram"
     version = 1
     deferred = False  # vectors are made with the segments, in the scan
+    unit = "segment"
 
     def __init__(
         self, dim: int = 256, cjk_ngram: int = 2, use_stem: bool = True, bits: int = 4
@@ -412,7 +413,8 @@ class NgramEmbedder:
         self._stop = _Buffer("bool")
 
     def _term_counts(self, text: str) -> Counter[str]:
-        counts = Counter(terms(text, cjk_ngram=self.cjk_ngram, use_stem=self.use_stem))
+        counts = Counter(terms(text, cjk_ngram=self.cjk_ngram, use_stem=self.use_stem,
+                               identifiers=False))  # fmt: skip
         for stop in STOPWORDS.intersection(counts):
             dict.__delitem__(counts, stop)  # skips Counter's Python-level __delitem__
         return counts
@@ -428,7 +430,11 @@ class NgramEmbedder:
         """
         n, use_stem = self.cjk_ngram, self.use_stem
         return self._embed_lists(
-            [terms(t, cjk_ngram=n, use_stem=use_stem) for t in texts], weights
+            [
+                terms(t, cjk_ngram=n, use_stem=use_stem, identifiers=False)
+                for t in texts
+            ],
+            weights,  # fmt: skip
         )
 
     def embed_parts(
@@ -643,6 +649,13 @@ class NgramEmbedder:
                 vec[i] += v * w
         norm = math.sqrt(sum(x * x for x in vec))
         return [x / norm for x in vec] if norm else vec
+
+    def embed_query(
+        self, text: str, weights: dict[str, float] | None = None
+    ) -> FloatArray:
+        """``embed([text], weights)[0]``: a query is embedded as a text is."""
+        vec: FloatArray = self.embed([text], weights=weights)[0]
+        return vec
 
     def query_terms(self, text: str) -> list[str]:
         """Distinct terms of a query, for idf lookup."""

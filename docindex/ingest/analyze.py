@@ -20,7 +20,13 @@ from docindex.models import Segment
 from docindex.text.fields import document_fields as document_fields
 from docindex.text.fields import embed_input
 from docindex.text.fields import fts_row as fts_row
-from docindex.text.tokenize import cjk_ngrams, stopword_terms, term_parts, terms
+from docindex.text.tokenize import (
+    cjk_ngrams,
+    extra_terms,
+    stopword_terms,
+    term_parts,
+    terms,
+)
 
 EMBED_BATCH = 512  # segments embedded at once: bounds a big file's memory (#8)
 CJK_NUMPY_MIN = 512  # CJK characters in a file from which its n-gram text uses numpy
@@ -144,7 +150,11 @@ def _analyze(
     run_lists: list[list[str]] = []
     body_words: list[list[str]] = []
     for seg in segments:
-        words, runs = term_parts(seg.text, use_stem=use_stem)
+        # The n-gram vectors take the plain words; the FTS rows and counts
+        # add the identifiers' words too (issue #47).
+        plain, runs = term_parts(seg.text, use_stem=use_stem, identifiers=False)
+        extra = extra_terms(seg.text, use_stem=use_stem)
+        words = plain + extra if extra else plain
         head = heads.get(seg.heading_path)
         if head is None:
             head = heads[seg.heading_path] = " ".join(
@@ -158,9 +168,9 @@ def _analyze(
                 parts = (title or doc_title, *seg.heading_path)
                 context = " > ".join(p for p in parts if p)
                 ctx = contexts[seg.heading_path] = term_parts(
-                    context, use_stem=use_stem
+                    context, use_stem=use_stem, identifiers=False
                 )
-            word_lists.append(ctx[0] + words if ctx[0] else words)
+            word_lists.append(ctx[0] + plain if ctx[0] else plain)
             run_lists.append(ctx[1] + runs if ctx[1] else runs)
         body_runs.append(runs)
         body_words.append(words)

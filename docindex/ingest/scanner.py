@@ -59,6 +59,7 @@ def scan(
     on_progress: ProgressFn | None = None,
     bulk: bool = False,
     stop: StopFn | None = None,
+    yield_to: StopFn | None = None,
     keep_present: bool = False,
 ) -> ScanResult:
     """Bring the index up to date with the roots (or only with ``scopes`` inside them).
@@ -78,6 +79,10 @@ def scan(
             commits the files it has finished and returns with
             ``interrupted`` set (issue #17). Nothing is pruned after a walk
             that was cut short.
+        yield_to: checked between batches of deferred vectors: once true,
+            the scan returns with its lexical rows committed and the rest
+            counted in ``vectors_pending`` (``watch``: file changes first,
+            issue #47).
         keep_present: remove only documents whose file is gone, not those
             this walk's narrower rules leave out (issue #44: another
             machine's wider settings indexed them).
@@ -110,7 +115,8 @@ def scan(
         result.took_ms = round((time.perf_counter() - started) * 1000, 1)
         return result  # reclaiming pages can wait for the next scan
     if embedder is not None and embedder.deferred:
-        embed_pending(store, cfg, on_progress=on_progress, result=result, stop=stop)
+        embed_pending(store, cfg, on_progress=on_progress, result=result, stop=stop,
+                      yield_to=yield_to)  # fmt: skip
     store.tidy_fts()  # deleted rows past a share of the index: merge them away
     store.reclaim()
     if cfg.ocr and (result.indexed or result.updated or result.skipped):

@@ -7,17 +7,31 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from docindex.config import Config
-from docindex.embed.choice import choose
+from docindex.embed.choice import choose, provider_hint
 from docindex.embed.choice import embedder_for as _embedder
 from docindex.errors import EmbedderMismatchError, OutsideRootsError
 from docindex.store import Index
 
-TOKENIZER_VERSION = 2  # 2: words first, then CJK n-grams (same multiset)
+# 2: words first, then CJK n-grams (same multiset); 3: identifiers' words and
+# joined names (issue #47). An index of another version answers queries but a
+# scan asks for `reindex --full` (check_settings), and `stats` says why.
+TOKENIZER_VERSION = 3
 
 
 def tokenizer_settings(cfg: Config) -> dict[str, object]:
     """What the index records of the tokenizer ``cfg`` builds with."""
     return {"version": TOKENIZER_VERSION, "cjk_ngram": cfg.cjk_ngram, "stem": cfg.stem}
+
+
+def tokenizer_notice(recorded: object) -> list[str]:
+    """What ``stats`` says of an index built by another tokenizer version."""
+    if not isinstance(recorded, dict) or recorded.get("version") == TOKENIZER_VERSION:
+        return []
+    return [
+        f"the index was built by tokenizer version {recorded.get('version')} "
+        f"(this docindex writes {TOKENIZER_VERSION}: identifiers split into words, "
+        "issue #47); queries work, a scan asks for `docindex reindex --full`"
+    ]
 
 
 def embedder_params(cfg: Config) -> dict[str, object] | None:
@@ -38,11 +52,14 @@ def check_settings(store: Index, cfg: Config) -> None:
     emb = store.get_meta("embedder")
     if emb is not None and emb != embedder_params(cfg):
         why = choose(cfg).reason
-        if why and emb.get("provider") == "minilm":
-            from docindex.embed.minilm import INSTALL_HINT
-
+        held = emb.get("provider")
+        if (
+            why
+            and held in ("minilm", "multilingual")
+            and held == cfg.embedding_provider
+        ):
             raise EmbedderMismatchError(
-                f"this index holds minilm vectors but {why}: {INSTALL_HINT}, "
+                f"this index holds {held} vectors but {why}: {provider_hint(held)}, "
                 "or run `docindex reindex --full --provider ngram`"
             )
         raise EmbedderMismatchError(

@@ -37,6 +37,7 @@ from docindex.ingest.walker import (
     PathRules,
     root_problem,
 )
+from docindex.models import ScanResult
 from docindex.store import Store
 
 if TYPE_CHECKING:
@@ -393,7 +394,10 @@ def _loop(
     next_health = clock() + HEALTH_INTERVAL_S
     next_ping = clock() + PING_INTERVAL_S
     stopping = False
+    vectors_due = True  # a deferred embedder may have work left (issue #47)
     while not stopping:
+        if vectors_due and co.next_deadline() is None:
+            vectors_due = _embed_while_idle(link.store, cfg, q, stop_event, notice)
         deadline = co.next_deadline()
         wake = next_health if deadline is None else min(deadline, next_health)
         items = []
@@ -436,8 +440,11 @@ def _loop(
                     continue
                 if todo.fallback and todo.paths[0] in obs.rearm:
                     obs.rebuild(todo.paths[0])  # before the scan: nothing slips by
+                # A deferred embedder's vectors wait while changes are queued:
+                # the lexical rows are committed first (issue #47).
                 report, raced = _apply(link.store, cfg, todo, kind,
-                                       keep_present=keep_present)  # fmt: skip
+                                       keep_present=keep_present,
+                                       yield_to=lambda: not q.empty())  # fmt: skip
             except IndexUnreachableError as exc:
                 # The server restarted or failed over (issue #44): open the
                 # index again, then go over this batch and every root.
@@ -460,6 +467,7 @@ def _loop(
                                             [{"path": "", "reason": "error",
                                               "message": str(exc)}]), False  # fmt: skip
             on_batch(report)
+            vectors_due = True
             if raced and not stopping:
                 # Its removals were not pruned: go over these paths again.
                 co.defer(todo, clock() + co.debounce_s)
@@ -471,6 +479,31 @@ def _loop(
                 # Leave a gap between back-to-back burst transactions so another
                 # writer waiting on the lock (a `docindex scan`) gets its turn.
                 time.sleep(0.02)
+
+
+def _embed_while_idle(
+    store: Store, cfg: Config, q: queue.SimpleQueue[object],
+    stop_event: threading.Event, notice: Callable[[str], None],
+) -> bool:  # fmt: skip
+    """Embed pending deferred vectors until a change arrives (issue #47).
+
+    Returns True when vectors are left (the queue had work, or the index
+    was busy), False when none are.
+    """
+    from docindex.embed.choice import embedder_for
+    from docindex.ingest.indexer import embed_pending
+
+    embedder = embedder_for(cfg)
+    if embedder is None or not embedder.deferred:
+        return False
+    result = ScanResult()
+    try:
+        embed_pending(store, cfg, result=result,
+                      yield_to=lambda: not q.empty() or stop_event.is_set())  # fmt: skip
+    except (IndexBusyError, IndexUnreachableError):
+        notice("index is busy or unreachable; vectors will be embedded later")
+        return True
+    return result.vectors_pending > 0
 
 
 def _feed(
@@ -563,6 +596,7 @@ def _apply_retrying(
 def _apply(
     store: Store, cfg: Config, batch: Batch, kind: str,
     stop: Callable[[], bool] | None = None, keep_present: bool = False,
+    yield_to: Callable[[], bool] | None = None,
 ) -> tuple[BatchReport, bool]:  # fmt: skip
     """Apply one batch; the flag says the tree kept moving under every attempt."""
     from docindex.ingest.indexer import scan
@@ -577,7 +611,7 @@ def _apply(
     errors: list[dict[str, str]] = []
     for _attempt in range(3):
         result = scan(store, cfg, scopes=[Path(p) for p in batch.paths], stop=stop,
-                      keep_present=keep_present)  # fmt: skip
+                      keep_present=keep_present, yield_to=yield_to)  # fmt: skip
         added, updated = added + result.indexed, updated + result.updated
         errors = [e for e in result.errors if not _raced(e)]
         if result.interrupted:  # a signal during a catch-up scan (#33)

@@ -19,10 +19,12 @@ from docindex.ingest.pool import POOL_THRESHOLD, Stopped, Workers
 from docindex.ingest.prepare import Job, Prepared, StopFn, _prepare_all
 from docindex.ingest.removal import remove_document
 from docindex.models import Progress, ProgressFn, ScanResult, SkipReason
-from docindex.store import Fingerprint, Index, NewDocument, SkipRow
-from docindex.text.fields import embed_input, title_text
+from docindex.store import Fingerprint, Index, NewDocument, SegmentRow, SkipRow
+from docindex.text.fields import document_input, embed_input, title_text
 
 EMBED_COMMIT = 512  # segments embedded per committed transaction
+# Documents per transaction for a per-document embedder (~0.2-0.5 s each here).
+DOCUMENT_COMMIT = 16
 # Segments per progress event inside a commit: MiniLM embeds ~25 a second on
 # this machine, so a whole commit was 20 s without a sign of life (#45).
 EMBED_STEP = 64
@@ -31,13 +33,19 @@ EMBED_STEP = 64
 def embed_pending(
     store: Index, cfg: Config, *, on_progress: ProgressFn | None = None,
     result: ScanResult | None = None, stop: StopFn | None = None,
+    yield_to: StopFn | None = None,
 ) -> int:  # fmt: skip
     """Embed the segments that have no vector yet, committing every EMBED_COMMIT.
 
     Neural embedding is slow (issue #9), so it runs after the lexical scan has
     committed: an interrupted run keeps what it embedded and the next scan
     embeds only the segments whose ``vec`` is still NULL. ``max_embedded``
-    caps the total as it does inline. ``stop`` is checked between batches.
+    caps the total as it does inline. ``stop`` is checked between batches;
+    so is ``yield_to``, which leaves the rest for later without marking the
+    scan interrupted (``result.vectors_pending`` says how many).
+    A per-document embedder (issue #47) embeds each document's passage
+    (``fields.document_input``) onto its first segment, in small batches so
+    that ``watch`` returns to file changes within seconds.
 
     Returns:
         The number of segments embedded.
@@ -47,25 +55,26 @@ def embed_pending(
     embedder = _embedder(cfg)
     if embedder is None:
         return 0
+    per_doc = embedder.unit == "document"
+    batch = DOCUMENT_COMMIT if per_doc else EMBED_COMMIT
     counts = store.counts()
     room = max(0, cfg.max_embedded - counts.embedded)
-    total = min(room, counts.segments - counts.embedded)
+    units = counts.documents if per_doc else counts.segments
+    total = min(room, max(0, units - counts.embedded))
     done, after = 0, 0
     while done < total:
         if stop is not None and stop():
             if result is not None:
                 result.interrupted = True
             break
-        rows = store.pending_vectors(after, min(EMBED_COMMIT, total - done))
+        if yield_to is not None and yield_to():
+            break
+        rows = store.pending_vectors(
+            after, min(batch, total - done), first_only=per_doc
+        )
         if not rows:
             break
-        inputs = [
-            embed_input(
-                row.title or title_text(None, row.rel_path), row.heading,
-                store.body(row.doc_id)[row.char_start : row.char_end],
-            )
-            for row in rows
-        ]  # fmt: skip
+        inputs = [_input(store, row, per_doc) for row in rows]
         blobs: list[bytes] = []
         for start in range(0, len(inputs), EMBED_STEP):
             step = inputs[start : start + EMBED_STEP]
@@ -80,7 +89,19 @@ def embed_pending(
             result.embedded += len(rows)
         if on_progress:
             on_progress(Progress("embed", done, total))
+    if result is not None:
+        result.vectors_pending = total - done
     return done
+
+
+def _input(store: Index, row: SegmentRow, per_doc: bool) -> str:
+    """What is embedded for ``row``: its chunk, or its whole document (#47)."""
+    title = row.title or title_text(None, row.rel_path)
+    body = store.body(row.doc_id)
+    if not per_doc:
+        return embed_input(title, row.heading, body[row.char_start : row.char_end])
+    headings = [h for seg in store.segments_of(row.doc_id) for h in seg.heading]
+    return document_input(title, headings, body)
 
 
 def _apply(

@@ -288,6 +288,9 @@ class ScanResult:
     warnings: list[str] = field(default_factory=list)
     interrupted: bool = False  # stopped on request; what it did is committed (#17)
     pending: int = 0  # files it walked but left for the next scan (when interrupted)
+    # Vectors a deferred embedder left to do: ``watch`` yields to file changes
+    # and embeds the rest when idle (issue #47).
+    vectors_pending: int = 0
 
     def skip(
         self, reason: SkipReason | str, path: str | None = None, message: str = ""
@@ -379,6 +382,8 @@ class QueryResult:
     total_exact: bool = True  # False: ``total`` is a lower bound (issue #37)
     did_you_mean: dict[str, str] = field(default_factory=dict)  # term -> index term
     corrected: str | None = None  # the query searched instead (no hits, auto mode)
+    # The synonym file's expansions (issue #47): member matched -> members added.
+    synonyms: dict[str, list[str]] = field(default_factory=dict)
 
 
 # The navigation results (outline, show, section, list, related) are in

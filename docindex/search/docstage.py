@@ -89,6 +89,45 @@ def document_stage(
     return Docs(hits, doc_of)
 
 
+def with_synonyms(
+    store: Index, docs: Docs, match: str, weight: float, size: int, only: DocFilter
+) -> Docs:
+    """The stage's documents with a synonym's bm25 added (issue #47).
+
+    The documents the synonym's terms rank (``match``) join those of the
+    typed terms; each scores its typed terms' bm25 plus ``weight`` times the
+    synonym's, and the best ``size`` are kept.
+    """
+    extra = store.document_lexical(match, size, FIELD_WEIGHTS, only)
+    if not extra:
+        return docs
+    merged = {d.id: d for d in docs.hits}
+    score = {d.id: d.score for d in docs.hits}
+    for d in extra:
+        merged.setdefault(d.id, d)
+        score[d.id] = score.get(d.id, 0.0) + weight * d.score
+    best = sorted(score, key=lambda i: (-score[i], i))[:size]
+    hits = [merged[i]._replace(score=score[i]) for i in best]
+    doc_of = {
+        sid: d.id
+        for d in hits
+        for sid in range(d.first_segment, d.first_segment + d.n_segments)
+    }
+    return Docs(hits, doc_of)
+
+
+def added(
+    typed: list[tuple[int, float]], extra: list[tuple[int, float]], weight: float,
+    limit: int,
+) -> list[tuple[int, float]]:  # fmt: skip
+    """Two bm25 lists of segments as one: ``typed + weight * extra``, best first."""
+    score = dict(typed)
+    for sid, s in extra:
+        score[sid] = score.get(sid, 0.0) + weight * s
+    ranked = sorted(score.items(), key=lambda kv: (-kv[1], kv[0]))
+    return ranked[:limit]
+
+
 def _quote_term(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
@@ -109,14 +148,16 @@ def document_scores(
         (doc id -> score in [0, 1], the document-level lists for ``--explain``).
     """
     lexical = {d.id: d.score for d in docs.hits if d.score > 0}
-    if not lexical:
+    if not lexical and not lists.get("semantic"):
         return {}, {}
-    if feedback and FEEDBACK_DOCS > 0:
+    if lexical and feedback and FEEDBACK_DOCS > 0:
         lexical = _with_feedback(store, lexical, qterms, cfg)
     doc_lists: dict[str, list[tuple[int, float]]] = {
         "lexical": sorted(lexical.items(), key=lambda kv: (-kv[1], kv[0]))
     }
     if lists.get("semantic"):
+        # A document-vector provider (issue #47) ranks documents the lexical
+        # stage did not find: their first segments are in ``doc_of`` too.
         best: dict[int, float] = {}
         for sid, cos in lists["semantic"]:
             doc = docs.doc_of.get(sid)

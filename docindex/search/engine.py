@@ -48,9 +48,11 @@ from docindex.models import QueryResult as QueryResult
 from docindex.search.docstage import (
     DOC_POOL,
     Docs,
+    added,
     document_stage,
     rank_chunks,
     rank_documents,
+    with_synonyms,
 )
 from docindex.search.fusion import fuse
 from docindex.search.fusion import (
@@ -86,6 +88,8 @@ from docindex.search.snippet import (
 )
 from docindex.search.spelling import as_written, suggestions
 from docindex.store import DocFilter, Index, SegmentRow
+from docindex.text.synonyms import SYNONYM_WEIGHT
+from docindex.text.tokenize import identifier_terms
 
 MODES = ("auto", "lexical", "semantic")
 ALL_VECTORS_MAX = 50_000  # --mode semantic scores every vector up to this many
@@ -151,7 +155,14 @@ def parse(text: str, cfg: Config) -> ParsedQuery:
     from docindex.models.limits import MAX_QUERY_CHARS, check_length
 
     check_length("query", text, MAX_QUERY_CHARS)  # issue #17: bounded memory
-    return parse_query(_utf8(text), cjk_ngram=cfg.cjk_ngram, use_stem=cfg.stem)
+    parsed = parse_query(_utf8(text), cjk_ngram=cfg.cjk_ngram, use_stem=cfg.stem)
+    if cfg.synonyms and parsed.tokens:
+        from docindex.text.synonyms import expand, read_groups
+
+        found = expand(parsed.tokens, read_groups(cfg.synonyms),
+                       cjk_ngram=cfg.cjk_ngram, use_stem=cfg.stem)  # fmt: skip
+        parsed = dataclasses.replace(parsed, expansions=tuple(found))
+    return parsed
 
 
 def search(
@@ -183,6 +194,7 @@ def search(
     parsed = query if isinstance(query, ParsedQuery) else parse(query, cfg)
     opts = _utf8_options(opts)
     result = QueryResult(query=parsed.text, mode=opts.mode)
+    result.synonyms = {e.matched: list(e.added) for e in parsed.expansions}
     qterms = list(parsed.tokens)
     if not parsed.searchable or not qterms:
         # Stopwords only ("the") matched everything at 1.0 (issue #19).
@@ -244,9 +256,16 @@ def search(
         store, page, rows, raw, gate, folded, weights, cfg, opts, doc_raw
     )
     if hint:
-        fixes = suggestions(store, qterms)
+        # Spellings for what was typed: not for a camel-case name's words
+        # (useEfect's "efect"), which the typed name's own fix covers (#47).
+        derived = identifier_terms(parsed.positive_text, use_stem=cfg.stem)
+        own = [t for t in qterms if t not in derived]
+        fixes = suggestions(store, own)
         if fixes:
-            result = _spelled(store, parsed, fixes, result, cfg, opts)
+            # Hits for a misspelt name's words alone ("use" of useEfect) are
+            # no answer: the index holds none of the terms typed.
+            missed = bool(derived) and not any(store.doc_freqs(own).values())
+            result = _spelled(store, parsed, fixes, result, cfg, opts, missed)
         if not result.hits and opts.offset == 0:
             result.hint = _zero_hint(store, parsed, cfg, opts)
         elif result.hits and opts.offset == 0:
@@ -279,16 +298,17 @@ def _total(
 
 def _spelled(
     store: Index, parsed: ParsedQuery, fixes: dict[str, str], result: QueryResult,
-    cfg: Config, opts: QueryOptions,
+    cfg: Config, opts: QueryOptions, missed: bool = False,
 ) -> QueryResult:  # fmt: skip
     """Did you mean (#37), in words the index holds as written (#45).
 
-    With no hits in ``auto`` mode, the corrected query is searched instead.
+    With no hits in ``auto`` mode (or ``missed``: hits for none of the words
+    typed, #47), the corrected query is searched instead.
     The suggestions name the words the hits show ("middleware"), not the
     index's stems ("middlewar").
     """
     fixed = _corrected(parsed, fixes)
-    if not result.hits and opts.mode == "auto":
+    if (missed or not result.hits) and opts.mode == "auto":
         again = search(store, fixed, cfg, opts, hint=False)
         if again.hits:
             words = as_written(parsed.text, fixes, _shown(again.hits),
@@ -383,14 +403,27 @@ def _lists(
         match = fts_match(parsed)
         size = SEMANTIC_POOL if opts.mode == "semantic" else pool
         within: list[int] | None = None
+        # Synonyms (#47): each ranked apart, its bm25 added below the typed
+        # terms' (SYNONYM_WEIGHT shared among its terms).
+        extra = [
+            (" OR ".join(map(quote_fts, terms)), SYNONYM_WEIGHT / len(terms))
+            for terms in parsed.synonym_terms
+        ]
         if opts.mode != "semantic":
             n_docs = max(DOC_POOL, 2 * (opts.top + opts.offset))
             docs = document_stage(store, parsed, match, n_docs, only)
+            for extra_match, weight in extra:
+                docs = with_synonyms(store, docs, extra_match, weight, n_docs, only)
             if not parsed.constrained:
                 within = list(docs.doc_of)
         lists["lexical"] = store.lexical(
             match, size, cfg.title_weight, only, within=within
         )
+        for extra_match, weight in extra:
+            found = store.lexical(
+                extra_match, size, cfg.title_weight, only, within=within
+            )
+            lists["lexical"] = added(lists["lexical"], found, weight, size)
         if parsed.constrained:
             lists["lexical"] = _verified(store, parsed, lists["lexical"], cfg)
     if opts.mode == "semantic" and not every_vector:
@@ -422,6 +455,12 @@ def _lists(
             degraded = True
         elif semantic:
             lists["semantic"] = semantic
+            if docs is not None:
+                # Documents found by their vector alone (issue #47) join the
+                # document stage through their first segment.
+                missing = [sid for sid, _ in semantic if sid not in docs.doc_of]
+                if missing:
+                    docs.doc_of.update(store.doc_ids_of(missing))
     pool_full = len(lists.get("lexical", ())) >= pool
     return lists, gate, degraded, docs, pool_full
 

@@ -118,6 +118,9 @@ def weak_hint(
     text = f"weak match: the best hit holds {best:.0%} of the query"
     if unmatched:
         text += "; no document contains " + ", ".join(repr(w) for w in unmatched)
+    if cfg.embedding_provider == "multilingual" and "semantic" in result.hits[0].from_:
+        # A question in another language shares no word with its answer (#47).
+        text += "; the multilingual model ranked it by meaning"
     return {
         "weak_match": True, "unmatched_words": unmatched, "filtered_out": False,
         "would_match": {}, "suggestion": text,

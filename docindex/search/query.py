@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from docindex.text.synonyms import Expansion
 from docindex.text.tokenize import STOPWORDS, query_terms, word_spans
 
 _PART = re.compile(r'(?<!\S)([+-]?)"([^"]*)"(?!\S)|(\S+)')
@@ -64,6 +65,8 @@ class ParsedQuery:
             joint presence excludes a hit.
         searchable: False when nothing but stopwords (or nothing) is left to
             rank: the query then answers ``NO_WORDS``.
+        expansions: what the synonym file added (issue #47), each with its
+            index terms, ranked below ``tokens``.
     """
 
     text: str
@@ -76,6 +79,12 @@ class ParsedQuery:
     excluded_tokens: tuple[tuple[str, ...], ...] = ()
     searchable: bool = False
     question: bool = False
+    expansions: tuple[Expansion, ...] = ()
+
+    @property
+    def synonym_terms(self) -> tuple[tuple[str, ...], ...]:
+        """Each synonym's index terms that the file added (none without it)."""
+        return tuple(m for e in self.expansions for m in e.member_terms)
 
     @property
     def positive_text(self) -> str:

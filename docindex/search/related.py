@@ -95,6 +95,9 @@ def related(
         own_file = source
     dim = int(emb["dim"])
     _, blobs = store.vectors(source_ids)
+    if not blobs and emb.get("unit") == "document":
+        # One vector per document (issue #47): a chunk stands for its page.
+        _, blobs = store.vectors([s.id for s in store.segments_of(doc_id)])
     if not blobs:
         raise DocindexError(f"{source} has no vectors")
     query = dequantize(blobs, dim).mean(axis=0)

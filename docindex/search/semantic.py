@@ -19,6 +19,8 @@ from docindex.store import DocFilter, Index
 if TYPE_CHECKING:  # imported where used: a lexical query needs no embedder (#24)
     from docindex.embed.ngram import NgramEmbedder
 
+# Providers that run a model (issue #9, #47): vectors tied to that model.
+NEURAL = ("minilm", "multilingual")
 PURE_PYTHON_MAX = 600  # candidates scored without numpy in a fresh process
 PURE_PYTHON_QUERIES = 3  # ... for its first queries; later ones import numpy
 
@@ -33,12 +35,15 @@ def language_gate(cfg: Config, text: str) -> str | None:
 
 
 def dense_weight(cfg: Config) -> float:
-    """``neural_weight`` for the minilm list (SciFact: 2.0 > 1.5 > 1.0), else
+    """``neural_weight`` for the minilm list (SciFact: 2.0 > 1.5 > 1.0),
+    ``multilingual_weight`` for the multilingual one (issue #47), else
     ``semantic_weight`` (issue #9)."""
-    if cfg.embedding_provider != "minilm":
+    if cfg.embedding_provider not in NEURAL:
         return cfg.semantic_weight  # no embedder built for a lexical query (#24)
     embedder = _embedder(cfg)
-    if embedder is not None and embedder.name == "minilm":
+    if embedder is not None and embedder.name == "multilingual":
+        return cfg.multilingual_weight
+    if embedder is not None and embedder.name in NEURAL:
         return cfg.neural_weight
     return cfg.semantic_weight
 
@@ -91,7 +96,7 @@ def ngram_fallback(
 def provider_degraded(cfg: Config) -> bool:
     # Only the neural provider can be missing; asking ``choose`` for another
     # would build (and import) an embedder a lexical query never uses (#24).
-    return cfg.embedding_provider == "minilm" and not choose(cfg).available
+    return cfg.embedding_provider in NEURAL and not choose(cfg).available
 
 
 def semantic_ranking(
@@ -112,11 +117,17 @@ def semantic_ranking(
     recorded = store.get_meta("embedder")
     if embedder is None or recorded is None:
         return None
-    if "minilm" in (embedder.name, recorded.get("provider")) and (
+    if {embedder.name, recorded.get("provider")} & set(NEURAL) and (
         recorded != embedder.params()
     ):
-        return None  # vectors from another model (or minilm not installed): issue #9
-    found = _stored_vectors(store, candidates, only)
+        return None  # vectors from another model (or it is not installed): issue #9
+    per_doc = embedder.unit == "document"
+    if per_doc:
+        # One vector per document (issue #47): score them all, so a page that
+        # shares no word with the query (a Chinese question, an English page)
+        # is found; there are as many as documents, not chunks.
+        candidates = None
+    found = _stored_vectors(store, candidates, only, first_only=per_doc)
     if found is None:
         return None
     ids, blobs = found
@@ -142,15 +153,18 @@ def semantic_ranking(
         # A process that keeps querying (MCP, --queries, a library user) pays
         # the import once and saves those ms on every later query.
         return _cosines_pure(ngram, text, idf, ids, blobs, limit)
-    return _cosines_numpy(embedder, text, idf, ids, blobs, limit)
+    return _cosines_numpy(
+        embedder, text, idf, ids, blobs, limit, centre=embedder.unit == "document"
+    )
 
 
 def _stored_vectors(
-    store: Index, candidates: list[int] | None, only: DocFilter
-) -> tuple[list[int], list[bytes]] | None:
+    store: Index, candidates: list[int] | None, only: DocFilter,
+    first_only: bool = False,
+) -> tuple[list[int], list[bytes]] | None:  # fmt: skip
     """(ids, blobs) to score; None when the index has no vectors to use."""
     if candidates is None:
-        ids, blobs = store.all_vectors(only)
+        ids, blobs = store.all_vectors(only, first_only=first_only)
         if not ids and not only:
             return None
     elif candidates:
@@ -181,17 +195,27 @@ def _cosines_pure(
 
 def _cosines_numpy(
     embedder: Embedder, text: str, idf: dict[str, float], ids: list[int],
-    blobs: list[bytes], limit: int,
+    blobs: list[bytes], limit: int, *, centre: bool = False,
 ) -> list[tuple[int, float]]:  # fmt: skip
-    """The best ``limit`` positive cosines of the query with the stored vectors."""
+    """The best ``limit`` positive cosines of the query with the stored vectors.
+
+    ``centre``: every document was scored (a per-document provider), and each
+    cosine counts by how far it lies above their mean. e5's cosines crowd in
+    0.75-0.85 whatever the text, so divided by the best one (the fusion) they
+    all scored ~0.95 and moved nothing (issue #47, bench/crosslingual.py).
+    """
     import numpy as np
 
     from docindex.embed.ngram import dequantize
 
-    qvec = embedder.embed([text], weights=idf)[0]
+    qvec = embedder.embed_query(text, weights=idf)
     if not np.any(qvec):
         return []
-    sims = dequantize(blobs, embedder.dim) @ qvec
+    # einsum, not ``@``: OpenBLAS's threaded matrix-vector product spins on a
+    # busy machine (search/vectors.py measured it, issue #37).
+    sims = np.einsum("ij,j->i", dequantize(blobs, embedder.dim), qvec)
+    if centre and len(sims) > 1:
+        sims = sims - sims.mean()
     id_arr = np.asarray(ids)
     if len(ids) > limit:
         keep = np.argpartition(-sims, limit - 1)[:limit]

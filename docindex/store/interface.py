@@ -203,11 +203,18 @@ class Index(Protocol):
     def vectors(self, ids: Sequence[int]) -> tuple[list[int], list[bytes]]:
         """Vector blobs of these segments (those that have one)."""
 
-    def all_vectors(self, only: DocFilter = ...) -> tuple[list[int], list[bytes]]:
-        """Every vector blob (of the documents ``only`` keeps)."""
+    def all_vectors(
+        self, only: DocFilter = ..., *, first_only: bool = False
+    ) -> tuple[list[int], list[bytes]]:
+        """Every vector blob (of the documents ``only`` keeps); ``first_only``:
+        each document's first segment's (a per-document provider, #47)."""
 
-    def pending_vectors(self, after: int, limit: int) -> list[SegmentRow]:
-        """Segments without a vector, id > ``after``, in id order."""
+    def pending_vectors(
+        self, after: int, limit: int, *, first_only: bool = False
+    ) -> list[SegmentRow]:
+        """Segments without a vector, id > ``after``, in id order; with
+        ``first_only``, each document's first segment alone (its document's
+        vector, issue #47)."""
 
     def set_vectors(self, ids: Sequence[int], blobs: Sequence[bytes]) -> None:
         """Store vector blobs by segment id."""

@@ -7,6 +7,7 @@ re-rank a stored segment, so both must build them the same way.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Sequence
 
 from docindex.config import Config
@@ -24,6 +25,31 @@ def embed_input(title: str | None, heading: Sequence[str], text: str) -> str:
     """Semantic input: ``Doc title > Section > Subsection`` then the text (issue #3)."""
     context = " > ".join(p for p in (title, *heading) if p)
     return f"{context}\n{text}" if context else text
+
+
+# A document's passage for a per-document embedder (issue #47): its start is
+# all the model reads (``MultilingualEmbedder.max_tokens``), so only so much
+# of the text is prepared.
+DOCUMENT_INPUT_CHARS = 4000
+_LINK_TARGET = re.compile(r"\]\([^)\n]*\)")
+_SPACES = re.compile(r"\s+")
+
+
+def document_input(title: str | None, headings: Sequence[str], body: str) -> str:
+    """A whole document as one passage: title, headings, then its prose.
+
+    Headings come once each, in order, joined by ``;`` (the title aside);
+    the prose is the text outside fenced code with link targets dropped and
+    whitespace collapsed, so the model's few hundred word pieces go to words
+    a reader sees (bench/crosslingual.py chose this, docs/ranking.md).
+    """
+    from docindex.text.prose import prose_lines
+
+    names = [h for h in dict.fromkeys(headings) if h and h != title]
+    prose = " ".join(prose_lines(body[: DOCUMENT_INPUT_CHARS * 2]))
+    prose = _SPACES.sub(" ", _LINK_TARGET.sub("]", prose)).strip()
+    parts = [title or "", "; ".join(names), prose[:DOCUMENT_INPUT_CHARS]]
+    return "\n".join(p for p in parts if p)
 
 
 def fts_row(

@@ -194,7 +194,9 @@ def iter_terms(
             yield cjk[i : i + size]
 
 
-def terms(text: str, *, cjk_ngram: int = 2, use_stem: bool = True) -> list[str]:
+def terms(
+    text: str, *, cjk_ngram: int = 2, use_stem: bool = True, identifiers: bool = True
+) -> list[str]:
     """Index-time terms of ``text`` as a list.
 
     The latin words (stemmed) in text order, then every CJK run's 1-grams,
@@ -203,16 +205,105 @@ def terms(text: str, *, cjk_ngram: int = 2, use_stem: bool = True) -> list[str]:
     this same function, so the order only has to be deterministic. This is
     the hot loop of a scan (issue #7): words and runs are found by two
     ``findall`` calls and the stem memo maps words in C, so no Python code
-    runs per token.
+    runs per token. ``identifiers`` False leaves out the identifiers' words
+    (the n-gram vectors' features, which see sub-words already: issue #47).
     """
-    words, runs = term_parts(text, use_stem=use_stem)
+    words, runs = term_parts(text, use_stem=use_stem, identifiers=identifiers)
     if runs:
         words.extend(cjk_ngrams(runs, cjk_ngram))
     return words
 
 
-def term_parts(text: str, *, use_stem: bool = True) -> tuple[list[str], list[str]]:
-    """The latin terms of ``text`` (stemmed, in order) and its CJK runs."""
+# Identifiers (issue #47): a name joined by ``_ - .`` or written in camel case.
+# Separators already split a name into its words; CamelCase did not, and the
+# whole name was not a term, so ``max_retries`` ranked a page saying "max size
+# ... Retries" alike. An identifier adds its camel-case words and, when it
+# has separators, the joined name (``maxretries``, one term as unicode61 reads
+# it): ``cors middleware`` finds ``CORSMiddleware``, and ``max_retries`` ranks
+# the page holding it first.
+_IDENT_RE = _lazy(
+    r"[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)+"
+    r"|[A-Za-z0-9]*(?:[a-z0-9][A-Z]|[A-Z][A-Z][a-z][a-z])[A-Za-z0-9]*"
+)
+_IDENT_PIECE_RE = _lazy(r"[._-]")
+# CamelCase words: an acronym before a capitalised word (CORS|Middleware),
+# capitalised or lower-case words, other capitals and digits (dropped below).
+_CAMEL_RE = _lazy(r"[A-Z]+(?=[A-Z][a-z]{2})|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+_CAMEL_HINT_RE = _lazy(r"[a-z0-9][A-Z]|[A-Z][A-Z][a-z][a-z]")
+
+
+def identifier_words(text: str) -> list[str]:
+    """The extra words of ``text``'s identifiers, lower-case, unstemmed.
+
+    For each camel-case name (``useState``, ``CORSMiddleware``) its words of
+    two letters or more (``use``, ``state``; ``cors``, ``middleware``); for
+    each name joined by ``_``, ``-`` or ``.`` with a piece of two letters or
+    more (``max_retries``, ``key-auth``, ``os.path``) the joined name
+    (``maxretries``). ``text`` is NFKC-normalised, not case-folded: case marks
+    the camel-case words. Version numbers and ``e.g.`` add nothing.
+    """
+    if not text.isascii() and not unicodedata.is_normalized("NFKC", text):
+        text = unicodedata.normalize("NFKC", text)
+    out: list[str] = []
+    for name in _IDENT_RE.findall(text):
+        pieces = _IDENT_PIECE_RE.split(name)
+        if len(pieces) > 1 and any(sum(c.isalpha() for c in p) >= 2 for p in pieces):
+            out.append("".join(pieces).lower())
+        for piece in pieces:
+            if _CAMEL_HINT_RE.search(piece):
+                words = _camel_words(piece)
+                if len(words) > 1:
+                    out.extend(words)
+    return out
+
+
+def _camel_words(piece: str) -> list[str]:
+    """A camel-case name's words of two letters or more, lower-case.
+
+    An acronym of one or two capitals stays with the word after it: ``SQLite``
+    and ``IOError`` are names, not ``sq lite`` and ``io error``.
+    """
+    words: list[str] = []
+    glue = ""
+    for word in _CAMEL_RE.findall(piece):
+        if word.isupper() and len(word) <= 2 and not glue:
+            glue = word
+            continue
+        word, glue = glue + word, ""
+        if word.isalpha() and len(word) >= 2:
+            words.append(word.lower())
+    if glue.isalpha() and len(glue) >= 2:
+        words.append(glue.lower())
+    return words
+
+
+def identifier_terms(text: str, *, use_stem: bool = True) -> set[str]:
+    """The index terms ``identifier_words`` adds to ``text``'s own words."""
+    return {_word_term(w, use_stem) for w in identifier_words(text)}
+
+
+def term_parts(
+    text: str, *, use_stem: bool = True, identifiers: bool = True
+) -> tuple[list[str], list[str]]:
+    """The latin terms of ``text`` (stemmed, in order; then, with
+    ``identifiers``, its identifiers' words, ``identifier_words``) and its
+    CJK runs."""
+    words, runs = _plain_parts(text, use_stem=use_stem)
+    if identifiers:
+        words.extend(extra_terms(text, use_stem=use_stem))
+    return words, runs
+
+
+def extra_terms(text: str, *, use_stem: bool = True) -> list[str]:
+    """``identifier_words`` of ``text`` as index terms (stemmed), in order."""
+    extra = identifier_words(text)
+    if extra and use_stem:
+        return _stem_words(extra, _STEMS)
+    return extra
+
+
+def _plain_parts(text: str, *, use_stem: bool = True) -> tuple[list[str], list[str]]:
+    """``term_parts`` without the identifiers' words."""
     if text.isascii():
         # NFKC leaves ASCII alone and casefold is lower(); the tokens are the
         # runs of [a-z0-9], which translate + split find ~5x faster than re.
@@ -341,7 +432,11 @@ def _stem_words(words: list[AnyStr], memo: dict[AnyStr, str]) -> list[str]:
 
 
 def query_terms(text: str, *, cjk_ngram: int = 2, use_stem: bool = True) -> list[str]:
-    """Distinct query terms in order; stopwords dropped when other words remain."""
+    """Distinct query terms in order; stopwords dropped when other words remain.
+
+    An identifier's words (``identifier_words``) follow the typed words, as
+    the index holds them (issue #47).
+    """
     seen: dict[str, bool] = {}
     for match in token_matches(normalize(text)):
         cjk, word = match.groups()
@@ -351,6 +446,9 @@ def query_terms(text: str, *, cjk_ngram: int = 2, use_stem: bool = True) -> list
             continue
         for term in iter_terms(cjk, cjk_ngram=cjk_ngram, query=True):
             seen[term] = True
+    for word in identifier_words(text):
+        term = _word_term(word, use_stem)
+        seen[term] = seen.get(term, False) or word not in STOPWORDS
     content = [t for t, keep in seen.items() if keep]
     return content or list(seen)
 

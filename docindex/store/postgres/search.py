@@ -336,12 +336,18 @@ class PgReader(DocumentRows):
             blobs.append(bytes(blob))
         return out_ids, blobs
 
-    def all_vectors(self, only: DocFilter = ALL_DOCS) -> tuple[list[int], list[bytes]]:
-        """Every stored vector (of the documents ``only`` selects)."""
+    def all_vectors(
+        self, only: DocFilter = ALL_DOCS, *, first_only: bool = False
+    ) -> tuple[list[int], list[bytes]]:
+        """Every stored vector (of the documents ``only`` selects); with
+        ``first_only`` each document's first segment's alone (issue #47: a
+        per-document provider reads 2k rows, not a scan of 84k)."""
         where, params = filter_sql(only)
+        join = "s.id = d.first_segment" if first_only else "d.id = s.doc_id"
         sql = "SELECT s.id, s.vec FROM segments s"
-        if where:
-            sql += f" JOIN documents d ON d.id = s.doc_id WHERE s.vec IS NOT NULL AND {where}"
+        if where or first_only:
+            sql += f" JOIN documents d ON {join} WHERE s.vec IS NOT NULL"
+            sql += f" AND {where}" if where else ""
         else:
             sql += " WHERE s.vec IS NOT NULL"
         ids: list[int] = []
@@ -351,16 +357,20 @@ class PgReader(DocumentRows):
             blobs.append(bytes(blob))
         return ids, blobs
 
-    def pending_vectors(self, after: int, limit: int) -> list[SegmentRow]:
-        """Segments without a vector and id > ``after``, in id order."""
-        ids = [
-            int(r[0])
-            for r in self.pg.execute(
-                "SELECT id FROM segments WHERE id > %s AND vec IS NULL ORDER BY id "
-                "LIMIT %s",
-                (after, limit),
-            )
-        ]
+    def pending_vectors(
+        self, after: int, limit: int, *, first_only: bool = False
+    ) -> list[SegmentRow]:
+        """Segments without a vector and id > ``after``, in id order;
+        ``first_only``: each document's first segment (issue #47)."""
+        sql = (
+            "SELECT s.id FROM documents d JOIN segments s ON s.id = d.first_segment "
+            "WHERE s.id > %s AND s.vec IS NULL AND d.n_segments > 0 "
+            "ORDER BY s.id LIMIT %s"
+            if first_only
+            else "SELECT id FROM segments WHERE id > %s AND vec IS NULL ORDER BY id "
+            "LIMIT %s"
+        )
+        ids = [int(r[0]) for r in self.pg.execute(sql, (after, limit))]
         found = self.segments_by_id(ids)
         return [found[i] for i in ids if i in found]
 
