@@ -564,14 +564,18 @@ def _open_for_reading(ws: workspace.Workspace) -> Store:
 
 
 def _readonly_ok(db: Path | ServerUrl) -> bool:
-    """Open read-only when we may not write the file or its folder (issue #38).
+    """Open read-only when we may not write the file or its folder (issue #38),
+    and a server index always (#48: see below).
 
     An index built by CI, on a read-only mount or owned by another user still
     answers every reading command (``Store.open(readonly=True)`` picks
     ``mode=ro`` or ``immutable=1``).
     """
     if isinstance(db, ServerUrl):
-        return False  # the server's GRANTs decide (#34)
+        # the server's GRANTs decide what a role may read (#34); a reading
+        # command's sessions are read-only, so nothing it runs writes, and it
+        # answers on a hot standby as on the primary (#48)
+        return True
     from docindex.store.sqlite import read_only_filesystem
 
     writable = os.access(db, os.W_OK) and os.access(db.parent, os.W_OK)

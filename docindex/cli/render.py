@@ -12,6 +12,7 @@ from docindex.models import FoldedHit, Hit, ScanResult
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from docindex.api.access import RootGrants
     from docindex.api.evaluate import EvalReport
     from docindex.api.records import SkippedFiles
     from docindex.api.roots import RootChange
@@ -566,7 +567,10 @@ def print_roots(console: Console, data_record: object) -> None:
         console.print(Text(hint, style="dim"))
         return
     table = Table(box=None)
-    for name in ("root", "documents", "folder", "read here"):
+    # who reads each root, once any root is granted to roles (issue #48)
+    granted = any(root.get("grants") for root in data["roots"])
+    columns = ("root", "documents", "folder", "read here", "readers")
+    for name in columns if granted else columns[:-1]:
         table.add_column(name, justify="right" if name == "documents" else "left")
     for root in data["roots"]:
         folder = Text("ok") if root["exists"] else Text("missing", style="bold red")
@@ -575,9 +579,19 @@ def print_roots(console: Console, data_record: object) -> None:
             else Text("no", style="yellow") if root["here"]
             else Text("another host's", style="dim")
         )  # fmt: skip
-        table.add_row(
-            Text(term_safe(root["path"])), f"{root['documents']:,}", folder, here
-        )
+        cells: list[Text | str] = [
+            Text(term_safe(root["path"])),
+            f"{root['documents']:,}",
+            folder,
+            here,
+        ]
+        if granted:
+            roles = root.get("grants") or ()
+            cells.append(
+                Text(term_safe(", ".join(roles))) if roles
+                else Text("every reader", style="dim")
+            )  # fmt: skip
+        table.add_row(*cells)
     console.print(table)
     waiting = [r["path"] for r in data["roots"] if r["here"] and not r["accepted"]]
     if waiting:
@@ -624,6 +638,28 @@ def _root_change_line(change: RootChange) -> str:
         f"moved root {change.old} -> {change.root}; kept "
         f"{_count(change.documents, 'document')} (run `docindex scan` to pick up "
         "changed files)"
+    )
+
+
+def grants_text(done: RootGrants) -> str:
+    """One line: what ``roots grant``/``revoke`` changed and who reads the root now."""
+    root = f"root {term_safe(done.name)} ({term_safe(done.root)})"
+    roles = ", ".join(done.changed)
+    if done.action == "grant":
+        line = (
+            f"granted {root} to {roles}" if done.changed
+            else f"{root} was granted to {', '.join(done.readers)} already"
+        )  # fmt: skip
+    else:
+        line = (
+            f"revoked {root} from {roles}" if done.changed
+            else f"{root} was not granted to any of those roles"
+        )  # fmt: skip
+    if not done.readers:
+        return f"{line}; no grants left: every reader reads it"
+    return (
+        f"{line}; it is read only by {', '.join(done.readers)} and the index's "
+        f"owner ({done.owner})"
     )
 
 

@@ -70,6 +70,10 @@ class Index(Protocol):
     def root_documents(self) -> dict[str, int]:
         """Document count per root path."""
 
+    def root_grants(self) -> dict[str, tuple[str, ...]]:
+        """Root path -> the roles that alone may read it (issue #48; roots
+        without grants, readable by every reader, are left out)."""
+
     def move_root(self, old: str, new: str) -> bool:
         """Point a root at another folder, keeping its documents; False if unknown."""
 

@@ -198,6 +198,11 @@ class Store(DocumentRows, PostingRows):
         self.outdated = False  # set by _setup: read-only and before the last migration
         self.immutable = False  # opened with immutable=1 (see read_only_query)
 
+    def root_grants(self) -> dict[str, tuple[str, ...]]:
+        """None: a SQLite file has no roles; whoever may read it reads every
+        root (issue #48)."""
+        return {}
+
     # -- lifecycle ---------------------------------------------------------
 
     @classmethod

@@ -36,6 +36,7 @@ from docindex.errors import (
 from docindex.store._sql import facet_rows
 from docindex.store.location import ServerUrl
 from docindex.store.postgres import batch, ranking, schema
+from docindex.store.postgres.access import PgAccess
 from docindex.store.postgres.batch import Batch
 from docindex.store.postgres.connection import (
     READ_ONLY_HINT,
@@ -79,7 +80,7 @@ _TABLES = ("docindex_meta", "roots", "root_paths", "root_grants", "documents",
            "segments", "facets", "skipped", "vocab", "postings")  # fmt: skip
 
 
-class PgStore(PgReader):
+class PgStore(PgAccess, PgReader):
     """An open PostgreSQL index. Always close it (or use it as a context manager)."""
 
     def __init__(
@@ -100,6 +101,7 @@ class PgStore(PgReader):
         self.halves = None
         self.outdated = False
         self.role = self.schema = ""  # set by ``open``: named in GRANT hints
+        self.replica = False  # a hot standby: reads only (set by ``open``, #48)
         self._writing = False  # in a writing transaction (``atomic``)
         # the tables' row-level security applies to this role: COPY is
         # refused, rows go through a temporary table (``batch.copying``, #48)
@@ -188,14 +190,16 @@ class PgStore(PgReader):
         try:
             row = pg.execute(
                 "SELECT set_config('lock_timeout', %s, false), current_user, "
-                "coalesce(current_schema(), 'public')",
+                "coalesce(current_schema(), 'public'), pg_is_in_recovery()",
                 (f"{int(busy_timeout * 1000)}ms",),
             ).fetchone()
-            _, role, schema_name = one(row)
+            _, role, schema_name, in_recovery = one(row)
             if readonly:
+                # a reading command never writes: on a primary too (#48)
                 pg.execute("SET default_transaction_read_only = on")
             store = cls(pg, location, host or host_name())
             store.role, store.schema = str(role), str(schema_name)
+            store.replica = bool(in_recovery)
             store._setup(create and not readonly)
         except BaseException as exc:
             pg.close()
@@ -213,6 +217,7 @@ class PgStore(PgReader):
                          role=self.role, schema=self.schema)  # fmt: skip
 
     def _setup(self, may_migrate: bool) -> None:
+        may_migrate = may_migrate and not self.replica
         version = schema.version(self.pg)
         if version > schema.SCHEMA_VERSION:
             raise SchemaTooNewError(
@@ -251,7 +256,7 @@ class PgStore(PgReader):
         tables' owner).
         """
         psycopg = driver()
-        if self._depth:
+        if self._depth or self.replica:
             return False
         try:
             row = self.pg.execute("SELECT to_regclass('postings_doc')").fetchone()
@@ -324,6 +329,12 @@ class PgStore(PgReader):
         never fail on a serialization conflict.
         """
         psycopg = driver()
+        if immediate and self.replica and self._depth == 0:
+            # before the writers' lock: a standby's locks guard nothing (#48)
+            standby = self.standby()
+            if standby is not None:
+                raise standby.error(self.location)
+            self.replica = False  # promoted since it was opened
         # ``savepoint=False`` is a SQLite speed-up (issue #7); here every
         # nested block is a SAVEPOINT, so one document's failed statement
         # rolls back that document alone, as a failed statement does in
