@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from docindex import config as cfgmod
@@ -26,19 +26,23 @@ class Workspace:
     ``named``: the roots this user named on this machine for this command
     (``--root``, ``scan DIR``, ``DOCINDEX_ROOTS``, the ``DOCINDEX_CONFIG``
     file); ``held_back``: the index's widening settings not applied here
-    (issue #44, ``api.trust``).
+    (issue #44, ``api.trust``); ``read_db``: the replica a reading command
+    reads instead of ``db`` (``[db] read_url``, issue #48).
     """
 
     db: Location
     config: Config
     named: tuple[str, ...] = ()
     held_back: Mapping[str, object] = field(default_factory=dict)
+    read_db: ServerUrl | None = None
 
     def open(
         self, *, create: bool = False, readonly: bool = False, mapped: bool = False
     ) -> Store:
-        """Open the index with this workspace's busy timeout (``Store.open``)."""
-        store: Store = open_index(self.db, create=create, mapped=mapped,  # type: ignore[assignment]
+        """Open the index with this workspace's busy timeout (``Store.open``);
+        a read-only open of a server index reads ``read_db`` when there is one."""
+        where = self.read_db if readonly and self.read_db is not None else self.db
+        store: Store = open_index(where, create=create, mapped=mapped,  # type: ignore[assignment]
                                   busy_timeout=self.config.busy_timeout_s,
                                   readonly=readonly,
                                   private=self.config.private_index)  # fmt: skip
@@ -159,9 +163,9 @@ def relocation(db: Location) -> Relocation | None:
     return None
 
 
-def _remembered(db: Location) -> dict[str, object]:
+def _remembered(db: Location, read_from: ServerUrl | None = None) -> dict[str, object]:
     if isinstance(db, ServerUrl):
-        return _remembered_on_server(db)
+        return _remembered_on_server(read_from or db)
     if not db.is_file():
         return {}
     try:
@@ -192,6 +196,7 @@ def load(
     extra_roots: list[str] | None = None,
     scan_path: Path | None = None,
     must_exist: bool = True,
+    reading: bool = False,
 ) -> Workspace:
     """Resolve the index and its settings for one command.
 
@@ -201,6 +206,8 @@ def load(
         extra_roots: ``--root`` directories to add to the remembered roots.
         scan_path: ``scan PATH``: becomes the root of a new index.
         must_exist: raise IndexNotFoundError when no index is found.
+        reading: a command that only reads: with ``[db] read_url`` beside the
+            ``[db] url`` that names the index, it reads the replica (#48).
 
     Raises:
         IndexNotFoundError: no index and ``must_exist``.
@@ -211,7 +218,9 @@ def load(
         near.append(scan_path)
     path = resolve_db(db, near=near)
     if isinstance(path, ServerUrl):
-        return _server_workspace(path, overrides, extra_roots, scan_path, must_exist)
+        read = read_url(db) if reading else None
+        return _server_workspace(path, overrides, extra_roots, scan_path, must_exist,
+                                 read)  # fmt: skip
     if path is not None and path.exists() and not path.is_file():
         # /dev/null, a folder, a FIFO: SQLite would write "<path>-journal"
         # beside it (/dev/null-journal as root, issue #17).
@@ -258,20 +267,34 @@ def load(
                     scan_path)  # fmt: skip
 
 
+def read_url(db: str | Path | ServerUrl | None) -> ServerUrl | None:
+    """The ``[db] read_url`` replica, when the config file's ``[db] url`` is
+    the index this command uses (not ``--db`` or ``DOCINDEX_DB``)."""
+    if db or cfgmod.env_value("DB"):
+        return None
+    url = cfgmod.file_db_url(key="read_url")
+    return ServerUrl(url) if url and is_server_url(url) else None
+
+
 def _server_workspace(
     url: ServerUrl, overrides: Mapping[str, object] | None, extra_roots: list[str] | None,
-    scan_path: Path | None, must_exist: bool,
+    scan_path: Path | None, must_exist: bool, read: ServerUrl | None = None,
 ) -> Workspace:  # fmt: skip
-    """``load`` for a PostgreSQL index: its roots are this host's paths."""
+    """``load`` for a PostgreSQL index: its roots are this host's paths.
+
+    ``read``: a replica that a reading command reads everything from, its
+    settings included, so it answers while the primary is away (#48).
+    """
     if must_exist:
         from docindex.store.postgres import PgStore
 
-        PgStore.open(url, readonly=True).close()  # IndexNotFoundError
-    cfg, sources, held_back = layers(url)
+        PgStore.open(read or url, readonly=True).close()  # IndexNotFoundError
+    cfg, sources, held_back = layers(url, read_from=read)
     roots = canonical_roots(cfg.roots)
     # a server index's roots are this host's paths: scan_path is its first root
-    return _settled(url, cfg, roots, sources, held_back, overrides, extra_roots,
-                    scan_path)  # fmt: skip
+    ws = _settled(url, cfg, roots, sources, held_back, overrides, extra_roots,
+                  scan_path)  # fmt: skip
+    return replace(ws, read_db=read) if read is not None else ws
 
 
 def _settled(
@@ -361,8 +384,9 @@ def layered(
 
 
 def layers(
-    db: Location, overrides: Mapping[str, object] | None = None
-) -> tuple[Config, dict[str, str], dict[str, object]]:
+    db: Location, overrides: Mapping[str, object] | None = None,
+    read_from: ServerUrl | None = None,
+) -> tuple[Config, dict[str, str], dict[str, object]]:  # fmt: skip
     """``layered``, and the index's widening settings it did not apply.
 
     The index's remembered settings and a ``config.toml`` beside a SQLite
@@ -371,12 +395,15 @@ def layers(
     ``trust.json``), ``DOCINDEX_CONFIG``, the environment and the command's
     flags may (issue #44). The third value maps each widening setting that
     the final settings still do not admit to the value the index wanted.
+    ``read_from``: the replica a server index's settings are read from.
     """
     from docindex.api import trust
 
     sources = dict.fromkeys(cfgmod.FIELDS, "default")
     held_back: dict[str, object] = {}
-    remembered = _remembered(db) if isinstance(db, ServerUrl) or db.is_file() else {}
+    remembered = (
+        _remembered(db, read_from) if isinstance(db, ServerUrl) or db.is_file() else {}
+    )
     cfg = Config()
     if remembered:
         names = cfgmod.mapping_fields(remembered)

@@ -666,6 +666,7 @@ def grants_text(done: RootGrants) -> str:
 def print_settings(console: Console, data: dict[str, Any]) -> None:
     """``docindex config``: each setting, its value and where it comes from."""
     from rich.table import Table
+    from rich.text import Text
 
     db = data["db"]
     table = Table(box=None)
@@ -674,11 +675,16 @@ def print_settings(console: Console, data: dict[str, Any]) -> None:
     where = db["path"] or "(none yet)"
     if db["path"] and not db["exists"]:
         where += " (not created yet)"
-    table.add_row("db", where, db["source"])
+    # Text cells: a path or source such as "config file [db] url" is not markup
+    table.add_row("db", Text(where), Text(db["source"]))
+    if db.get("read_path"):  # issue #48
+        table.add_row(
+            "read_db", Text(db["read_path"]), Text("config file [db] read_url")
+        )
     for name, item in data["settings"].items():
         value = item["value"]
         shown = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
-        table.add_row(name, shown or "-", item["source"])
+        table.add_row(name, Text(shown or "-"), Text(item["source"]))
     ocr = data.get("ocr")
     if ocr is not None:  # issue #36: can OCR run here, and with what
         engine = ocr["engine"] or "tesseract not found"
