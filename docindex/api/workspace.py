@@ -163,9 +163,11 @@ def relocation(db: Location) -> Relocation | None:
     return None
 
 
-def _remembered(db: Location, read_from: ServerUrl | None = None) -> dict[str, object]:
+def _remembered(
+    db: Location, read_from: ServerUrl | None = None, every_root: bool = False
+) -> dict[str, object]:
     if isinstance(db, ServerUrl):
-        return _remembered_on_server(read_from or db)
+        return _remembered_on_server(read_from or db, every_root)
     if not db.is_file():
         return {}
     try:
@@ -176,14 +178,18 @@ def _remembered(db: Location, read_from: ServerUrl | None = None) -> dict[str, o
     return dict(settings or {})
 
 
-def _remembered_on_server(db: ServerUrl) -> dict[str, object]:
-    """A server index's settings, with the roots this host has paths for."""
+def _remembered_on_server(db: ServerUrl, every_root: bool = False) -> dict[str, object]:
+    """A server index's settings, with the roots this host has paths for
+    (``every_root``: every root this role may read, at this host's path,
+    else another host's: what a reading command reads, #48)."""
     from docindex.store.postgres import PgStore
 
     try:
         with PgStore.open(db, readonly=True) as store:
             settings = dict(store.get_meta("settings") or {})
-            settings["roots"] = store.local_roots()
+            settings["roots"] = (
+                list(store.roots().values()) if every_root else store.local_roots()
+            )
     except IndexNotFoundError:
         return {}
     return settings
@@ -197,6 +203,7 @@ def load(
     scan_path: Path | None = None,
     must_exist: bool = True,
     reading: bool = False,
+    every_root: bool = False,
 ) -> Workspace:
     """Resolve the index and its settings for one command.
 
@@ -208,6 +215,8 @@ def load(
         must_exist: raise IndexNotFoundError when no index is found.
         reading: a command that only reads: with ``[db] read_url`` beside the
             ``[db] url`` that names the index, it reads the replica (#48).
+        every_root: a server index's roots are all those this role may read
+            (a reader's machine may have scanned none), not this host's.
 
     Raises:
         IndexNotFoundError: no index and ``must_exist``.
@@ -220,7 +229,7 @@ def load(
     if isinstance(path, ServerUrl):
         read = read_url(db) if reading else None
         return _server_workspace(path, overrides, extra_roots, scan_path, must_exist,
-                                 read)  # fmt: skip
+                                 read, every_root)  # fmt: skip
     if path is not None and path.exists() and not path.is_file():
         # /dev/null, a folder, a FIFO: SQLite would write "<path>-journal"
         # beside it (/dev/null-journal as root, issue #17).
@@ -268,17 +277,21 @@ def load(
 
 
 def read_url(db: str | Path | ServerUrl | None) -> ServerUrl | None:
-    """The ``[db] read_url`` replica, when the config file's ``[db] url`` is
-    the index this command uses (not ``--db`` or ``DOCINDEX_DB``)."""
-    if db or cfgmod.env_value("DB"):
+    """The ``[db] read_url`` replica, when the index this command uses (``db``,
+    resolved as ``resolve_db`` does) is the config file's ``[db] url``."""
+    url, read = cfgmod.file_db_url(), cfgmod.file_db_url(key="read_url")
+    if not (url and read and is_server_url(url) and is_server_url(read)):
         return None
-    url = cfgmod.file_db_url(key="read_url")
-    return ServerUrl(url) if url and is_server_url(url) else None
+    used = resolve_db(db)
+    if not isinstance(used, ServerUrl) or used.url != ServerUrl(url).url:
+        return None
+    return ServerUrl(read)
 
 
 def _server_workspace(
     url: ServerUrl, overrides: Mapping[str, object] | None, extra_roots: list[str] | None,
     scan_path: Path | None, must_exist: bool, read: ServerUrl | None = None,
+    every_root: bool = False,
 ) -> Workspace:  # fmt: skip
     """``load`` for a PostgreSQL index: its roots are this host's paths.
 
@@ -289,7 +302,7 @@ def _server_workspace(
         from docindex.store.postgres import PgStore
 
         PgStore.open(read or url, readonly=True).close()  # IndexNotFoundError
-    cfg, sources, held_back = layers(url, read_from=read)
+    cfg, sources, held_back = layers(url, read_from=read, every_root=every_root)
     roots = canonical_roots(cfg.roots)
     # a server index's roots are this host's paths: scan_path is its first root
     ws = _settled(url, cfg, roots, sources, held_back, overrides, extra_roots,
@@ -368,8 +381,9 @@ def add_root(roots: Sequence[str], new: str | Path) -> list[str]:
 
 
 def layered(
-    db: Location, overrides: Mapping[str, object] | None = None
-) -> tuple[Config, dict[str, str]]:
+    db: Location, overrides: Mapping[str, object] | None = None,
+    read_from: ServerUrl | None = None,
+) -> tuple[Config, dict[str, str]]:  # fmt: skip
     """Effective settings for ``db`` and where each comes from.
 
     Layers, lowest first: defaults, settings remembered in the index, this
@@ -379,13 +393,13 @@ def layered(
     ``environment DOCINDEX_X``, ``flag``). See ``layers`` for what the index
     may not widen.
     """
-    cfg, sources, _ = layers(db, overrides)
+    cfg, sources, _ = layers(db, overrides, read_from)
     return cfg, sources
 
 
 def layers(
     db: Location, overrides: Mapping[str, object] | None = None,
-    read_from: ServerUrl | None = None,
+    read_from: ServerUrl | None = None, every_root: bool = False,
 ) -> tuple[Config, dict[str, str], dict[str, object]]:  # fmt: skip
     """``layered``, and the index's widening settings it did not apply.
 
@@ -395,14 +409,17 @@ def layers(
     ``trust.json``), ``DOCINDEX_CONFIG``, the environment and the command's
     flags may (issue #44). The third value maps each widening setting that
     the final settings still do not admit to the value the index wanted.
-    ``read_from``: the replica a server index's settings are read from.
+    ``read_from``: the replica a server index's settings are read from;
+    ``every_root``: see ``load``.
     """
     from docindex.api import trust
 
     sources = dict.fromkeys(cfgmod.FIELDS, "default")
     held_back: dict[str, object] = {}
     remembered = (
-        _remembered(db, read_from) if isinstance(db, ServerUrl) or db.is_file() else {}
+        _remembered(db, read_from, every_root)
+        if isinstance(db, ServerUrl) or db.is_file()
+        else {}
     )
     cfg = Config()
     if remembered:

@@ -569,8 +569,10 @@ def print_roots(console: Console, data_record: object) -> None:
     table = Table(box=None)
     # who reads each root, once any root is granted to roles (issue #48)
     granted = any(root.get("grants") for root in data["roots"])
-    columns = ("root", "documents", "folder", "read here", "readers")
-    for name in columns if granted else columns[:-1]:
+    # a replica is never scanned: which roots a scan here reads is moot (#48)
+    scanned = not data.get("replica")
+    columns = ["root", "documents", "folder"] + ["read here"] * scanned
+    for name in columns + ["readers"] * granted:
         table.add_column(name, justify="right" if name == "documents" else "left")
     for root in data["roots"]:
         folder = Text("ok") if root["exists"] else Text("missing", style="bold red")
@@ -583,8 +585,9 @@ def print_roots(console: Console, data_record: object) -> None:
             Text(term_safe(root["path"])),
             f"{root['documents']:,}",
             folder,
-            here,
         ]
+        if scanned:
+            cells.append(here)
         if granted:
             roles = root.get("grants") or ()
             cells.append(
@@ -594,7 +597,7 @@ def print_roots(console: Console, data_record: object) -> None:
         table.add_row(*cells)
     console.print(table)
     waiting = [r["path"] for r in data["roots"] if r["here"] and not r["accepted"]]
-    if waiting:
+    if waiting and scanned:
         import shlex
 
         fix = " ".join(shlex.quote(p) for p in waiting)

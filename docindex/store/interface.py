@@ -41,6 +41,9 @@ RowMaker = Callable[[Sequence[tuple[str, str]], tuple[str, str]], EngineRows]
 class Index(Protocol):
     """An open index: documents, segments, vectors, postings, settings, upkeep."""
 
+    #: a read-only replica of the index (a PostgreSQL hot standby, #48)
+    replica: bool
+
     # -- transactions and lifecycle
     def atomic(
         self, immediate: bool = True, savepoint: bool = True

@@ -217,7 +217,11 @@ class PgStore(PgAccess, PgReader):
                          role=self.role, schema=self.schema)  # fmt: skip
 
     def _setup(self, may_migrate: bool) -> None:
-        may_migrate = may_migrate and not self.replica
+        if may_migrate and self.replica:  # a writing command, on a standby (#48)
+            standby = self.standby()
+            if standby is not None:
+                raise standby.error(self.location)
+            self.replica = False  # promoted meanwhile
         version = schema.version(self.pg)
         if version > schema.SCHEMA_VERSION:
             raise SchemaTooNewError(

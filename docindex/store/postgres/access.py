@@ -153,14 +153,18 @@ class PgAccess:
     def standby(self) -> Standby | None:
         """This server as a hot standby (what names its primary), or None."""
         row = self.pg.execute(
-            "SELECT pg_is_in_recovery(), (SELECT value FROM docindex_meta "
-            "WHERE key = 'location')"
+            "SELECT pg_is_in_recovery(), to_regclass('docindex_meta') IS NOT NULL"
         ).fetchone()
         if row is None or not row[0]:
             return None
-        import json
+        written = None
+        if row[1]:  # an index is there: where its last scan wrote
+            import json
 
-        written = json.loads(row[1]) if row[1] else None
+            got = self.pg.execute(
+                "SELECT value FROM docindex_meta WHERE key = 'location'"
+            ).fetchone()
+            written = json.loads(got[0]) if got else None
         return Standby(self._primary(), written if isinstance(written, str) else None)
 
     def _primary(self) -> str | None:
