@@ -127,11 +127,13 @@ def server(bin_dir: Path, fast: bool = True) -> Iterator[Server]:
 
 
 @contextlib.contextmanager
-def standby(primary: Server) -> Iterator[Server]:
+def standby(primary: Server, slot: str | None = None) -> Iterator[Server]:
     """A hot standby of ``primary``, as a DBA makes one (issue #48):
     ``pg_basebackup -R`` from the running primary (its replication login is
     the superuser's password), started on a port of its own. Its URL is the
-    primary's with the standby's port."""
+    primary's with the standby's port. ``slot``: a replication slot made for
+    it, so the primary keeps the WAL a lagging standby still needs (the
+    bench's large loads)."""
     base = Path(tempfile.mkdtemp(prefix="docindex-pg-standby-"))
     if primary.prefix:  # runuser -u USER --
         owner = pwd.getpwnam(primary.prefix[2])
@@ -140,7 +142,7 @@ def standby(primary: Server) -> Iterator[Server]:
     subprocess.run(
         [*primary.prefix, str(primary.bin_dir / "pg_basebackup"), "-D", str(data),
          "-R", "-X", "stream", "-c", "fast", "-h", "127.0.0.1", "-p",
-         str(primary.port), "-U", "postgres"],
+         str(primary.port), "-U", "postgres", *(["-C", "-S", slot] if slot else [])],
         check=True, capture_output=True, timeout=600,
         env={**os.environ, "PGPASSWORD": PASSWORD},
     )  # fmt: skip

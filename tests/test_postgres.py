@@ -275,6 +275,7 @@ ALTER TABLE postings DISABLE ROW LEVEL SECURITY;
 ALTER TABLE skipped DISABLE ROW LEVEL SECURITY;
 ALTER TABLE vocab DISABLE ROW LEVEL SECURITY;
 DROP TABLE root_grants;
+DROP FUNCTION docindex_visible_roots(name);
 DROP FUNCTION docindex_hidden_roots(name);
 INSERT INTO docindex_meta (key, value) SELECT 'root_pins', json_object_agg(path,
     pin)::text FROM root_paths WHERE pin IS NOT NULL HAVING count(*) > 0;
