@@ -127,13 +127,15 @@ def server(bin_dir: Path, fast: bool = True) -> Iterator[Server]:
 
 
 @contextlib.contextmanager
-def standby(primary: Server, slot: str | None = None) -> Iterator[Server]:
+def standby(
+    primary: Server, slot: str | None = None, options_more: str = ""
+) -> Iterator[Server]:
     """A hot standby of ``primary``, as a DBA makes one (issue #48):
     ``pg_basebackup -R`` from the running primary (its replication login is
     the superuser's password), started on a port of its own. Its URL is the
     primary's with the standby's port. ``slot``: a replication slot made for
     it, so the primary keeps the WAL a lagging standby still needs (the
-    bench's large loads)."""
+    bench's large loads); ``options_more``: more server options (``-c name=value``)."""
     base = Path(tempfile.mkdtemp(prefix="docindex-pg-standby-"))
     if primary.prefix:  # runuser -u USER --
         owner = pwd.getpwnam(primary.prefix[2])
@@ -149,7 +151,7 @@ def standby(primary: Server, slot: str | None = None) -> Iterator[Server]:
     port = _free_port()
     options = primary.options.replace(f"-p {primary.port} -k {primary.base}",
                                       f"-p {port} -k {base}")  # fmt: skip
-    options += " -c hot_standby=on"
+    options += f" -c hot_standby=on {options_more}"
     url = primary.url.replace(f":{primary.port}/", f":{port}/")
     running = Server(url, data, base, port, primary.bin_dir, primary.prefix, options)
     running.start()

@@ -375,7 +375,9 @@ def test_index_of_schema_3_migrates_to_per_root_rows(
         ).fetchall()
     assert [k for k, _ in settings] == ["root_pins", "settings"]
     assert str(more) in settings[0][1] and str(more) in settings[1][1]
-    assert invoke(["query", "redis", "--db", pg_url]).exit_code == 1  # outdated
+    outdated = invoke(["query", "redis", "--db", pg_url])
+    assert outdated.exit_code == 1
+    assert "must be upgraded by the owner of its tables" in outdated.output
     result = invoke(["scan", str(docs), "--db", pg_url, "-q"])
     assert result.exit_code == 0, result.output
     with psycopg.connect(pg_url, autocommit=True) as conn:

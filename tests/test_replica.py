@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import uuid
@@ -36,6 +37,8 @@ DOCS = {
     "horizontally. Redis keeps shared state.\n",
     "zh/限流.md": "# 限流插件\n\n限流插件使用漏桶算法限制请求速率。\n",
 }
+#: A statement in the server's log (simple, or extended protocol: "execute").
+_LOGGED = re.compile(r"LOG:  (?:statement|execute [^:]*): (.*)")
 #: The keys that differ between two servers answering alike.
 VOLATILE = {"took_ms", "db", "index"}
 
@@ -51,7 +54,11 @@ def pair() -> Iterator[tuple[pgcluster.Server, pgcluster.Server]]:
     if bin_dir is None:
         _pg_unavailable(pgcluster.MISSING)
     assert bin_dir is not None
-    with pgcluster.server(bin_dir) as primary, pgcluster.standby(primary) as standby:
+    with (
+        pgcluster.server(bin_dir) as primary,
+        # every statement the standby runs is logged: the reading path's are read
+        pgcluster.standby(primary, options_more="-c log_statement=all") as standby,
+    ):
         yield primary, standby
 
 
@@ -104,6 +111,8 @@ def test_every_reading_command_answers_on_the_standby_as_on_the_primary(
     replica = _on(standby, db)
     assert invoke(["scan", str(docs), "--db", db, "-q"]).exit_code == 0
     pgcluster.caught_up(primary.url, standby.url)
+    log = standby.base / "log"
+    start = log.stat().st_size
     for args in READING:
         answers = []
         for url in (db, replica):
@@ -129,6 +138,16 @@ def test_every_reading_command_answers_on_the_standby_as_on_the_primary(
         lines = [[_stable(json.loads(x)) for x in o.stdout.splitlines()] for o in out]
         assert lines[0] == lines[1], args
     assert "scale.md" in out[1].stdout
+    # What the reading commands ran on the standby: reads and session settings,
+    # no lock, no temporary table, no write (which a standby would refuse).
+    with log.open(encoding="utf-8", errors="replace") as fh:
+        fh.seek(start)
+        ran = [m[1] for line in fh if (m := _LOGGED.search(line))]
+    assert len(ran) > 100
+    for statement in ran:
+        lowered = statement.lower()
+        assert "advisory" not in lowered and " temp" not in lowered, statement
+        assert not lowered.startswith(("lock", "insert", "update", "delete")), statement
 
 
 def test_mcp_answers_from_the_standby(

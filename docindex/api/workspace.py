@@ -48,6 +48,12 @@ class Workspace:
                                   private=self.config.private_index)  # fmt: skip
         if store.outdated:
             store.close()
+            if isinstance(self.db, ServerUrl):  # the tables' owner migrates (#48)
+                raise DocindexError(
+                    f"index {self.db} was written by an older docindex and must be "
+                    "upgraded by the owner of its tables (the role of its first "
+                    "scan): run `docindex scan` as that role"
+                )
             raise DocindexError(
                 f"index {self.db} was written by an older docindex and must be "
                 "upgraded, which needs write access: run `docindex scan` where "
