@@ -275,12 +275,13 @@ def env_value(name: str) -> str | None:
     return value or None
 
 
-def file_db_url(environ: dict[str, str] | None = None) -> str | None:
+def file_db_url(environ: dict[str, str] | None = None, key: str = "url") -> str | None:
     """The ``[db] url`` of the ``DOCINDEX_CONFIG`` file, if it names one (#34).
 
     ``[db] url = "postgresql://..."`` points every command at a server index;
     prefer a password file (``~/.pgpass``) or ``PGPASSWORD`` to a password in
-    the URL.
+    the URL. ``key="read_url"``: the replica that reading commands use
+    instead (issue #48).
     """
     env = os.environ if environ is None else environ
     name = env.get("DOCINDEX_CONFIG")
@@ -294,7 +295,7 @@ def file_db_url(environ: dict[str, str] | None = None) -> str | None:
     except (OSError, tomllib.TOMLDecodeError):
         return None  # load_file reports it
     table = data.get("db")
-    url = table.get("url") if isinstance(table, dict) else None
+    url = table.get(key) if isinstance(table, dict) else None
     return str(url) if url else None
 
 

@@ -127,6 +127,75 @@ def server(bin_dir: Path, fast: bool = True) -> Iterator[Server]:
 
 
 @contextlib.contextmanager
+def standby(
+    primary: Server, slot: str | None = None, options_more: str = ""
+) -> Iterator[Server]:
+    """A hot standby of ``primary``, as a DBA makes one (issue #48):
+    ``pg_basebackup -R`` from the running primary (its replication login is
+    the superuser's password), started on a port of its own. Its URL is the
+    primary's with the standby's port. ``slot``: a replication slot made for
+    it, so the primary keeps the WAL a lagging standby still needs (the
+    bench's large loads); ``options_more``: more server options (``-c name=value``)."""
+    base = Path(tempfile.mkdtemp(prefix="docindex-pg-standby-"))
+    if primary.prefix:  # runuser -u USER --
+        owner = pwd.getpwnam(primary.prefix[2])
+        os.chown(base, owner.pw_uid, owner.pw_gid)
+    data = base / "data"
+    subprocess.run(
+        [*primary.prefix, str(primary.bin_dir / "pg_basebackup"), "-D", str(data),
+         "-R", "-X", "stream", "-c", "fast", "-h", "127.0.0.1", "-p",
+         str(primary.port), "-U", "postgres", *(["-C", "-S", slot] if slot else [])],
+        check=True, capture_output=True, timeout=600,
+        env={**os.environ, "PGPASSWORD": PASSWORD},
+    )  # fmt: skip
+    port = _free_port()
+    options = primary.options.replace(f"-p {primary.port} -k {primary.base}",
+                                      f"-p {port} -k {base}")  # fmt: skip
+    options += f" -c hot_standby=on {options_more}"
+    url = primary.url.replace(f":{primary.port}/", f":{port}/")
+    running = Server(url, data, base, port, primary.bin_dir, primary.prefix, options)
+    running.start()
+    try:
+        yield running
+    finally:
+        subprocess.run(
+            [*primary.prefix, str(primary.bin_dir / "pg_ctl"), "-D", str(data), "-m",
+             "immediate", "stop"],
+            capture_output=True,
+        )  # fmt: skip
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def caught_up(primary_url: str, standby_url: str, timeout: float = 60.0) -> None:
+    """Wait until the standby has replayed everything the primary has written
+    so far (``pg_last_wal_replay_lsn()`` past the primary's WAL position).
+
+    The insert position, not ``pg_current_wal_lsn()`` (the write position):
+    with ``synchronous_commit=off`` (``fast``) a commit's record may still be
+    in the primary's WAL buffers, before the write position.
+    """
+    import time
+
+    import psycopg
+
+    with psycopg.connect(primary_url, autocommit=True) as conn:
+        row = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()
+    assert row is not None
+    target = row[0]
+    deadline = time.monotonic() + timeout
+    with psycopg.connect(standby_url, autocommit=True) as conn:
+        while True:
+            row = conn.execute(
+                "SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn", (target,)
+            ).fetchone()
+            if row is not None and row[0]:
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the standby did not replay up to {target}")
+            time.sleep(0.05)
+
+
+@contextlib.contextmanager
 def cluster(bin_dir: Path, fast: bool = True) -> Iterator[str]:
     """Start a cluster; yield the URL of its ``postgres`` database; stop it."""
     with server(bin_dir, fast) as running:

@@ -254,7 +254,53 @@ def test_newer_schema_is_refused_with_upgrade_command(
     assert "newer docindex" in result.output and "pip install -U" in result.output
 
 
-_AS_M002 = """
+# An index of schema 4 as schema 3 wrote it (issue #48): no grants, no
+# policies, no root ids beside the documents', ``vocab`` folded per term, the
+# roots in the settings row and their pins in ``root_pins``.
+_AS_M003 = """
+DROP POLICY docindex_root_access ON roots;
+DROP POLICY docindex_root_access ON root_paths;
+DROP POLICY docindex_root_access ON documents;
+DROP POLICY docindex_root_access ON segments;
+DROP POLICY docindex_root_access ON facets;
+DROP POLICY docindex_root_access ON postings;
+DROP POLICY docindex_root_access ON skipped;
+DROP POLICY docindex_root_access ON vocab;
+ALTER TABLE roots DISABLE ROW LEVEL SECURITY;
+ALTER TABLE root_paths DISABLE ROW LEVEL SECURITY;
+ALTER TABLE documents DISABLE ROW LEVEL SECURITY;
+ALTER TABLE segments DISABLE ROW LEVEL SECURITY;
+ALTER TABLE facets DISABLE ROW LEVEL SECURITY;
+ALTER TABLE postings DISABLE ROW LEVEL SECURITY;
+ALTER TABLE skipped DISABLE ROW LEVEL SECURITY;
+ALTER TABLE vocab DISABLE ROW LEVEL SECURITY;
+DROP TABLE root_grants;
+DROP FUNCTION docindex_visible_roots(name);
+DROP FUNCTION docindex_hidden_roots(name);
+INSERT INTO docindex_meta (key, value) SELECT 'root_pins', json_object_agg(path,
+    pin)::text FROM root_paths WHERE pin IS NOT NULL HAVING count(*) > 0;
+UPDATE docindex_meta SET value = (value::jsonb || jsonb_build_object('roots',
+    (SELECT jsonb_agg(path ORDER BY root_id) FROM root_paths)))::text
+    WHERE key = 'settings';
+ALTER TABLE root_paths DROP COLUMN pin;
+ALTER TABLE segments DROP COLUMN root_id;
+ALTER TABLE facets DROP COLUMN root_id;
+CREATE TABLE folded AS SELECT term, sum(segs) AS segs, sum(docs) AS docs
+    FROM vocab GROUP BY term;
+DELETE FROM vocab;
+ALTER TABLE vocab DROP COLUMN root_id;
+INSERT INTO vocab SELECT * FROM folded;
+DROP TABLE folded;
+DROP INDEX postings_term;
+DROP INDEX postings_doc;
+ALTER TABLE postings DROP COLUMN root_id;
+CREATE INDEX postings_term ON postings (term, doc) INCLUDE (fld, body, n, dlen);
+CREATE INDEX postings_doc ON postings (doc);
+DELETE FROM docindex_migrations WHERE name = 'm004_root_access'
+"""
+_AS_M002 = (
+    _AS_M003
+    + """;
 ALTER TABLE segments ADD COLUMN tf jsonb;
 UPDATE segments s SET tf = coalesce((SELECT jsonb_object_agg(p.term, p.hits[k])
     FROM documents d JOIN postings p ON p.doc = d.id
@@ -269,6 +315,7 @@ DROP TABLE postings;
 ALTER TABLE documents DROP COLUMN lens;
 DELETE FROM docindex_migrations WHERE name = 'm003_postings'
 """
+)
 
 
 def test_index_of_schema_2_migrates_to_postings(tmp_path: Path, pg_url: str) -> None:
@@ -297,6 +344,75 @@ def test_index_of_schema_2_migrates_to_postings(tmp_path: Path, pg_url: str) -> 
         assert {"postings_term", "postings_doc"} <= names
         assert "segments_tf" not in names
     assert {q: _hits(pg_url, q) for q in QUERIES} == before
+
+
+def test_index_of_schema_3_migrates_to_per_root_rows(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """m004 (issue #48) gives every row its root and counts ``vocab`` per
+    root: the owner's answers, raw scores and counts are those of schema 3;
+    the settings row stops naming roots and the pins move to their rows."""
+    import psycopg
+
+    docs = _corpus(tmp_path)
+    more = write_tree(tmp_path / "more", {"m.md": "# More\n\nredis rate notes\n"})
+    assert invoke(["scan", str(docs), "--db", pg_url, "-q"]).exit_code == 0
+    added = invoke(["scan", "--root", str(more), "--db", pg_url, "-q"])
+    assert added.exit_code == 0, added.output
+    before = {q: _raw(pg_url, q) for q in QUERIES}
+    folded = (
+        "SELECT term, sum(segs), sum(docs) FROM vocab GROUP BY term "
+        "HAVING sum(segs) <> 0 OR sum(docs) <> 0 ORDER BY term"
+    )
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        counts = conn.execute(folded).fetchall()
+        with conn.transaction():
+            for statement in _AS_M003.split(";"):
+                conn.execute(statement)
+        settings = conn.execute(
+            "SELECT key, value FROM docindex_meta WHERE key IN ('settings', "
+            "'root_pins') ORDER BY key"
+        ).fetchall()
+    assert [k for k, _ in settings] == ["root_pins", "settings"]
+    assert str(more) in settings[0][1] and str(more) in settings[1][1]
+    outdated = invoke(["query", "redis", "--db", pg_url])
+    assert outdated.exit_code == 1
+    assert "must be upgraded by the owner of its tables" in outdated.output
+    result = invoke(["scan", str(docs), "--db", pg_url, "-q"])
+    assert result.exit_code == 0, result.output
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        assert conn.execute(folded).fetchall() == counts
+        per_root = conn.execute(
+            "SELECT count(DISTINCT root_id) FROM vocab WHERE term = ' rows'"
+        ).fetchone()
+        assert per_root == (2,)
+        meta = dict(conn.execute("SELECT key, value FROM docindex_meta").fetchall())
+        assert "root_pins" not in meta and "roots" not in json.loads(meta["settings"])
+        pins = conn.execute("SELECT count(pin) FROM root_paths").fetchone()
+        assert pins == (2,)
+        for table in ("segments", "facets", "postings"):
+            orphans = conn.execute(
+                f"SELECT count(*) FROM {table} t JOIN documents d ON d.id = "
+                f"t.{'doc' if table == 'postings' else 'doc_id'} "
+                "WHERE t.root_id <> d.root_id"
+            ).fetchone()
+            assert orphans == (0,), table
+    assert {q: _raw(pg_url, q) for q in QUERIES} == before
+    roots = invoke(["roots", "--db", pg_url, "--json"])
+    assert [r["path"] for r in json.loads(roots.stdout)["roots"]] == [
+        str(docs),
+        str(more),
+    ]
+
+
+def _raw(db: str, query: str) -> tuple[int, list[tuple[str, float | None]]]:
+    """The total and each hit's chunk and raw bm25 (not relative to the best)."""
+    result = invoke(["query", query, "--db", db, "--json", "--explain"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    return out["total"], [
+        (h["chunk_id"], h["explain"].get("lexical", {}).get("raw")) for h in out["hits"]
+    ]
 
 
 def _btrees(url: str) -> set[str]:

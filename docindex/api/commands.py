@@ -504,7 +504,7 @@ def query(
         search,
     )
 
-    ws = workspace.load(db, reading=True)
+    ws = workspace.load(db, reading=True, every_root=True)
     try:
         opts = _with_cursor(_scoped(ws, options, cwd), cursor, text)
     except BaseException:
@@ -541,7 +541,7 @@ def batch_query(
     from docindex.errors import BadInputError
     from docindex.search.engine import parse, search
 
-    ws = workspace.load(db, reading=True)
+    ws = workspace.load(db, reading=True, every_root=True)
     try:
         options = _scoped(ws, options, cwd)
     except BaseException:
@@ -579,7 +579,7 @@ def stats(db: DbArg) -> IndexStats:
     from docindex.api.records import FacetCount, IndexStats
     from docindex.ingest.settings import tokenizer_notice
 
-    ws = workspace.load(db)
+    ws = workspace.load(db, reading=True, every_root=True)
     with ws.open(readonly=_readonly_ok(ws.db)) as store:
         counts = store.counts()
         space = store.space()
@@ -645,7 +645,7 @@ def skipped(db: DbArg, *, reason: str | None = None) -> SkippedFiles:
     if reason is not None and reason not in {r.value for r in SkipReason}:
         known = ", ".join(sorted(SkipReason))
         raise MisuseError(f"no skip reason {reason!r}; the reasons: {known}")
-    ws = workspace.load(db)
+    ws = workspace.load(db, reading=True, every_root=True)
     with ws.open(readonly=_readonly_ok(ws.db)) as store:
         return SkippedFiles(store.skip_counts(), store.skipped(reason))
 
@@ -709,7 +709,7 @@ def watch(
 
 
 def _nav_workspace(db: DbArg, roots: list[str] | None) -> workspace.Workspace:
-    return workspace.load(db, extra_roots=roots, reading=True)
+    return workspace.load(db, extra_roots=roots, reading=True, every_root=True)
 
 
 def outline(
@@ -843,10 +843,12 @@ def roots_list(db: DbArg) -> RootsListing:
     gate = trust.gate_roots(ws.db, ws.config.roots, ws.named)
     with _open_for_reading(ws) as store:
         listed = rootsmod.list_roots(store, ws.config.roots, frozenset(gate.read))
+        replica = store.replica
     moved = workspace.relocation(ws.db)
     return RootsListing(
         str(ws.db), listed,
         None if moved is None else Relocated(moved.old, moved.new, moved.fix()),
+        replica,
     )  # fmt: skip
 
 
@@ -913,7 +915,7 @@ def settings(db: DbArg, near: list[str] | None = None) -> JSONObject:
             sources[name] = f"environment DOCINDEX_{name.upper()}"
         file = None
     else:
-        cfg, sources = workspace.layered(path)
+        cfg, sources = workspace.layered(path, read_from=workspace.read_url(db))
         file = cfgmod.config_file_for(path)
     values = asdict(cfg)
     from docindex.ingest.extract import ocr as ocrmod
@@ -923,7 +925,8 @@ def settings(db: DbArg, near: list[str] | None = None) -> JSONObject:
     wanted = ocr_settings(cfg)
     return {
         "db": {"path": None if path is None else str(path), "exists": found,
-               "source": workspace.db_source(db, places) if path else "none found"},
+               "source": workspace.db_source(db, places) if path else "none found",
+               "read_path": str(read) if (read := workspace.read_url(db)) else None},
         "config_file": None if file is None else str(file),
         "settings": {
             name: {"value": list(v) if isinstance(v, tuple) else v,
@@ -950,7 +953,7 @@ def hit_lines(
     ``line`` is (within its page or slide for PDF and PPTX), and come from
     the text the index holds.
     """
-    ws = workspace.load(db, reading=True)
+    ws = workspace.load(db, reading=True, every_root=True)
     out: list[list[tuple[int, str]]] = []
     with _open_for_reading(ws) as store:
         bodies: dict[int, list[str]] = {}
@@ -996,7 +999,7 @@ def export(
     """The index as NDJSON records (``docindex export``, issue #34)."""
     from docindex.api.transfer import export_records
 
-    ws = workspace.load(db, reading=True)
+    ws = workspace.load(db, reading=True, every_root=True)
     with _open_for_reading(ws) as store, store.atomic(immediate=False):
         yield from export_records(store, on_progress)
 

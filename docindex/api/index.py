@@ -30,6 +30,7 @@ from docindex.models import QueryOptions
 from docindex.store.location import ServerUrl, is_server_url
 
 if TYPE_CHECKING:
+    from docindex.api.access import RootGrants
     from docindex.api.records import (
         IndexStats,
         RootsListing,
@@ -153,6 +154,20 @@ class Index:
     def accept_root(self, path: str | Path) -> RootChange:
         """Let this user's scans on this machine read root ``path`` (issue #44)."""
         return commands.roots_change(self.db, "accept", str(path))
+
+    def grant_root(self, root: str | Path, roles: Sequence[str]) -> RootGrants:
+        """Let only ``roles`` (and the index's owner) read root ``root`` (a
+        path on this machine or the root's name); a server index only (#48)."""
+        from docindex.api import access
+
+        return access.change(self.db, str(root), tuple(roles), grant=True)
+
+    def revoke_root(self, root: str | Path, roles: Sequence[str]) -> RootGrants:
+        """Take root ``root`` from ``roles``; with no grant left, every reader
+        reads it again (issue #48)."""
+        from docindex.api import access
+
+        return access.change(self.db, str(root), tuple(roles), grant=False)
 
     def remove_root(self, path: str | Path) -> RootChange:
         """Forget root ``path`` and drop its documents (never the files)."""

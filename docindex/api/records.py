@@ -88,3 +88,6 @@ class RootsListing:
     db: str
     roots: list[RootInfo]
     relocated: Relocated | None
+    #: the index read is a replica: no scan runs against it, so which roots
+    #: a scan here reads (``accepted``) says nothing (#48)
+    replica: bool = False

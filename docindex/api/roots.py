@@ -32,6 +32,9 @@ class RootInfo:
     documents: int
     accepted: bool = True
     here: bool = True  # this host has a path for it (PostgreSQL: another's, else)
+    # the roles that alone read it besides the index's owner; () for every
+    # reader (issue #48: PostgreSQL only, SQLite has no roles)
+    grants: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,10 +58,12 @@ def list_roots(
     ``read_here``: the roots a scan on this machine reads (None: all).
     """
     counts = store.root_documents()
+    grants = store.root_grants()
     shown = list(roots) + [r for r in counts if r not in roots and counts[r]]
     return [
         RootInfo(r, Path(r).is_dir(), counts.get(r, 0),
-                 read_here is None or r in read_here, r in roots)
+                 read_here is None or r in read_here, r in roots,
+                 grants.get(r, ()))
         for r in shown
     ]  # fmt: skip
 

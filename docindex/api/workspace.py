@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from docindex import config as cfgmod
@@ -29,7 +29,8 @@ class Workspace:
     (issue #44, ``api.trust``). ``reader``: the index already opened for a
     reading command by ``load`` (``reading=True``), which read its settings
     from it; ``open_reader`` hands it over once (issue #46: one open per
-    query, not two).
+    query, not two). ``read_db``: the replica a reading command reads
+    instead of ``db`` (``[db] read_url``, issue #48).
     """
 
     db: Location
@@ -37,12 +38,15 @@ class Workspace:
     named: tuple[str, ...] = ()
     held_back: Mapping[str, object] = field(default_factory=dict)
     reader: list[Store] = field(default_factory=list, compare=False, repr=False)
+    read_db: ServerUrl | None = None
 
     def open(
         self, *, create: bool = False, readonly: bool = False, mapped: bool = False
     ) -> Store:
-        """Open the index with this workspace's busy timeout (``Store.open``)."""
-        store: Store = open_index(self.db, create=create, mapped=mapped,  # type: ignore[assignment]
+        """Open the index with this workspace's busy timeout (``Store.open``);
+        a read-only open of a server index reads ``read_db`` when there is one."""
+        where = self.read_db if readonly and self.read_db is not None else self.db
+        store: Store = open_index(where, create=create, mapped=mapped,  # type: ignore[assignment]
                                   busy_timeout=self.config.busy_timeout_s,
                                   readonly=readonly,
                                   private=self.config.private_index)  # fmt: skip
@@ -65,6 +69,12 @@ class Workspace:
 def _check_current(store: Store, db: Location) -> None:
     if store.outdated:
         store.close()
+        if isinstance(db, ServerUrl):  # the tables' owner migrates (#48)
+            raise DocindexError(
+                f"index {db} was written by an older docindex and must be "
+                "upgraded by the owner of its tables (the role of its first "
+                "scan): run `docindex scan` as that role"
+            )
         raise DocindexError(
             f"index {db} was written by an older docindex and must be "
             "upgraded, which needs write access: run `docindex scan` where "
@@ -80,7 +90,10 @@ def readonly_ok(db: Location) -> bool:
     ``mode=ro`` or ``immutable=1``).
     """
     if isinstance(db, ServerUrl):
-        return False  # the server's GRANTs decide (#34)
+        # the server's GRANTs decide what a role may read (#34); a reading
+        # command's sessions are read-only, so nothing it runs writes, and it
+        # answers on a hot standby as on the primary (#48)
+        return True
     from docindex.store.sqlite import read_only_filesystem
 
     writable = os.access(db, os.W_OK) and os.access(db.parent, os.W_OK)
@@ -194,9 +207,11 @@ def relocation(db: Location) -> Relocation | None:
     return None
 
 
-def _remembered(db: Location) -> dict[str, object]:
+def _remembered(
+    db: Location, read_from: ServerUrl | None = None, every_root: bool = False
+) -> dict[str, object]:
     if isinstance(db, ServerUrl):
-        return _remembered_on_server(db)
+        return _remembered_on_server(read_from or db, every_root)
     if not db.is_file():
         return {}
     try:
@@ -207,14 +222,18 @@ def _remembered(db: Location) -> dict[str, object]:
     return dict(settings or {})
 
 
-def _remembered_on_server(db: ServerUrl) -> dict[str, object]:
-    """A server index's settings, with the roots this host has paths for."""
+def _remembered_on_server(db: ServerUrl, every_root: bool = False) -> dict[str, object]:
+    """A server index's settings, with the roots this host has paths for
+    (``every_root``: every root this role may read, at this host's path,
+    else another host's: what a reading command reads, #48)."""
     from docindex.store.postgres import PgStore
 
     try:
         with PgStore.open(db, readonly=True) as store:
             settings = dict(store.get_meta("settings") or {})
-            settings["roots"] = store.local_roots()
+            settings["roots"] = (
+                list(store.roots().values()) if every_root else store.local_roots()
+            )
     except IndexNotFoundError:
         return {}
     return settings
@@ -228,6 +247,7 @@ def load(
     scan_path: Path | None = None,
     must_exist: bool = True,
     reading: bool = False,
+    every_root: bool = False,
 ) -> Workspace:
     """Resolve the index and its settings for one command.
 
@@ -239,6 +259,10 @@ def load(
         must_exist: raise IndexNotFoundError when no index is found.
         reading: a reading command: open the index as it reads (once), read
             its settings there and keep it open (``Workspace.open_reader``).
+        reading: a command that only reads: with ``[db] read_url`` beside the
+            ``[db] url`` that names the index, it reads the replica (#48).
+        every_root: a server index's roots are all those this role may read
+            (a reader's machine may have scanned none), not this host's.
 
     Raises:
         IndexNotFoundError: no index and ``must_exist``.
@@ -249,7 +273,9 @@ def load(
         near.append(scan_path)
     path = resolve_db(db, near=near)
     if isinstance(path, ServerUrl):
-        return _server_workspace(path, overrides, extra_roots, scan_path, must_exist)
+        read = read_url(db) if reading else None
+        return _server_workspace(path, overrides, extra_roots, scan_path, must_exist,
+                                 read, every_root)  # fmt: skip
     if path is not None and path.exists() and not path.is_file():
         # /dev/null, a folder, a FIFO: SQLite would write "<path>-journal"
         # beside it (/dev/null-journal as root, issue #17).
@@ -317,20 +343,38 @@ def load(
     return ws
 
 
+def read_url(db: str | Path | ServerUrl | None) -> ServerUrl | None:
+    """The ``[db] read_url`` replica, when the index this command uses (``db``,
+    resolved as ``resolve_db`` does) is the config file's ``[db] url``."""
+    url, read = cfgmod.file_db_url(), cfgmod.file_db_url(key="read_url")
+    if not (url and read and is_server_url(url) and is_server_url(read)):
+        return None
+    used = resolve_db(db)
+    if not isinstance(used, ServerUrl) or used.url != ServerUrl(url).url:
+        return None
+    return ServerUrl(read)
+
+
 def _server_workspace(
     url: ServerUrl, overrides: Mapping[str, object] | None, extra_roots: list[str] | None,
-    scan_path: Path | None, must_exist: bool,
+    scan_path: Path | None, must_exist: bool, read: ServerUrl | None = None,
+    every_root: bool = False,
 ) -> Workspace:  # fmt: skip
-    """``load`` for a PostgreSQL index: its roots are this host's paths."""
+    """``load`` for a PostgreSQL index: its roots are this host's paths.
+
+    ``read``: a replica that a reading command reads everything from, its
+    settings included, so it answers while the primary is away (#48).
+    """
     if must_exist:
         from docindex.store.postgres import PgStore
 
-        PgStore.open(url, readonly=True).close()  # IndexNotFoundError
-    cfg, sources, held_back = layers(url)
+        PgStore.open(read or url, readonly=True).close()  # IndexNotFoundError
+    cfg, sources, held_back = layers(url, read_from=read, every_root=every_root)
     roots = canonical_roots(cfg.roots)
     # a server index's roots are this host's paths: scan_path is its first root
-    return _settled(url, cfg, roots, sources, held_back, overrides, extra_roots,
-                    scan_path)  # fmt: skip
+    ws = _settled(url, cfg, roots, sources, held_back, overrides, extra_roots,
+                  scan_path)  # fmt: skip
+    return replace(ws, read_db=read) if read is not None else ws
 
 
 def _settled(
@@ -404,8 +448,9 @@ def add_root(roots: Sequence[str], new: str | Path) -> list[str]:
 
 
 def layered(
-    db: Location, overrides: Mapping[str, object] | None = None
-) -> tuple[Config, dict[str, str]]:
+    db: Location, overrides: Mapping[str, object] | None = None,
+    read_from: ServerUrl | None = None,
+) -> tuple[Config, dict[str, str]]:  # fmt: skip
     """Effective settings for ``db`` and where each comes from.
 
     Layers, lowest first: defaults, settings remembered in the index, this
@@ -415,13 +460,14 @@ def layered(
     ``environment DOCINDEX_X``, ``flag``). See ``layers`` for what the index
     may not widen.
     """
-    cfg, sources, _ = layers(db, overrides)
+    cfg, sources, _ = layers(db, overrides, read_from=read_from)
     return cfg, sources
 
 
 def layers(
     db: Location, overrides: Mapping[str, object] | None = None,
     remembered: dict[str, object] | None = None,
+    read_from: ServerUrl | None = None, every_root: bool = False,
 ) -> tuple[Config, dict[str, str], dict[str, object]]:  # fmt: skip
     """``layered``, and the index's widening settings it did not apply
     (``remembered``: the index's own settings, when the caller read them).
@@ -432,6 +478,8 @@ def layers(
     ``trust.json``), ``DOCINDEX_CONFIG``, the environment and the command's
     flags may (issue #44). The third value maps each widening setting that
     the final settings still do not admit to the value the index wanted.
+    ``read_from``: the replica a server index's settings are read from;
+    ``every_root``: see ``load``.
     """
     from docindex.api import trust
 
@@ -439,7 +487,9 @@ def layers(
     held_back: dict[str, object] = {}
     if remembered is None:
         remembered = (
-            _remembered(db) if isinstance(db, ServerUrl) or db.is_file() else {}
+            _remembered(db, read_from, every_root)
+            if isinstance(db, ServerUrl) or db.is_file()
+            else {}
         )
     cfg = Config()
     if remembered:

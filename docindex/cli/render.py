@@ -12,6 +12,7 @@ from docindex.models import FoldedHit, Hit, ScanResult
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from docindex.api.access import RootGrants
     from docindex.api.evaluate import EvalReport
     from docindex.api.records import SkippedFiles
     from docindex.api.roots import RootChange
@@ -570,7 +571,12 @@ def print_roots(console: Console, data_record: object) -> None:
         console.print(Text(hint, style="dim"))
         return
     table = Table(box=None)
-    for name in ("root", "documents", "folder", "read here"):
+    # who reads each root, once any root is granted to roles (issue #48)
+    granted = any(root.get("grants") for root in data["roots"])
+    # a replica is never scanned: which roots a scan here reads is moot (#48)
+    scanned = not data.get("replica")
+    columns = ["root", "documents", "folder"] + ["read here"] * scanned
+    for name in columns + ["readers"] * granted:
         table.add_column(name, justify="right" if name == "documents" else "left")
     for root in data["roots"]:
         folder = Text("ok") if root["exists"] else Text("missing", style="bold red")
@@ -579,12 +585,23 @@ def print_roots(console: Console, data_record: object) -> None:
             else Text("no", style="yellow") if root["here"]
             else Text("another host's", style="dim")
         )  # fmt: skip
-        table.add_row(
-            Text(term_safe(root["path"])), f"{root['documents']:,}", folder, here
-        )
+        cells: list[Text | str] = [
+            Text(term_safe(root["path"])),
+            f"{root['documents']:,}",
+            folder,
+        ]
+        if scanned:
+            cells.append(here)
+        if granted:
+            roles = root.get("grants") or ()
+            cells.append(
+                Text(term_safe(", ".join(roles))) if roles
+                else Text("every reader", style="dim")
+            )  # fmt: skip
+        table.add_row(*cells)
     console.print(table)
     waiting = [r["path"] for r in data["roots"] if r["here"] and not r["accepted"]]
-    if waiting:
+    if waiting and scanned:
         import shlex
 
         fix = " ".join(shlex.quote(p) for p in waiting)
@@ -631,9 +648,32 @@ def _root_change_line(change: RootChange) -> str:
     )
 
 
+def grants_text(done: RootGrants) -> str:
+    """One line: what ``roots grant``/``revoke`` changed and who reads the root now."""
+    root = f"root {term_safe(done.name)} ({term_safe(done.root)})"
+    roles = ", ".join(done.changed)
+    if done.action == "grant":
+        line = (
+            f"granted {root} to {roles}" if done.changed
+            else f"{root} was granted to {', '.join(done.readers)} already"
+        )  # fmt: skip
+    else:
+        line = (
+            f"revoked {root} from {roles}" if done.changed
+            else f"{root} was not granted to any of those roles"
+        )  # fmt: skip
+    if not done.readers:
+        return f"{line}; no grants left: every reader reads it"
+    return (
+        f"{line}; it is read only by {', '.join(done.readers)} and the index's "
+        f"owner ({done.owner})"
+    )
+
+
 def print_settings(console: Console, data: dict[str, Any]) -> None:
     """``docindex config``: each setting, its value and where it comes from."""
     from rich.table import Table
+    from rich.text import Text
 
     db = data["db"]
     table = Table(box=None)
@@ -642,11 +682,16 @@ def print_settings(console: Console, data: dict[str, Any]) -> None:
     where = db["path"] or "(none yet)"
     if db["path"] and not db["exists"]:
         where += " (not created yet)"
-    table.add_row("db", where, db["source"])
+    # Text cells: a path or source such as "config file [db] url" is not markup
+    table.add_row("db", Text(where), Text(db["source"]))
+    if db.get("read_path"):  # issue #48
+        table.add_row(
+            "read_db", Text(db["read_path"]), Text("config file [db] read_url")
+        )
     for name, item in data["settings"].items():
         value = item["value"]
         shown = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
-        table.add_row(name, shown or "-", item["source"])
+        table.add_row(name, Text(shown or "-"), Text(item["source"]))
     ocr = data.get("ocr")
     if ocr is not None:  # issue #36: can OCR run here, and with what
         engine = ocr["engine"] or "tesseract not found"

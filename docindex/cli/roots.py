@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 @json_option
 @click.pass_context
 def roots(ctx: click.Context, db: str | None, as_json: bool) -> None:
-    """List the index's roots; add, remove or move one.
+    """List the index's roots; add, remove, move, grant or revoke one.
 
     Documents are stored relative to their root, so `roots move` after copying
     or moving a folder keeps every document, chunk id and vector: the next scan
@@ -119,6 +119,48 @@ def roots_accept(
     for you alone, in ~/.config/docindex/trust.json.
     """
     _roots_change(ctx, db, as_json, "accept", *map(str, paths))
+
+
+@roots.command(name="grant")
+@click.argument("root")
+@click.argument("roles", nargs=-1, required=True)
+@_roots_options
+def roots_grant(ctx: click.Context, root: str, roles: tuple[str, ...],
+                db: str | None, as_json: bool) -> None:  # fmt: skip
+    """Let only ROLES (and the index's owner) read ROOT: a PostgreSQL index.
+
+    ROOT is a root's folder on this machine or its name (`docindex roots`).
+    The server enforces it on every table that holds the root's documents,
+    chunks, vectors and term counts, for docindex and for a reader's own SQL;
+    a root without grants is read by every reader. Run it as the index's
+    owner, after `roots add` and before the root's first scan.
+    """
+    _grants(ctx, db, as_json, root, roles, grant=True)
+
+
+@roots.command(name="revoke")
+@click.argument("root")
+@click.argument("roles", nargs=-1, required=True)
+@_roots_options
+def roots_revoke(ctx: click.Context, root: str, roles: tuple[str, ...],
+                 db: str | None, as_json: bool) -> None:  # fmt: skip
+    """Take ROOT from ROLES; with no grant left, every reader reads it again."""
+    _grants(ctx, db, as_json, root, roles, grant=False)
+
+
+def _grants(
+    ctx: click.Context, db: str | None, as_json: bool, root: str,
+    roles: tuple[str, ...], *, grant: bool,
+) -> None:  # fmt: skip
+    from docindex.api.index import Index
+    from docindex.cli.render import grants_text
+
+    index = Index(find_db(_roots_db(ctx, db), warn=False))
+    done = (index.grant_root if grant else index.revoke_root)(root, roles)
+    if as_json or (ctx.obj or {}).get("as_json"):
+        echo_json(done)
+    else:
+        click.echo(grants_text(done), err=True)
 
 
 @roots.command(name="move")

@@ -41,6 +41,9 @@ RowMaker = Callable[[Sequence[tuple[str, str]], tuple[str, str]], EngineRows]
 class Index(Protocol):
     """An open index: documents, segments, vectors, postings, settings, upkeep."""
 
+    #: a read-only replica of the index (a PostgreSQL hot standby, #48)
+    replica: bool
+
     # -- transactions and lifecycle
     def atomic(
         self, immediate: bool = True, savepoint: bool = True
@@ -69,6 +72,10 @@ class Index(Protocol):
 
     def root_documents(self) -> dict[str, int]:
         """Document count per root path."""
+
+    def root_grants(self) -> dict[str, tuple[str, ...]]:
+        """Root path -> the roles that alone may read it (issue #48; roots
+        without grants, readable by every reader, are left out)."""
 
     def move_root(self, old: str, new: str) -> bool:
         """Point a root at another folder, keeping its documents; False if unknown."""

@@ -200,6 +200,12 @@ class Store(DocumentRows, PostingRows):
         self.tightened: list[str] = []  # files made private on open (#33)
         self.outdated = False  # set by _setup: read-only and before the last migration
         self.immutable = False  # opened with immutable=1 (see read_only_query)
+        self.replica = False  # a file has no replicas (#48: PostgreSQL's do)
+
+    def root_grants(self) -> dict[str, tuple[str, ...]]:
+        """None: a SQLite file has no roles; whoever may read it reads every
+        root (issue #48)."""
+        return {}
 
     # -- lifecycle ---------------------------------------------------------
 

@@ -36,6 +36,7 @@ from docindex.errors import (
 from docindex.store._sql import facet_rows
 from docindex.store.location import ServerUrl
 from docindex.store.postgres import batch, ranking, schema
+from docindex.store.postgres.access import PgAccess
 from docindex.store.postgres.batch import Batch
 from docindex.store.postgres.connection import (
     READ_ONLY_HINT,
@@ -75,11 +76,11 @@ WRITER_LOCK = (
 )
 __all__ = ["READ_ONLY_HINT", "PgStore", "filter_sql", "glob_regex", "scratch_schema",
            "translate"]  # fmt: skip
-_TABLES = ("docindex_meta", "roots", "root_paths", "documents", "segments",
-           "facets", "skipped", "vocab", "postings")  # fmt: skip
+_TABLES = ("docindex_meta", "roots", "root_paths", "root_grants", "documents",
+           "segments", "facets", "skipped", "vocab", "postings")  # fmt: skip
 
 
-class PgStore(PgReader):
+class PgStore(PgAccess, PgReader):
     """An open PostgreSQL index. Always close it (or use it as a context manager)."""
 
     def __init__(
@@ -100,14 +101,20 @@ class PgStore(PgReader):
         self.halves = None
         self.outdated = False
         self.role = self.schema = ""  # set by ``open``: named in GRANT hints
+        self.replica = False  # a hot standby: reads only (set by ``open``, #48)
         self._writing = False  # in a writing transaction (``atomic``)
+        # the tables' row-level security applies to this role: COPY is
+        # refused, rows go through a temporary table (``batch.copying``, #48)
+        self._staged = False
+        self._staged_known = False
         self._depth = 0
         self._bodies: dict[int, str] = {}
         self._bodies_version = None
         self._totals: tuple[int, int, int, int, int] | None = None
-        # vocab changes of this transaction: segments and documents per term
-        self._segs: Counter[str] = Counter()
-        self._docs: Counter[str] = Counter()
+        # vocab changes of this transaction: segments and documents per
+        # (root, term): a reader's counts are its roots' (issue #48)
+        self._segs: Counter[tuple[int, str]] = Counter()
+        self._docs: Counter[tuple[int, str]] = Counter()
         self._failed: BaseException | None = None  # first error of this transaction
         self._batch = Batch()  # documents added, not yet sent (``pg``)
         self._sender = batch.Sender()  # a full batch being sent
@@ -146,7 +153,7 @@ class PgStore(PgReader):
         """The rest of a batch whose ``documents`` rows are in."""
         for values in held.clashed:
             self._insert_again(values)
-        held.write_rows(self._conn)
+        held.write_rows(self._conn, self._staged)
 
     def _send_behind(self) -> None:
         """Write the full batch from a thread; the ids of the next are taken
@@ -155,7 +162,7 @@ class PgStore(PgReader):
         if len(self._ids) < batch.MAX_DOCUMENTS:
             self._take_ids(batch.MAX_DOCUMENTS)
         held, self._batch = self._batch, Batch()
-        self._sender.start(held, self._conn)
+        self._sender.start(held, self._conn, self._staged)
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -183,14 +190,16 @@ class PgStore(PgReader):
         try:
             row = pg.execute(
                 "SELECT set_config('lock_timeout', %s, false), current_user, "
-                "coalesce(current_schema(), 'public')",
+                "coalesce(current_schema(), 'public'), pg_is_in_recovery()",
                 (f"{int(busy_timeout * 1000)}ms",),
             ).fetchone()
-            _, role, schema_name = one(row)
+            _, role, schema_name, in_recovery = one(row)
             if readonly:
+                # a reading command never writes: on a primary too (#48)
                 pg.execute("SET default_transaction_read_only = on")
             store = cls(pg, location, host or host_name())
             store.role, store.schema = str(role), str(schema_name)
+            store.replica = bool(in_recovery)
             store._setup(create and not readonly)
         except BaseException as exc:
             pg.close()
@@ -208,6 +217,11 @@ class PgStore(PgReader):
                          role=self.role, schema=self.schema)  # fmt: skip
 
     def _setup(self, may_migrate: bool) -> None:
+        if may_migrate and self.replica:  # a writing command, on a standby (#48)
+            standby = self.standby()
+            if standby is not None:
+                raise standby.error(self.location)
+            self.replica = False  # promoted meanwhile
         version = schema.version(self.pg)
         if version > schema.SCHEMA_VERSION:
             raise SchemaTooNewError(
@@ -246,7 +260,7 @@ class PgStore(PgReader):
         tables' owner).
         """
         psycopg = driver()
-        if self._depth:
+        if self._depth or self.replica:
             return False
         try:
             row = self.pg.execute("SELECT to_regclass('postings_doc')").fetchone()
@@ -319,6 +333,12 @@ class PgStore(PgReader):
         never fail on a serialization conflict.
         """
         psycopg = driver()
+        if immediate and self.replica and self._depth == 0:
+            # before the writers' lock: a standby's locks guard nothing (#48)
+            standby = self.standby()
+            if standby is not None:
+                raise standby.error(self.location)
+            self.replica = False  # promoted since it was opened
         # ``savepoint=False`` is a SQLite speed-up (issue #7); here every
         # nested block is a SAVEPOINT, so one document's failed statement
         # rolls back that document alone, as a failed statement does in
@@ -343,6 +363,11 @@ class PgStore(PgReader):
                     # to the busy timeout (lock_timeout), then "index is busy";
                     # no row or table lock can then stop a scan halfway (#44).
                     self.pg.execute(WRITER_LOCK)
+                    if not self._staged_known:
+                        row = self.pg.execute(
+                            "SELECT row_security_active('postings')"
+                        ).fetchone()
+                        self._staged, self._staged_known = bool(one(row)[0]), True
             else:
                 self.pg.execute(f"SAVEPOINT sp{self._depth}")
         except psycopg.Error as exc:
@@ -397,9 +422,9 @@ class PgStore(PgReader):
             raise
         self._depth -= 1
 
-    def _count(self, term: str, segs: int, docs: int) -> None:
-        self._segs[term] += segs
-        self._docs[term] += docs
+    def _count(self, root: int, term: str, segs: int, docs: int) -> None:
+        self._segs[(root, term)] += segs
+        self._docs[(root, term)] += docs
 
     def _flush_vocab(self) -> None:
         """Append this transaction's term and total changes to ``vocab``.
@@ -413,22 +438,24 @@ class PgStore(PgReader):
         self._send_held()  # may replace another writer's copy: counted first
         if self._added:
             self._conn.execute(
-                "INSERT INTO vocab (term, segs, docs) SELECT term, sum(n), "
-                "count(*) FILTER (WHERE fld <> 0 OR body > 0) FROM postings "
-                "WHERE doc = ANY(%s::bigint[]) GROUP BY term",
+                "INSERT INTO vocab (root_id, term, segs, docs) SELECT root_id, "
+                "term, sum(n), count(*) FILTER (WHERE fld <> 0 OR body > 0) "
+                "FROM postings WHERE doc = ANY(%s::bigint[]) GROUP BY root_id, term",
                 (sorted(self._added),),
             )
             self._added.clear()
         segs, docs = self._segs, self._docs
-        rows = [(t, segs[t], docs[t]) for t in segs.keys() | docs.keys()]
-        rows = [row for row in rows if row[1] or row[2]]
+        rows = [(*k, segs[k], docs[k]) for k in segs.keys() | docs.keys()]
+        rows = [row for row in rows if row[2] or row[3]]
         segs.clear()
         docs.clear()
         if not rows:
             return
         with (
             self.pg.cursor() as cur,
-            cur.copy("COPY vocab (term, segs, docs) FROM STDIN") as copy,
+            batch.copying(
+                cur, "COPY vocab (root_id, term, segs, docs) FROM STDIN", self._staged
+            ) as copy,
         ):
             for row in rows:
                 copy.write_row(row)
@@ -437,28 +464,59 @@ class PgStore(PgReader):
         """Fold ``vocab``'s delta rows into one per term (``vacuum``, after scans)."""
         with self.atomic():
             self.pg.execute(
-                "WITH gone AS (DELETE FROM vocab RETURNING term, segs, docs) "
-                "INSERT INTO vocab (term, segs, docs) SELECT term, sum(segs), "
-                "sum(docs) FROM gone GROUP BY term "
-                "HAVING sum(segs) <> 0 OR sum(docs) <> 0"
+                "WITH gone AS (DELETE FROM vocab RETURNING root_id, term, segs, "
+                "docs) INSERT INTO vocab (root_id, term, segs, docs) SELECT "
+                "root_id, term, sum(segs), sum(docs) FROM gone GROUP BY root_id, "
+                "term HAVING sum(segs) <> 0 OR sum(docs) <> 0"
             )
 
     # -- meta --------------------------------------------------------------
 
     def get_meta(self, key: str) -> Any:
-        """JSON-decoded meta value, or None."""
+        """JSON-decoded meta value, or None.
+
+        What names roots is kept with the roots, whose rows a reader sees
+        only for the roots it may read (issue #48): the settings' ``roots``
+        are this host's roots, ``root_pins`` their ``root_paths`` pins.
+        """
+        if key == "root_pins":
+            return self._pins()
         row = self.pg.execute(
             "SELECT value FROM docindex_meta WHERE key = %s", (key,)
         ).fetchone()
-        return json.loads(row[0]) if row else None
+        value = json.loads(row[0]) if row else None
+        if key == "settings" and isinstance(value, dict):
+            value = dict(sorted({**value, "roots": self.local_roots()}.items()))
+        return value
 
     def set_meta(self, key: str, value: Any) -> None:
-        """Store a JSON-encodable meta value."""
+        """Store a JSON-encodable meta value (roots stay in their rows: ``get_meta``)."""
+        if key == "root_pins":
+            self._set_pins(dict(value or {}))
+            return
+        if key == "settings" and isinstance(value, dict):
+            value = {k: v for k, v in value.items() if k != "roots"}
         self.pg.execute(
             "INSERT INTO docindex_meta (key, value) VALUES (%s, %s) "
             "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             (key, json.dumps(value, sort_keys=True)),
         )
+
+    def _pins(self) -> dict[str, list[int]]:
+        rows = self.pg.execute(
+            "SELECT path, pin FROM root_paths WHERE host = %s AND pin IS NOT NULL",
+            (self.host,),
+        )
+        return {str(path): [int(v) for v in pin] for path, pin in rows}
+
+    def _set_pins(self, pins: dict[str, Any]) -> None:
+        """This host's roots' pins (issue #33), in their ``root_paths`` rows."""
+        for path, pin in [*pins.items(), *((p, None) for p in self._pins()
+                                            if p not in pins)]:  # fmt: skip
+            self.pg.execute(
+                "UPDATE root_paths SET pin = %s WHERE host = %s AND path = %s",
+                (None if pin is None else [int(v) for v in pin], self.host, path),
+            )
 
     # -- roots (a name, a path per host) -----------------------------------
 
@@ -602,9 +660,10 @@ class PgStore(PgReader):
         doc_id = self._next_id()
         first = doc_id << SEGMENT_BITS
         self._added.add(doc_id)  # its terms are counted at the commit
-        self._count(" rows", len(rows), 1)
-        self._count(" tokens", seg_len, doc_len)
-        self._count(" body", 0, body_len)
+        root = doc.root_id
+        self._count(root, " rows", len(rows), 1)
+        self._count(root, " tokens", seg_len, doc_len)
+        self._count(root, " body", 0, body_len)
         held = self._batch
         held.documents.append((doc_id,
             doc.root_id, doc.rel_path, doc.kind, doc.title, doc.size,
@@ -616,14 +675,14 @@ class PgStore(PgReader):
         ))  # fmt: skip
         held.paths.add(key)
         if meta:
-            held.facets.extend((doc_id, k, v) for k, v in facet_rows(meta))
+            held.facets.extend((doc_id, root, k, v) for k, v in facet_rows(meta))
         lens = made.seg_lens
         held.segments.extend(
             (first + i, doc_id, *seg, vectors[i] if i < n_vec else None,
-             lens[i] if i < len(lens) else 0)
+             lens[i] if i < len(lens) else 0, root)
             for i, seg in enumerate(rows)
         )  # fmt: skip
-        lines = made.lines.replace(DOC_MARK, f"\t{doc_id}\t")
+        lines = made.lines.replace(DOC_MARK, f"\t{doc_id}\t{root}\t")
         if lines:
             held.postings.append(lines)
         held.size += len(lines) + len(doc.body or b"") + 1024 * n_vec
@@ -660,12 +719,13 @@ class PgStore(PgReader):
     def _uncount_stored(self, doc_id: int) -> None:
         """Count a stored document out of ``vocab`` (before deleting it)."""
         row = self.pg.execute(
-            "SELECT n_segments, seg_len, len, body_len FROM documents WHERE id = %s",
+            "SELECT n_segments, seg_len, len, body_len, root_id FROM documents "
+            "WHERE id = %s",
             (doc_id,),
         ).fetchone()
         if row is None:
             return
-        n_segs, seg_len, doc_len, body_len = row
+        n_segs, seg_len, doc_len, body_len, root = row
         if doc_id in self._added:  # its terms are not counted yet
             self._added.discard(doc_id)
         else:
@@ -673,10 +733,10 @@ class PgStore(PgReader):
                 "SELECT term, n, fld <> 0 OR body > 0 FROM postings WHERE doc = %s",
                 (doc_id,),
             ):
-                self._count(term, -int(segs), -1 if in_doc else 0)
-        self._count(" rows", -int(n_segs), -1)
-        self._count(" tokens", -int(seg_len), -int(doc_len))
-        self._count(" body", 0, -int(body_len))
+                self._count(root, term, -int(segs), -1 if in_doc else 0)
+        self._count(root, " rows", -int(n_segs), -1)
+        self._count(root, " tokens", -int(seg_len), -int(doc_len))
+        self._count(root, " body", 0, -int(body_len))
 
     def delete_document(
         self, doc_id: int, fts: Iterable[tuple[int, str, str]] = (),

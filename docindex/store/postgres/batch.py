@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from docindex.store.records import SEGMENT_COLUMNS
 
 if TYPE_CHECKING:
-    from psycopg import Connection
+    from psycopg import Connection, Copy, Cursor
     from psycopg.rows import TupleRow
 
 # Written when either is reached, to bound the writer's memory.
@@ -35,19 +36,23 @@ INSERT_DOCUMENT = (
     "ON CONFLICT (root_id, rel_path) DO NOTHING RETURNING id"
 )
 COPY_SEGMENTS = (
-    f"COPY segments (id, doc_id, {', '.join(SEGMENT_COLUMNS)}, vec, len) FROM STDIN"
+    f"COPY segments (id, doc_id, {', '.join(SEGMENT_COLUMNS)}, vec, len, root_id) "
+    "FROM STDIN"
 )
-COPY_POSTINGS = "COPY postings (term, doc, fld, body, n, dlen, segs, hits) FROM STDIN"
+COPY_POSTINGS = (
+    "COPY postings (term, doc, root_id, fld, body, n, dlen, segs, hits) FROM STDIN"
+)
 
 
 @dataclass(slots=True)
 class Batch:
     """The rows of documents not yet sent: ``documents`` rows (their ids
-    taken), ``facets`` and ``segments`` rows, ``postings`` in COPY text."""
+    taken), ``facets`` and ``segments`` rows, ``postings`` in COPY text;
+    each row carries its root's id (the servers' access policies, #48)."""
 
     documents: list[tuple[object, ...]] = field(default_factory=list)
     paths: set[tuple[int, str]] = field(default_factory=set)  # (root id, path)
-    facets: list[tuple[int, str, str]] = field(default_factory=list)
+    facets: list[tuple[int, int, str, str]] = field(default_factory=list)
     segments: list[tuple[object, ...]] = field(default_factory=list)
     postings: list[str] = field(default_factory=list)
     size: int = 0  # bytes held, roughly
@@ -70,21 +75,48 @@ class Batch:
                     self.clashed.append(values)
                 cur.nextset()
 
-    def write_rows(self, conn: Connection[TupleRow]) -> None:
-        """The facets, segments and postings of the inserted documents."""
+    def write_rows(self, conn: Connection[TupleRow], staged: bool = False) -> None:
+        """The facets, segments and postings of the inserted documents.
+
+        ``staged``: the role is subject to the tables' row-level security,
+        which refuses COPY (issue #48): the rows are copied into a temporary
+        table and moved from there in one INSERT, which the policies check.
+        """
         with conn.cursor() as cur:
             if self.facets:
                 cur.executemany(
-                    "INSERT INTO facets (doc_id, key, value) VALUES (%s, %s, %s)",
+                    "INSERT INTO facets (doc_id, root_id, key, value) "
+                    "VALUES (%s, %s, %s, %s)",
                     self.facets,
                 )
             if self.segments:
-                with cur.copy(COPY_SEGMENTS) as copy:
+                with copying(cur, COPY_SEGMENTS, staged) as copy:
                     for row in self.segments:
                         copy.write_row(row)
             if self.postings:
-                with cur.copy(COPY_POSTINGS) as copy:
+                with copying(cur, COPY_POSTINGS, staged) as copy:
                     copy.write("".join(self.postings))
+
+
+@contextlib.contextmanager
+def copying(cur: Cursor[TupleRow], statement: str, staged: bool) -> Iterator[Copy]:
+    """``cur.copy(statement)`` (``COPY table (columns) FROM STDIN``), through a
+    temporary table of the same columns when ``staged``."""
+    if not staged:
+        with cur.copy(statement) as copy:
+            yield copy
+        return
+    table, columns = statement.split()[1], statement.split("(", 1)[1].split(")")[0]
+    stage = f"docindex_stage_{table}"
+    cur.execute(
+        f"CREATE TEMP TABLE IF NOT EXISTS {stage} (LIKE {table}) ON COMMIT DELETE ROWS"
+    )
+    with cur.copy(statement.replace(f"COPY {table} ", f"COPY {stage} ", 1)) as copy:
+        yield copy
+    cur.execute(
+        f"WITH moved AS (DELETE FROM {stage} RETURNING {columns}) "
+        f"INSERT INTO {table} ({columns}) SELECT {columns} FROM moved"
+    )
 
 
 class Sender:
@@ -106,12 +138,14 @@ class Sender:
     def paths(self) -> set[tuple[int, str]]:
         return self._batch.paths if self._batch is not None else set()
 
-    def start(self, held: Batch, conn: Connection[TupleRow]) -> None:
+    def start(
+        self, held: Batch, conn: Connection[TupleRow], staged: bool = False
+    ) -> None:
         def run() -> None:
             try:
                 held.insert_documents(conn)
                 if not held.clashed:
-                    held.write_rows(conn)
+                    held.write_rows(conn, staged)
             except BaseException as exc:  # noqa: BLE001 - raised again by wait()
                 self._error = exc
 

@@ -156,20 +156,18 @@ def m003_postings(conn: Connection[TupleRow]) -> None:
     document stage reads the index only; the chunk bm25 and the counts read
     the arrays of the rows they need. Existing rows are converted here, in
     the migration's transaction; a new index gets its btrees after its first
-    load (``POSTINGS_INDEXES``).
+    load (``_M003_INDEXES``; ``POSTINGS_INDEXES`` since m004).
     """
     for statement in _M003.split(";"):
         if statement.strip():
             conn.execute(statement)
     if one(conn.execute("SELECT EXISTS (SELECT 1 FROM postings)").fetchone())[0]:
-        for statement in POSTINGS_INDEXES:
+        for statement in _M003_INDEXES:
             conn.execute(statement)
 
 
-# Built after the first load of an index (``PgStore.index_postings``): one
-# CREATE INDEX over the loaded rows costs a fraction of keeping the btree
-# on ``term`` up to date row by row while they are written (issue #34).
-POSTINGS_INDEXES = (
+# The postings btrees as m003 made them (frozen: m003 builds these).
+_M003_INDEXES = (
     "CREATE INDEX IF NOT EXISTS postings_term ON postings (term, doc) "
     "INCLUDE (fld, body, n, dlen)",
     "CREATE INDEX IF NOT EXISTS postings_doc ON postings (doc)",
@@ -218,10 +216,182 @@ ALTER TABLE documents DROP COLUMN ftf
 """
 
 
+def m004_root_access(conn: Connection[TupleRow]) -> None:
+    """Per-root grants, enforced by the server's row-level security (issue #48).
+
+    ``root_grants`` names the roles that may read a root; a root without a
+    row there stays readable by every role that may read the index. Every
+    table that holds a root's rows, its text or what is derived from it gets
+    the root's id (``segments``, ``facets``, ``postings`` and ``vocab`` did
+    not have it) and a policy that hides the rows of the roots granted to
+    none of the current role's roles (``docindex_hidden_roots``: a
+    SECURITY DEFINER function, so that it reads every grant while its
+    callers see only theirs). The tables' owner (and a member of it, and a
+    superuser) bypasses the policies: it reads and writes every root.
+
+    ``vocab`` is counted again per root from the postings and documents, so
+    a reader's idf, N and average length sum over the roots it may read.
+    The settings row stops listing roots and the roots' pins move to their
+    host's ``root_paths`` row: both would name the folders of hidden roots.
+    """
+    from psycopg import sql
+
+    conn.execute(
+        "CREATE TABLE root_grants (root_id bigint NOT NULL REFERENCES roots(id) "
+        "ON DELETE CASCADE, role text NOT NULL, PRIMARY KEY (root_id, role))"
+    )
+    conn.execute("ALTER TABLE root_paths ADD COLUMN pin bigint[]")
+    conn.execute("DROP INDEX IF EXISTS postings_term")
+    conn.execute("DROP INDEX IF EXISTS postings_doc")
+    conn.execute(
+        "DELETE FROM postings p WHERE NOT EXISTS "
+        "(SELECT 1 FROM documents d WHERE d.id = p.doc)"
+    )
+    for table, doc in (("postings", "doc"), ("segments", "doc_id"),
+                       ("facets", "doc_id")):  # fmt: skip
+        conn.execute(f"ALTER TABLE {table} ADD COLUMN root_id bigint")
+        conn.execute(
+            f"UPDATE {table} t SET root_id = d.root_id FROM documents d "
+            f"WHERE d.id = t.{doc}"
+        )
+        conn.execute(f"ALTER TABLE {table} ALTER COLUMN root_id SET NOT NULL")
+    for statement in _M004_VOCAB:
+        conn.execute(statement)
+    _m004_meta(conn)
+    name = one(conn.execute("SELECT current_schema()").fetchone())[0]
+    for function in _M004_FUNCTIONS:
+        conn.execute(sql.SQL(function).format(schema=sql.Identifier(str(name))))
+    for table, column in _M004_TABLES:
+        conn.execute(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
+        # Rows are read where their root is among the visible ones (a list the
+        # planner estimates as most rows, as they mostly are: a NOT IN list
+        # of the hidden ones was estimated at one row, and a reader's plans
+        # went wrong: 6x slower); a new row may go anywhere but a hidden root
+        # (a root made in the same statement is in neither list yet).
+        visible = (
+            f"{column} = ANY ((SELECT docindex_visible_roots(current_user))::bigint[])"
+        )
+        if table == "root_grants":
+            conn.execute(
+                f"CREATE POLICY docindex_root_access ON {table} FOR SELECT "
+                f"USING ({visible})"
+            )
+            continue
+        conn.execute(
+            f"CREATE POLICY docindex_root_access ON {table} USING ({visible}) "
+            f"WITH CHECK (NOT ({column} = ANY ((SELECT docindex_hidden_roots("
+            "current_user))::bigint[])))"
+        )
+    if one(conn.execute("SELECT EXISTS (SELECT 1 FROM postings)").fetchone())[0]:
+        for statement in _M004_INDEXES:
+            conn.execute(statement)
+
+
+# Each root's share of the counts, from the rows themselves (m004).
+_M004_VOCAB = (
+    "DELETE FROM vocab",
+    "ALTER TABLE vocab ADD COLUMN root_id bigint",
+    "INSERT INTO vocab (root_id, term, segs, docs) SELECT root_id, term, sum(n), "
+    "count(*) FILTER (WHERE fld <> 0 OR body > 0) FROM postings "
+    "GROUP BY root_id, term",
+    "INSERT INTO vocab (root_id, term, segs, docs) SELECT root_id, x.term, "
+    "sum(x.segs), sum(x.docs) FROM documents CROSS JOIN LATERAL (VALUES "
+    "(' rows', n_segments::bigint, 1::bigint), (' tokens', seg_len, len::bigint), "
+    "(' body', 0::bigint, body_len::bigint)) AS x(term, segs, docs) "
+    "GROUP BY root_id, x.term",
+    "ALTER TABLE vocab ALTER COLUMN root_id SET NOT NULL",
+)
+
+# The roots granted to none of ``who``'s roles, and the others (m004): every
+# root and grant is read as the functions' owner (the tables' owner, whom
+# the policies do not apply to), not as the caller. PL/pgSQL keeps their
+# plans for the session; a SQL function with a SET clause is planned at
+# every call (0.3-0.6 ms, twice per statement of a reader).
+_M004_FUNCTIONS = (
+    """
+CREATE FUNCTION docindex_hidden_roots(who name) RETURNS bigint[]
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $f$
+BEGIN
+    RETURN (
+        SELECT coalesce(array_agg(g.root_id ORDER BY g.root_id), ARRAY[]::bigint[])
+        FROM (
+            SELECT x.root_id FROM {schema}.root_grants x GROUP BY x.root_id
+            HAVING NOT bool_or(EXISTS (SELECT 1 FROM pg_roles r
+                                       WHERE r.rolname = x.role
+                                       AND pg_has_role(who, r.oid, 'MEMBER')))
+        ) g
+    );
+END
+$f$
+""",
+    """
+CREATE FUNCTION docindex_visible_roots(who name) RETURNS bigint[]
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $f$
+DECLARE
+    hidden bigint[] := {schema}.docindex_hidden_roots(who);
+BEGIN
+    RETURN (
+        SELECT coalesce(array_agg(r.id ORDER BY r.id), ARRAY[]::bigint[])
+        FROM {schema}.roots r WHERE r.id <> ALL (hidden)
+    );
+END
+$f$
+""",
+)
+
+_M004_TABLES = (
+    ("roots", "id"), ("root_paths", "root_id"), ("root_grants", "root_id"),
+    ("documents", "root_id"), ("segments", "root_id"), ("facets", "root_id"),
+    ("postings", "root_id"), ("skipped", "root_id"), ("vocab", "root_id"),
+)  # fmt: skip
+
+# The postings btrees since m004: the root's id is in the covering index, so
+# a reader's policy is checked without reading the table (index-only scans).
+_M004_INDEXES = (
+    "CREATE INDEX IF NOT EXISTS postings_term ON postings (term, doc) "
+    "INCLUDE (fld, body, n, dlen, root_id)",
+    "CREATE INDEX IF NOT EXISTS postings_doc ON postings (doc)",
+)
+
+
+def _m004_meta(conn: Connection[TupleRow]) -> None:
+    """The settings row without roots; the roots' pins into ``root_paths``."""
+    import json
+
+    row = conn.execute(
+        "SELECT value FROM docindex_meta WHERE key = 'settings'"
+    ).fetchone()
+    if row is not None:
+        settings = json.loads(row[0])
+        if isinstance(settings, dict) and "roots" in settings:
+            del settings["roots"]
+            conn.execute(
+                "UPDATE docindex_meta SET value = %s WHERE key = 'settings'",
+                (json.dumps(settings, sort_keys=True),),
+            )
+    row = conn.execute(
+        "DELETE FROM docindex_meta WHERE key = 'root_pins' RETURNING value"
+    ).fetchone()
+    pins = json.loads(row[0]) if row is not None else {}
+    for path, pin in pins.items() if isinstance(pins, dict) else ():
+        conn.execute(
+            "UPDATE root_paths SET pin = %s WHERE path = %s",
+            ([int(v) for v in pin], path),
+        )
+
+
+#: The postings btrees a loaded index has (``PgStore.index_postings``): one
+#: CREATE INDEX over the loaded rows costs a fraction of keeping the btree on
+#: ``term`` up to date row by row while they are written (issue #34).
+POSTINGS_INDEXES = _M004_INDEXES
+
 MIGRATIONS: list[Callable[[Connection[TupleRow]], None]] = [
     m001_initial,
     m002_segment_prose,
     m003_postings,
+    m004_root_access,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
