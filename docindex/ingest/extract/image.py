@@ -20,7 +20,7 @@ import warnings
 from typing import TYPE_CHECKING
 
 from docindex.errors import ExtractionError
-from docindex.ingest.extract import ExtractLimits
+from docindex.ingest.extract.limits import ExtractLimits
 from docindex.ingest.extract.ocr import (
     OcrBudget,
     PageCache,

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from PIL.Image import Image
 
 from docindex.errors import ExtractionError
-from docindex.ingest.extract import ExtractLimits
+from docindex.ingest.extract.limits import ExtractLimits
 from docindex.ingest.extract.ocr import (
     DPI,
     MIN_PAGE_CHARS,
