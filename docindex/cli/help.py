@@ -79,6 +79,14 @@ EXAMPLES: dict[str, list[str]] = {
         "docindex roots accept /mnt/share/handbook --db postgresql://me@db/team",
         "docindex roots --json | jq -r '.roots[] | select(.accepted | not) | .path'",
     ],
+    "roots grant": [
+        "docindex roots grant ~/share/hr hr_reader --db postgresql://owner@db/team",
+        "docindex roots grant hr hr_reader payroll_reader",
+    ],
+    "roots revoke": [
+        "docindex roots revoke ~/share/hr payroll_reader",
+        "docindex roots --json | jq '.roots[] | {path, grants}'",
+    ],
     "roots move": [
         "docindex roots move /old/place/notes ~/notes",
         "cp -r notes notes-copy && cd notes-copy && docindex roots move ../notes .",
