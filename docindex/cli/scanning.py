@@ -30,7 +30,7 @@ from docindex.config import PROVIDERS
 if TYPE_CHECKING:
     from docindex.ingest.watch import BatchReport
     from docindex.models import ScanResult
-    from docindex.serve.server import Serving
+    from docindex.serve.serving import Serving
     from docindex.store.location import ServerUrl
 
 
@@ -265,12 +265,12 @@ def watch(
 
 def _start_serving(db: Path) -> Serving | None:
     """The watcher's server (after the catch-up, when the index exists), or None."""
-    from docindex.serve import server
+    from docindex.serve import serving
 
-    if not server.supported():
+    if not serving.supported():
         return None
     try:
-        return server.start(db)
+        return serving.start(db)
     except OSError as exc:
         click.echo(f"warning: not serving other commands: {exc}", err=True)
         return None
