@@ -11,14 +11,8 @@ from typing import TYPE_CHECKING
 
 from docindex.api import workspace
 from docindex.api.params import DbArg
-from docindex.errors import (
-    MisuseError,
-)
-from docindex.models import (
-    Hit,
-    QueryOptions,
-    QueryResult,
-)
+from docindex.errors import MisuseError
+from docindex.models import Hit, QueryOptions, QueryResult
 
 if TYPE_CHECKING:
     from docindex.store import Store

@@ -14,21 +14,12 @@ from typing import TYPE_CHECKING
 from docindex.api import workspace
 from docindex.api.params import DbArg
 from docindex.config import Config
-from docindex.errors import (
-    MisuseError,
-)
-from docindex.models import (
-    ProgressFn,
-)
+from docindex.errors import MisuseError
+from docindex.models import ProgressFn
 from docindex.store.location import ServerUrl
 
 if TYPE_CHECKING:
-    from docindex.api.records import (
-        IndexStats,
-        RootsListing,
-        SkippedFiles,
-        Vocabulary,
-    )
+    from docindex.api.records import IndexStats, RootsListing, SkippedFiles, Vocabulary
     from docindex.models.navigation import (
         DocumentList,
         Outline,

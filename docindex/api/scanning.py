@@ -23,9 +23,7 @@ from docindex.errors import (
     OutsideRootsError,
     RelocatedIndexError,
 )
-from docindex.models import (
-    ScanResult,
-)
+from docindex.models import ScanResult
 from docindex.store.location import ServerUrl
 
 if TYPE_CHECKING:

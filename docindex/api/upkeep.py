@@ -10,17 +10,11 @@ from typing import TYPE_CHECKING
 
 from docindex.api import workspace
 from docindex.api.params import DbArg
-from docindex.errors import (
-    MisuseError,
-)
-from docindex.models import (
-    ProgressFn,
-)
+from docindex.errors import MisuseError
+from docindex.models import ProgressFn
 
 if TYPE_CHECKING:
-    from docindex.api.records import (
-        VacuumResult,
-    )
+    from docindex.api.records import VacuumResult
     from docindex.api.roots import RootChange
 
 

@@ -17,7 +17,7 @@ from docindex.errors import DocindexError, MisuseError
 from docindex.models import FoldedHit
 from docindex.models.limits import MAX_TOP, check_range
 from docindex.models.navigation import Related, RelatedHit
-from docindex.search.navigate import (
+from docindex.search.locate import (
     chunk_file,
     chunk_rows,
     join_path,

@@ -59,11 +59,7 @@ import time
 from collections.abc import Callable
 from typing import NamedTuple
 
-from docindex.serve.rendezvous import (
-    MAX_REQUEST_BYTES,
-    PROTOCOL,
-    servable,
-)
+from docindex.serve.rendezvous import MAX_REQUEST_BYTES, PROTOCOL, servable
 from docindex.serve.serving import (
     LOCK_SUFFIX,
     STOP_GRACE_S,
