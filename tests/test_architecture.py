@@ -152,3 +152,56 @@ def test_no_import_cycles_between_modules() -> None:
     for module in sorted(graph):
         if module not in state:
             visit(module)
+
+
+def _package_paragraphs(doc: str) -> dict[str, str]:
+    """``### `pkg/` `` heading -> its text, up to the next heading."""
+    out: dict[str, str] = {}
+    for block in doc.split("\n### ")[1:]:
+        title, _, text = block.partition("\n")
+        if title.startswith("`") and title.endswith("/`"):
+            out[title.strip("`/")] = text.split("\n## ")[0]
+    return out
+
+
+def _unplaced(doc: str) -> list[str]:
+    """Modules that docs/architecture.md does not name where it should.
+
+    A module of the top (``config.py``) is named anywhere; ``pkg/name.py`` in
+    the paragraph of ``pkg/`` as `` `name` `` (or `` `name.py` ``); a module of
+    a nested package, ``pkg/sub/name.py``, there as `` `sub/name` ``, and the
+    nested package itself as `` `sub/` ``.
+    """
+    paragraphs = _package_paragraphs(doc)
+    missing = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE).with_suffix("").parts
+        if len(parts) == 1:
+            found = f"`{parts[0]}.py`" in doc
+        else:
+            text = paragraphs.get(parts[0], "")
+            inner = "/".join(parts[1:])
+            if parts[-1] == "__init__":
+                inner = "/".join(parts[1:-1])
+                found = not inner or f"`{inner}/`" in text
+            else:
+                found = f"`{inner}`" in text or f"`{inner}.py`" in text
+        if not found:
+            missing.append(str(path.relative_to(ROOT)))
+    return missing
+
+
+def test_every_module_is_placed_in_the_doc() -> None:
+    """Issue #49: docs/architecture.md places every module, and a new module
+    fails this test until it is named in its package's paragraph."""
+    doc = (ROOT / "docs" / "architecture.md").read_text("utf-8")
+    assert _unplaced(doc) == []
+
+
+def test_a_module_left_out_of_the_doc_is_caught() -> None:
+    doc = (ROOT / "docs" / "architecture.md").read_text("utf-8")
+    paragraphs = _package_paragraphs(doc)
+    assert "`transfer`" in paragraphs["api"]
+    assert _unplaced(doc.replace("`transfer`", "transfer")) == [
+        "docindex/api/transfer.py"
+    ]
