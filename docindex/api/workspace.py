@@ -94,7 +94,7 @@ def readonly_ok(db: Location) -> bool:
         # command's sessions are read-only, so nothing it runs writes, and it
         # answers on a hot standby as on the primary (#48)
         return True
-    from docindex.store.sqlite import read_only_filesystem
+    from docindex.store.sqlitefile import read_only_filesystem
 
     writable = os.access(db, os.W_OK) and os.access(db.parent, os.W_OK)
     return not writable or read_only_filesystem(db)
