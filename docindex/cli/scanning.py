@@ -114,7 +114,8 @@ def scan(path: Path | None, roots: tuple[str, ...], exclude: tuple[str, ...],
 def _print_scan(
     result: ScanResult, as_json: bool, quiet: bool, again: str, event: bool = False
 ) -> None:
-    from docindex.cli.render import interrupted_text, scan_text, to_dict
+    from docindex.cli.render import to_dict
+    from docindex.cli.render_index import interrupted_text, scan_text
 
     if as_json:
         data = to_dict(result)

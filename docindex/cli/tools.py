@@ -102,7 +102,7 @@ def eval_(folder: Path, mode: str, n_queries: int | None, seed: int, view: str,
     come from DOCINDEX_* variables (e.g. DOCINDEX_SEMANTIC_WEIGHT=0.3).
     """
     from docindex.api.evaluate import MODES, VIEWS, evaluate
-    from docindex.cli.render import print_eval
+    from docindex.cli.render_index import print_eval
     from docindex.config import Config, from_env
     from docindex.store.location import is_server_url
 

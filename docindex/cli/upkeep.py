@@ -27,7 +27,7 @@ def stats(db: str | None, as_json: bool) -> None:
     --json prints everything, every facet value included.
     """
     from docindex.api.index import Index
-    from docindex.cli.render import print_stats
+    from docindex.cli.render_index import print_stats
 
     data = Index(_find_db(db)).stats()
     if as_json:
@@ -55,7 +55,7 @@ def vacuum(ocr_cache: bool, db: str | None, as_json: bool) -> None:
     (256 MB) after each scan; --ocr-cache empties it.
     """
     from docindex.api.index import Index
-    from docindex.cli.render import vacuum_text
+    from docindex.cli.render_index import vacuum_text
 
     result = Index(_find_db(db)).vacuum(ocr_cache=ocr_cache)
     if as_json:
