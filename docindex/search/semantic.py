@@ -67,7 +67,8 @@ def ngram_fallback(
     """
     if not lexical:
         return []
-    from docindex.embed.ngram import NgramEmbedder, dequantize, quantize
+    from docindex.embed.ngram import NgramEmbedder
+    from docindex.embed.quantized import dequantize, quantize
     from docindex.text.fields import embed_input, title_text
 
     key = (cfg.embedding_dim, cfg.cjk_ngram, cfg.stem)
@@ -228,7 +229,7 @@ def _cosines_pure(
     blobs: list[bytes], limit: int,
 ) -> list[tuple[int, float]]:  # fmt: skip
     """``_cosines_numpy`` without numpy, for a few hundred candidates."""
-    from docindex.embed.ngram import cosine_int8
+    from docindex.embed.quantized import cosine_int8
 
     qlist = ngram.query_vector(text, weights=idf)
     if not any(qlist):
@@ -253,7 +254,7 @@ def _cosines_numpy(
     """
     import numpy as np
 
-    from docindex.embed.ngram import dequantize
+    from docindex.embed.quantized import dequantize
 
     qvec = embedder.embed_query(text, weights=idf)
     if not np.any(qvec):
