@@ -145,3 +145,39 @@ def test_term_parts_equal_plain_nfkc_tokens(text: str) -> None:
     assert len(long) > 256
     for sample in (text, long):
         assert term_parts(sample, use_stem=False) == _reference_parts(sample)
+
+
+def _plain_identifier_names(text: str) -> list[str]:
+    """Issue #47's identifier pattern as first written: tried at every position."""
+    import re
+
+    pattern = (
+        r"[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)+"
+        r"|[A-Za-z0-9]*(?:[a-z0-9][A-Z]|[A-Z][A-Z][a-z][a-z])[A-Za-z0-9]*"
+    )
+    return re.findall(pattern, text)
+
+
+@given(st.text(alphabet="aZbQx1._- \nÉé(", max_size=40))
+def test_identifier_words_find_the_names_the_plain_pattern_finds(text: str) -> None:
+    """Issue #46: names are searched from the start of a run only, and each
+    name's words are worked out once per process; the words are those of the
+    names the plain pattern finds, in order."""
+    from docindex.text.tokenize import identifier_words
+
+    expected: list[str] = []
+    for name in _plain_identifier_names(text):
+        expected += identifier_words(name)
+    assert identifier_words(text) == expected
+    assert identifier_words(text) == expected  # memoised the second time
+
+
+def test_identifier_words_after_dots_and_inside_words() -> None:
+    from docindex.text.tokenize import identifier_words
+
+    text = "end. Next a..bC fooBar.baz x-1.2 ÉtatDeLieu e.g. HTTPServer."
+    expected: list[str] = []
+    for name in _plain_identifier_names(text):
+        expected += identifier_words(name)
+    assert identifier_words(text) == expected
+    assert expected == "foobarbaz foo bar tat de lieu http server".split()
