@@ -127,6 +127,26 @@ def cli_json() -> Callable[..., Any]:
 # -- PostgreSQL (issue #34) ------------------------------------------------------
 
 
+@pytest.fixture
+def tesseract() -> Any:
+    """The real tesseract with English, for the OCR tests: skipped without it,
+    except under CI=true, where that is a failure (``.ci/run`` installs it)."""
+    from docindex.ingest.extract import ocr
+
+    found = ocr.engine()
+    if found is None or "eng" not in found.installed:
+        if os.environ.get("CI") == "true":
+            pytest.fail("tesseract with eng must be installed in CI (.ci/run)")
+        pytest.skip("tesseract (with eng) is not installed")
+    return found
+
+
+@pytest.fixture
+def ocr_english(monkeypatch: pytest.MonkeyPatch) -> None:
+    """OCR in English only: the fast tests need not pay for the CJK models."""
+    monkeypatch.setenv("DOCINDEX_OCR_LANGUAGES", "eng")
+
+
 def _pg_unavailable(reason: str) -> None:
     """Skip outside CI; under CI=true the PostgreSQL tests must run, so fail."""
     if os.environ.get("CI") == "true":

@@ -262,7 +262,7 @@ def test_python_dash_m(docs) -> None:
 
 def test_scan_summary_prints_file_names_as_text(tmp_path) -> None:
     """A bracket in a file name is not console markup (the summary uses click)."""
-    from docindex.cli.render import scan_text
+    from docindex.cli.render_index import scan_text
     from docindex.models import ScanResult
 
     result = ScanResult(scanned=2, indexed=1)

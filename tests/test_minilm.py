@@ -63,9 +63,10 @@ SENTENCES = [*REFERENCE["sentences"], "short", "a much longer sentence " * 20]
 @needs_onnx
 def test_default_int8_onnx_core_agrees_with_numpy(numpy_embedder: Any) -> None:
     from docindex.config import Config
-    from docindex.embed.choice import embedder_for as _embedder
+    from docindex.embed.choice import embedder_for
 
-    onnx = _embedder(Config(embedding_provider="minilm"))  # shared with the CLI tests
+    # shared with the CLI tests
+    onnx = embedder_for(Config(embedding_provider="minilm"))
     assert (onnx.backend, onnx.int8) == ("onnx", True)
     cos = _cos(onnx.embed(SENTENCES), numpy_embedder.embed(SENTENCES))
     assert cos.min() >= 0.98, cos

@@ -25,22 +25,6 @@ from docindex.ingest.extract import ocr  # noqa: E402
 pytest.importorskip("PIL")
 
 
-@pytest.fixture
-def engine() -> ocr.Engine:
-    found = ocr.engine()
-    if found is None or "eng" not in found.installed:
-        if os.environ.get("CI") == "true":
-            pytest.fail("tesseract with eng must be installed in CI (.ci/run)")
-        pytest.skip("tesseract (with eng) is not installed")
-    return found
-
-
-@pytest.fixture
-def english(monkeypatch: pytest.MonkeyPatch) -> None:
-    """English only: the fast tests need not pay for the CJK models."""
-    monkeypatch.setenv("DOCINDEX_OCR_LANGUAGES", "eng")
-
-
 def _small_page(lines: list[str]) -> Any:
     return _scans.page(lines, dpi=200, width_in=5, height_in=2.2, pt=14)
 
@@ -51,8 +35,8 @@ def _hits(query: str) -> list[dict[str, Any]]:
 
 
 def test_a_scanned_pdf_is_skipped_with_a_hint_then_read_when_ocr_is_turned_on(
-    engine: ocr.Engine,
-    english: None,
+    tesseract: ocr.Engine,
+    ocr_english: None,
     tree: Callable[..., Path],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -94,7 +78,7 @@ def test_a_scanned_pdf_is_skipped_with_a_hint_then_read_when_ocr_is_turned_on(
 
 
 def test_images_are_found_by_their_words_and_icons_are_skipped(
-    engine: ocr.Engine, english: None, tree: Callable[..., Path]
+    tesseract: ocr.Engine, ocr_english: None, tree: Callable[..., Path]
 ) -> None:
     from PIL import Image
 
@@ -124,9 +108,9 @@ def test_without_ocr_images_are_listed_as_needing_it(tree: Callable[..., Path]) 
 
 
 def test_a_scanned_chinese_page_is_found_by_two_characters(
-    engine: ocr.Engine, tree: Callable[..., Path]
+    tesseract: ocr.Engine, tree: Callable[..., Path]
 ) -> None:
-    if "chi_sim" not in engine.installed or _scans.font(20, cjk=True) is None:
+    if "chi_sim" not in tesseract.installed or _scans.font(20, cjk=True) is None:
         if os.environ.get("CI") == "true":
             pytest.fail("CI installs tesseract-ocr-chi-sim and fonts-noto-cjk")
         pytest.skip("chi_sim or a CJK font is not installed")
@@ -139,7 +123,7 @@ def test_a_scanned_chinese_page_is_found_by_two_characters(
 
 
 def test_config_shows_the_engine_and_reads_the_ocr_table(
-    engine: ocr.Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tesseract: ocr.Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     conf = tmp_path / "c.toml"
     conf.write_text('[ocr]\nenabled = true\nlanguages = ["eng", "xxx"]\n')
@@ -147,14 +131,14 @@ def test_config_shows_the_engine_and_reads_the_ocr_table(
     data = run_json("config")
     assert data["settings"]["ocr"] == {"value": True, "source": f"config file {conf}"}
     assert data["ocr"]["active"] is True
-    assert data["ocr"]["engine"] == engine.version
+    assert data["ocr"]["engine"] == tesseract.version
     assert data["ocr"]["languages"] == ["eng"]  # xxx is not installed
     assert "ocr engine" in run("config").stdout
 
 
 @pytest.mark.slow
 def test_a_mixed_pdf_keeps_its_text_pages_and_reads_its_scanned_ones(
-    engine: ocr.Engine, english: None, tree: Callable[..., Path]
+    tesseract: ocr.Engine, ocr_english: None, tree: Callable[..., Path]
 ) -> None:
     scanned = _scans.image_pdf(
         [_small_page(["Minutes of the board", "The budget for the lighthouse"])],
@@ -177,7 +161,7 @@ def test_a_mixed_pdf_keeps_its_text_pages_and_reads_its_scanned_ones(
 
 @pytest.mark.slow
 def test_every_tiff_frame_is_a_page(
-    engine: ocr.Engine, english: None, tree: Callable[..., Path]
+    tesseract: ocr.Engine, ocr_english: None, tree: Callable[..., Path]
 ) -> None:
     frames = [_small_page([f"Frame number {w}"]) for w in ("alpha", "bravo", "tango")]
     data = _scans.encode(frames[0], "TIFF", save_all=True, append_images=frames[1:],
@@ -194,7 +178,7 @@ def test_every_tiff_frame_is_a_page(
 
 @pytest.mark.slow
 def test_huge_images_are_bounded(
-    engine: ocr.Engine, english: None, tree: Callable[..., Path]
+    tesseract: ocr.Engine, ocr_english: None, tree: Callable[..., Path]
 ) -> None:
     from PIL import Image
 
@@ -213,7 +197,7 @@ def test_huge_images_are_bounded(
 @pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_a_killed_ocr_scan_leaves_no_tesseract_behind(
-    engine: ocr.Engine, tmp_path: Path
+    tesseract: ocr.Engine, tmp_path: Path
 ) -> None:
     """kill -9 of the scan alone while its workers run tesseract (issue #17's promise)."""
     import signal

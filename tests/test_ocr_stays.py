@@ -25,21 +25,6 @@ from docindex.ingest.extract import ocr  # noqa: E402
 pytest.importorskip("PIL")
 
 
-@pytest.fixture
-def engine() -> ocr.Engine:
-    found = ocr.engine()
-    if found is None or "eng" not in found.installed:
-        if os.environ.get("CI") == "true":
-            pytest.fail("tesseract with eng must be installed in CI (.ci/run)")
-        pytest.skip("tesseract (with eng) is not installed")
-    return found
-
-
-@pytest.fixture
-def english(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("DOCINDEX_OCR_LANGUAGES", "eng")
-
-
 def _shots() -> dict[str, str | bytes]:
     one = _scans.strip(["Settings", "Enable the kaleidoscope renderer"])
     two = _scans.strip(["Billing", "The quarterly zephyrine invoice"])
@@ -56,7 +41,7 @@ def _cache() -> Path:
 
 
 def test_a_plain_scan_after_scan_ocr_keeps_the_ocr_files(
-    engine: ocr.Engine, english: None, tree: Callable[..., Path]
+    tesseract: ocr.Engine, ocr_english: None, tree: Callable[..., Path]
 ) -> None:
     root = tree(_shots())
     run_json("scan", "--ocr", str(root))
@@ -98,7 +83,7 @@ def _cli(*args: str, cache: Path, **env: str) -> dict[str, object]:
 
 
 def test_the_ocr_cache_is_private_bounded_and_prunable(
-    engine: ocr.Engine, english: None, tree: Callable[..., Path], tmp_path: Path
+    tesseract: ocr.Engine, ocr_english: None, tree: Callable[..., Path], tmp_path: Path
 ) -> None:
     base = tmp_path / "cache"
     cache = base / "docindex" / "ocr"
@@ -136,7 +121,7 @@ def test_messages_carry_no_memory_address(tree: Callable[..., Path]) -> None:
 
 
 def test_a_file_stopped_at_its_limit_says_which_limit_and_when(
-    engine: ocr.Engine, english: None, tree: Callable[..., Path],
+    tesseract: ocr.Engine, ocr_english: None, tree: Callable[..., Path],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:  # fmt: skip
     """The file's 1 s budget stops its first page: not "over 60 s" (the page limit)."""
@@ -153,7 +138,7 @@ def test_a_file_stopped_at_its_limit_says_which_limit_and_when(
 
 
 def test_a_scans_ocr_time_is_bounded_and_the_next_scan_goes_on(
-    engine: ocr.Engine, english: None, tree: Callable[..., Path],
+    tesseract: ocr.Engine, ocr_english: None, tree: Callable[..., Path],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:  # fmt: skip
     root = tree(_shots())

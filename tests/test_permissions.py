@@ -305,7 +305,7 @@ def test_a_scan_of_the_folder_above_a_root_suggests_commands_that_work(
 
 
 def test_damaged_roots_are_read_from_the_bytes(tmp_path: Path) -> None:
-    from docindex.store.sqlite import salvaged_roots
+    from docindex.store.sqlitefile import salvaged_roots
 
     root = write_tree(tmp_path / "docs", DOCS)
     db = tmp_path / "i.db"

@@ -503,3 +503,19 @@ def test_a_request_reads_back_exactly(argv, env, cwd, prog, umask) -> None:
         prog,
     )
     assert (request.umask, request.stdio, request.stamp) == (umask, stdio, "stamp 1")
+
+
+def test_an_edit_to_any_module_changes_the_installation_stamp() -> None:
+    """A warm server runs the code it started with: an edit to any module (not
+    only the two the stamp once read, split into many by #49) must retire it."""
+    import docindex.search.sections as edited
+    from docindex.serve.rendezvous import stamp
+
+    path = Path(edited.__file__)
+    before, st = stamp(), path.stat()
+    try:
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**12))
+        assert stamp() != before
+    finally:
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert stamp() == before

@@ -410,7 +410,7 @@ def test_root_moved_away_and_replaced(watching, monkeypatch) -> None:
 
 def test_temp_paths_are_applied_only_when_indexed(tmp_path: Path) -> None:
     from docindex.ingest.indexer import scan
-    from docindex.ingest.watch import _known
+    from docindex.ingest.pathfilter import indexed_paths
 
     root = tmp_path / "docs"
     (root / "sub").mkdir(parents=True)
@@ -421,7 +421,10 @@ def test_temp_paths_are_applied_only_when_indexed(tmp_path: Path) -> None:
         scan(store, cfg)
         filt = PathFilter([str(root)], cfg)
         asked = [str(root / p) for p in ("a.md", "sub", "su", "nope.md", "sub/c.md")]
-        assert _known(store, filt, asked) == (str(root / "a.md"), str(root / "sub"))
+        assert indexed_paths(store, filt, asked) == (
+            str(root / "a.md"),
+            str(root / "sub"),
+        )
 
 
 def test_catch_up_stopped_by_a_signal_reports_instead_of_crashing(
@@ -429,7 +432,7 @@ def test_catch_up_stopped_by_a_signal_reports_instead_of_crashing(
 ) -> None:
     """A stop during the catch-up scan ends the batch cleanly (issue #33: was
     ``UnboundLocalError: 'errors'`` and exit 1)."""
-    from docindex.ingest.watch import _apply
+    from docindex.ingest.changes import apply_batch
 
     root = tmp_path / "notes"
     root.mkdir()
@@ -437,7 +440,7 @@ def test_catch_up_stopped_by_a_signal_reports_instead_of_crashing(
         (root / f"n{i}.md").write_text(f"# Note {i}\n\nbody {i}\n")
     cfg = Config(roots=(str(root),))
     with Store.open(tmp_path / "index.db", create=True) as store:
-        report, raced = _apply(
+        report, raced = apply_batch(
             store, cfg, Batch((str(root),)), "catch-up", stop=lambda: True
         )
     assert report.kind == "catch-up" and report.errors == [] and not raced

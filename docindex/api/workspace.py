@@ -94,7 +94,7 @@ def readonly_ok(db: Location) -> bool:
         # command's sessions are read-only, so nothing it runs writes, and it
         # answers on a hot standby as on the primary (#48)
         return True
-    from docindex.store.sqlite import read_only_filesystem
+    from docindex.store.sqlitefile import read_only_filesystem
 
     writable = os.access(db, os.W_OK) and os.access(db.parent, os.W_OK)
     return not writable or read_only_filesystem(db)
@@ -288,23 +288,7 @@ def load(
                 "no index found (looked for .docindex/index.db from here upward); "
                 "run `docindex scan DIR` or pass --db / set DOCINDEX_DB"
             )
-        first: str | None = extra_roots[0] if extra_roots else None
-        if first is None and scan_path is not None and scan_path.is_dir():
-            first = str(scan_path)
-        env_roots = cfgmod.env_value("ROOTS")
-        if first is None and env_roots:
-            first = env_roots.split(os.pathsep)[0]
-        if first is None and scan_path is not None:
-            # `scan /no/such/folder` (#45): say what is wrong with the path
-            if not os.path.lexists(scan_path):
-                raise MisuseError(f"{scan_path} does not exist; nothing to scan")
-            raise MisuseError(
-                f"{scan_path} is not a folder; scan the folder that holds it, "
-                "or pass --root DIR"
-            )
-        if first is None:
-            raise DocindexError("nothing to scan: pass a directory or --root DIR")
-        path = cfgmod.default_db_for_root(Path(first))
+        path = _new_index_path(extra_roots, scan_path)
     elif must_exist and not path.is_file():
         raise IndexNotFoundError(
             f"no index at {path}; create it with `docindex scan DIR --db {path}`"
@@ -312,13 +296,7 @@ def load(
     reader: list[Store] = []
     remembered = None
     if reading and path.is_file():
-        store = Store.open(path, readonly=readonly_ok(path), mapped=True)
-        try:
-            _check_current(store, path)
-            remembered = dict(store.get_meta("settings") or {})
-        except BaseException:
-            store.close()
-            raise
+        store, remembered = _open_reader(path)
         reader.append(store)
     try:
         cfg, sources, held_back = layers(path, remembered=remembered)
@@ -341,6 +319,45 @@ def load(
         raise
     ws.reader.extend(reader)
     return ws
+
+
+def _new_index_path(extra_roots: list[str] | None, scan_path: Path | None) -> Path:
+    """Where a new index goes: in its first root (``--root``, ``scan DIR``,
+    else ``DOCINDEX_ROOTS``).
+
+    Raises:
+        MisuseError: ``scan PATH`` names no folder.
+        DocindexError: no root named at all.
+    """
+    first: str | None = extra_roots[0] if extra_roots else None
+    if first is None and scan_path is not None and scan_path.is_dir():
+        first = str(scan_path)
+    env_roots = cfgmod.env_value("ROOTS")
+    if first is None and env_roots:
+        first = env_roots.split(os.pathsep)[0]
+    if first is None and scan_path is not None:
+        # `scan /no/such/folder` (#45): say what is wrong with the path
+        if not os.path.lexists(scan_path):
+            raise MisuseError(f"{scan_path} does not exist; nothing to scan")
+        raise MisuseError(
+            f"{scan_path} is not a folder; scan the folder that holds it, "
+            "or pass --root DIR"
+        )
+    if first is None:
+        raise DocindexError("nothing to scan: pass a directory or --root DIR")
+    return cfgmod.default_db_for_root(Path(first))
+
+
+def _open_reader(path: Path) -> tuple[Store, dict[str, object]]:
+    """A reading command's index, opened once, and the settings it remembers."""
+    store = Store.open(path, readonly=readonly_ok(path), mapped=True)
+    try:
+        _check_current(store, path)
+        remembered = dict(store.get_meta("settings") or {})
+    except BaseException:
+        store.close()
+        raise
+    return store, remembered
 
 
 def read_url(db: str | Path | ServerUrl | None) -> ServerUrl | None:

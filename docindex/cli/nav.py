@@ -38,7 +38,7 @@ def outline(file: str, depth: int, db: str | None, as_json: bool) -> None:
     a root.
     """
     from docindex.api.index import Index
-    from docindex.cli.render import print_outline
+    from docindex.cli.render_nav import print_outline
 
     result = Index(find_db(db)).outline(file, depth=depth, cwd=Path.cwd())
     if as_json:
@@ -62,7 +62,7 @@ def outline(file: str, depth: int, db: str | None, as_json: bool) -> None:
 def show(target: str, context: int, db: str | None, as_json: bool) -> None:
     """Show a chunk (by chunk id, or the one holding FILE:LINE) with its neighbours."""
     from docindex.api.index import Index
-    from docindex.cli.render import print_shown
+    from docindex.cli.render_nav import print_shown
 
     result = Index(find_db(db)).show(target, context=context, cwd=Path.cwd())
     if as_json:
@@ -86,7 +86,7 @@ def section(file: str, heading: str, no_subsections: bool, db: str | None,
     HEADING is a heading's text, a path 'Parent > Heading', or its id: '#install'.
     """
     from docindex.api.index import Index
-    from docindex.cli.render import print_section
+    from docindex.cli.render_nav import print_section
 
     result = Index(find_db(db)).section(file, heading,
                          subsections=not no_subsections,
@@ -137,7 +137,7 @@ def list_(path_glob: str | None, types: tuple[str, ...], limit: int, offset: int
     the paging footer goes to stderr.
     """
     from docindex.api.index import Index
-    from docindex.cli.render import document_rows, print_documents
+    from docindex.cli.render_nav import document_rows, print_documents
 
     result = Index(find_db(db)).documents(path=path_glob, types=types, limit=limit,
                                           offset=offset, cwd=Path.cwd())  # fmt: skip
@@ -166,7 +166,7 @@ def skipped(reason: str | None, db: str | None, as_json: bool) -> None:
     again.
     """
     from docindex.api.index import Index
-    from docindex.cli.render import print_skipped
+    from docindex.cli.render_index import print_skipped
 
     result = Index(db).skipped(reason=reason)
     if as_json:

@@ -1,6 +1,7 @@
 """Shared pieces of the click layer: colour, consoles, JSON output, finding the index.
 
-Kept apart from ``cli.py`` so that module stays a list of commands (issue #20).
+Kept apart from the command modules so they stay lists of commands (issue #20),
+with what every command shares: the running command's signals and argv.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from docindex.cli.progress import ScanProgress
+    from docindex.cli.signals import Signals
     from docindex.models import Progress
     from docindex.store.location import ServerUrl
 
@@ -136,6 +138,7 @@ def db_option(fn: F) -> F:
 
 DB_META = "docindex.db"  # the running command's --db value (click ctx.meta)
 ARGV_META = "docindex.cli.argv"  # the arguments as the user typed them (remedies, #38)
+SIGNALS_META = "docindex.cli.signals"  # the running command's Signals (main._Group)
 
 
 def _remember_db(
@@ -192,3 +195,31 @@ class NdjsonProgress:
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+
+def running_signals() -> Signals:
+    """The running command's ``signals.Signals`` (installed by ``main._Group``)."""
+    found: Signals = click.get_current_context().meta[SIGNALS_META]
+    return found
+
+
+def exit_if_signalled(signals: Signals) -> None:
+    """Exit 128 + N when signal N stopped a graceful command (issue #17)."""
+    if signals.signum:
+        sys.exit(signals.exit_code)
+
+
+def notice(message: str) -> None:
+    """A line the user should see now (e.g. a scan waiting for another writer)."""
+    from docindex.cli.remedy import scrubbed
+
+    root = click.get_current_context().find_root()
+    click.echo(scrubbed(message, root.meta.get(ARGV_META, [])), err=True)
+
+
+def command_line() -> str:
+    """The command as the user typed it, to run again (issue #38), masked (#44)."""
+    from docindex.cli import remedy
+
+    root = click.get_current_context().find_root()
+    return remedy.command_line(root.meta.get(ARGV_META, []))

@@ -33,7 +33,7 @@ def roots(ctx: click.Context, db: str | None, as_json: bool) -> None:
 
 def _roots_list(db: str | None, as_json: bool) -> None:
     from docindex.api.index import Index
-    from docindex.cli.render import print_roots
+    from docindex.cli.render_index import print_roots
 
     data = Index(find_db(db, warn=False)).list_roots()
     if as_json:
@@ -77,7 +77,7 @@ def _roots_change(
 
 
 def _print_change(change: RootChange, ctx: click.Context, as_json: bool) -> None:
-    from docindex.cli.render import root_change_text
+    from docindex.cli.render_index import root_change_text
 
     if as_json or (ctx.obj or {}).get("as_json"):
         echo_json(change)
@@ -153,7 +153,7 @@ def _grants(
     roles: tuple[str, ...], *, grant: bool,
 ) -> None:  # fmt: skip
     from docindex.api.index import Index
-    from docindex.cli.render import grants_text
+    from docindex.cli.render_index import grants_text
 
     index = Index(find_db(_roots_db(ctx, db), warn=False))
     done = (index.grant_root if grant else index.revoke_root)(root, roles)
@@ -184,7 +184,7 @@ def config(db: str | None, as_json: bool) -> None:
     (DOCINDEX_<NAME>), flag.
     """
     from docindex.api.index import Index
-    from docindex.cli.render import print_settings
+    from docindex.cli.render_index import print_settings
 
     data = Index(db).settings()
     if as_json:

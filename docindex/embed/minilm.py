@@ -31,8 +31,10 @@ import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
+from docindex.embed.onnxgraph import Encoder as Encoder
+from docindex.embed.onnxgraph import build_graph as build_graph
 from docindex.errors import install_hint
 
 if TYPE_CHECKING:
@@ -40,7 +42,6 @@ if TYPE_CHECKING:
 
     import numpy as np
     import numpy.typing as npt
-    from onnx import ModelProto, NodeProto, TensorProto
     from tokenizers import Tokenizer
 
     FloatArray = npt.NDArray[np.float32]
@@ -66,16 +67,6 @@ DISABLED_OPTIMIZERS = ["SkipLayerNormFusion"]
 # Query language gate (issue #9): the model is English-only.
 GATE_CJK_RATIO = 0.5
 GATE_UNKNOWN_RATIO = 0.5
-
-
-class Encoder(Protocol):
-    """What ``build_graph`` reads of an encoder: its shape and options."""
-
-    dim: int
-    layers: int
-    heads: int
-    eps: float
-    pooling: str
 
 
 class ModelUnavailableError(RuntimeError):
@@ -498,152 +489,6 @@ def _save_optimised(ort: ModuleType, model: bytes, path: Path) -> None:
         os.replace(tmp, path)
     except Exception:  # read-only home, full disk: run without a cache
         tmp.unlink(missing_ok=True)
-
-
-def build_graph(
-    emb: Encoder, w: Weights, *, int8: bool = True, fused: bool = True,
-    embeds: bool = False,
-) -> ModelProto:  # fmt: skip
-    """The encoder as an ONNX ModelProto with ``w``'s tensors bound as initializers.
-
-    Input ``input_ids`` (int64, batch x tokens, every row a whole text: there
-    is no padding and no attention mask, see ``length_batches``); output
-    ``pooled`` (float32, batch x hidden), mean- or CLS-pooled, not normalised.
-    ``fused`` uses onnxruntime's contrib kernels (MultiHeadAttention, Gelu);
-    without it the graph is plain ONNX opset 17. Residual + LayerNormalization
-    stay two nodes (see DISABLED_OPTIMIZERS). ``embeds``: the input is
-    ``inputs_embeds`` (float32, batch x tokens x hidden), the word vectors
-    looked up by the caller (issue #47: a 250k-word vocabulary kept at 4 bits
-    outside the graph).
-    """
-    import numpy as np
-    from onnx import TensorProto, helper, numpy_helper
-
-    nodes: list[NodeProto] = []
-    inits: list[TensorProto] = []
-    counter = [0]
-
-    def name(prefix: str) -> str:
-        counter[0] += 1
-        return f"{prefix}_{counter[0]}"
-
-    def const(value: object, prefix: str = "c") -> str:
-        n = name(prefix)
-        inits.append(numpy_helper.from_array(np.asarray(value), n))
-        return n
-
-    def node_n(op: str, inputs: list[str], n_out: int, **attrs: Any) -> list[str]:
-        outs = [name(op.lower()) for _ in range(n_out)]
-        nodes.append(helper.make_node(op, inputs, outs, **attrs))
-        return outs
-
-    def node(op: str, inputs: list[str], **attrs: Any) -> str:
-        return node_n(op, inputs, 1, **attrs)[0]
-
-    def linear(x: str, weight: Array, bias: Array) -> str:
-        wt = np.ascontiguousarray(weight.T.astype(np.float32))  # (in, out)
-        if not int8:
-            return node("Add", [node("MatMul", [x, const(wt, "w")]), const(bias, "b")])
-        # Symmetric per-output-channel int8 weights; activations quantised per
-        # tensor at run time (DynamicQuantizeLinear -> uint8). ORT fuses this
-        # pattern into MatMulIntegerToFloat.
-        scale = np.maximum(np.abs(wt).max(axis=0), 1e-12) / 127.0
-        wq = np.clip(np.rint(wt / scale), -127, 127).astype(np.int8)
-        xq, xs, xz = node_n("DynamicQuantizeLinear", [x], 3)
-        mm = node("MatMulInteger", [xq, const(wq, "wq"), xz,
-                                    const(np.zeros(wq.shape[1], np.int8), "wz")])  # fmt: skip
-        f = node("Cast", [mm], to=TensorProto.FLOAT)
-        s = node("Mul", [xs, const(scale.astype(np.float32), "ws")])
-        return node("Add", [node("Mul", [f, s]), const(bias.astype(np.float32), "b")])
-
-    def layer_norm(x: str, prefix: str) -> str:
-        return node("LayerNormalization", [x, const(w[f"{prefix}.weight"], "g"),
-                    const(w[f"{prefix}.bias"], "beta")], axis=-1, epsilon=emb.eps)  # fmt: skip
-
-    heads, dh, hid = emb.heads, emb.dim // emb.heads, emb.dim
-    source = "inputs_embeds" if embeds else "input_ids"
-    shape = node("Shape", [source])
-    t = node("Gather", [shape, const(np.int64(1))], axis=0)
-    positions = node("Range", [const(np.int64(0)), t, const(np.int64(1))])
-    words = (
-        "inputs_embeds"
-        if embeds
-        else node(
-            "Gather", [const(w["embeddings.word_embeddings.weight"], "we"), "input_ids"]
-        )
-    )
-    x = node("Add", [
-        words,
-        node("Gather", [const(w["embeddings.position_embeddings.weight"], "pe"), positions]),
-    ])  # fmt: skip
-    x = node("Add", [x, const(w["embeddings.token_type_embeddings.weight"][0], "te")])
-    x = layer_norm(x, "embeddings.LayerNorm")
-    ms = "com.microsoft"  # onnxruntime's fused kernels: attention, gelu
-    if not fused:
-        split_shape = const(np.array([0, 0, heads, dh], np.int64))
-        merge_shape = const(np.array([0, 0, hid], np.int64))
-    inv = 1.0 / math.sqrt(dh)
-
-    def skip_ln(out: str, residual: str, prefix: str) -> str:
-        return layer_norm(node("Add", [out, residual]), prefix)
-
-    for i in range(emb.layers):
-        p = f"encoder.layer.{i}."
-        scale = 1.0 if fused else inv  # MultiHeadAttention scales by 1/sqrt(dh) itself
-        q = linear(x, w[p + "attention.self.query.weight"] * scale,
-                   w[p + "attention.self.query.bias"] * scale)  # fmt: skip
-        k = linear(
-            x, w[p + "attention.self.key.weight"], w[p + "attention.self.key.bias"]
-        )
-        v = linear(
-            x, w[p + "attention.self.value.weight"], w[p + "attention.self.value.bias"]
-        )
-        if fused:
-            ctx = node("MultiHeadAttention", [q, k, v], domain=ms, num_heads=heads)
-        else:
-            q = node(
-                "Transpose", [node("Reshape", [q, split_shape])], perm=[0, 2, 1, 3]
-            )
-            k = node(
-                "Transpose", [node("Reshape", [k, split_shape])], perm=[0, 2, 3, 1]
-            )
-            v = node(
-                "Transpose", [node("Reshape", [v, split_shape])], perm=[0, 2, 1, 3]
-            )
-            probs = node("Softmax", [node("MatMul", [q, k])], axis=-1)
-            ctx = node("Transpose", [node("MatMul", [probs, v])], perm=[0, 2, 1, 3])
-            ctx = node("Reshape", [ctx, merge_shape])
-        out = linear(ctx, w[p + "attention.output.dense.weight"],
-                     w[p + "attention.output.dense.bias"])  # fmt: skip
-        x = skip_ln(out, x, p + "attention.output.LayerNorm")
-        h = linear(
-            x, w[p + "intermediate.dense.weight"], w[p + "intermediate.dense.bias"]
-        )
-        if fused:
-            gelu = node("Gelu", [h], domain=ms)
-        else:
-            erf = node("Erf", [node("Mul", [h, const(np.float32(1 / math.sqrt(2.0)))])])
-            gelu = node("Mul", [node("Mul", [h, const(np.float32(0.5))]),
-                                node("Add", [erf, const(np.float32(1.0))])])  # fmt: skip
-        out = linear(gelu, w[p + "output.dense.weight"], w[p + "output.dense.bias"])
-        x = skip_ln(out, x, p + "output.LayerNorm")
-    if emb.pooling == "cls":
-        pooled = node("Gather", [x, const(np.int64(0))], axis=1)
-    else:
-        pooled = node("ReduceMean", [x], axes=[1], keepdims=0)
-    nodes.append(helper.make_node("Identity", [pooled], ["pooled"]))
-    graph = helper.make_graph(
-        nodes, "docindex_minilm",
-        [helper.make_tensor_value_info("inputs_embeds", TensorProto.FLOAT, ["b", "t", hid])
-         if embeds else
-         helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["b", "t"])],
-        [helper.make_tensor_value_info("pooled", TensorProto.FLOAT, ["b", hid])],
-        initializer=inits,
-    )  # fmt: skip
-    opsets = [helper.make_opsetid("", 17)]
-    if fused:
-        opsets.append(helper.make_opsetid("com.microsoft", 1))
-    return helper.make_model(graph, opset_imports=opsets, ir_version=8)
 
 
 # -- query gate -----------------------------------------------------------------

@@ -11,7 +11,7 @@ import json
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from itertools import chain
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from docindex.config import Config
 from docindex.embed.choice import embedder_for
@@ -27,6 +27,9 @@ from docindex.text.tokenize import (
     term_parts,
     terms,
 )
+
+if TYPE_CHECKING:
+    from docindex.embed.choice import Embedder
 
 EMBED_BATCH = 512  # segments embedded at once: bounds a big file's memory (#8)
 CJK_NUMPY_MIN = 512  # CJK characters in a file from which its n-gram text uses numpy
@@ -195,6 +198,17 @@ def _analyze(
     fts = tuple(rows)
     if embedder is None or embedder.deferred:
         return fts, None, counts  # neural vectors come in embed_pending (#9)
+    vectors = _vectors(embedder, ngram, segments, word_lists, run_lists,
+                       title or doc_title, bulk)  # fmt: skip
+    return fts, vectors, counts
+
+
+def _vectors(
+    embedder: Embedder, ngram: NgramEmbedder | None, segments: Sequence[Segment],
+    word_lists: list[list[str]], run_lists: list[list[str]], title: str, bulk: bool,
+) -> tuple[bytes, ...]:  # fmt: skip
+    """The segments' vectors: the n-gram embedder takes the terms ``_analyze``
+    made (``word_lists``, ``run_lists``); another embedder the text."""
     from docindex.embed.ngram import quantize
 
     # In batches: one batch for a 5 MB file's 10k segments peaked at ~400 MiB
@@ -208,11 +222,11 @@ def _analyze(
             ))  # fmt: skip
             continue
         matrix = embedder.embed(
-            [embed_input(title or doc_title, s.heading_path, s.text)
+            [embed_input(title, s.heading_path, s.text)
              for s in segments[i : i + EMBED_BATCH]]
         )  # fmt: skip
         vectors.extend(quantize(matrix, embedder.bits))
-    return fts, tuple(vectors), counts
+    return tuple(vectors)
 
 
 def _cjk_texts(

@@ -407,13 +407,7 @@ class Workers(Generic[A]):
                 every 0.1 s); the workers are stopped at once.
         """
         if self.count <= 1 or (len(items) < POOL_THRESHOLD and not isolate):
-            for item in items:
-                if stop is None:
-                    yield fn(item, arg)
-                    continue
-                with _cut_on_signal(stop):
-                    result = fn(item, arg)
-                yield result
+            yield from _map_here(fn, items, arg, stop)
             return
         from multiprocessing.connection import wait
 
@@ -468,3 +462,17 @@ class Workers(Generic[A]):
         self.procs.remove(dead)
         self.procs.append(self._start())
         return f"worker process died (exit code {dead.process.exitcode})"
+
+
+def _map_here(
+    fn: Callable[[T, A], R], items: Sequence[T], arg: A,
+    stop: Callable[[], bool] | None,
+) -> Iterator[R]:  # fmt: skip
+    """``Workers.map_ordered`` in this process (one core, or a few items)."""
+    for item in items:
+        if stop is None:
+            yield fn(item, arg)
+            continue
+        with _cut_on_signal(stop):
+            result = fn(item, arg)
+        yield result

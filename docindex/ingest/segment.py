@@ -245,14 +245,7 @@ def segment_document(
         text = unit.text
         specials = special_lines(text)
         where = [pos for pos, _ in specials]
-        anchor = _unit_anchor(unit)
-        if anchor is not None:
-            # Two sheets whose names slugify alike get -2, -3 (ids stay unique).
-            k = 1
-            while (anchor if k == 1 else f"{anchor}-{k}") in used_anchors:
-                k += 1
-            anchor = anchor if k == 1 else f"{anchor}-{k}"
-            used_anchors.add(anchor)
+        anchor = _unique_anchor(_unit_anchor(unit), used_anchors)
         if unit.markdown:
             sections = _markdown_sections(text, specials)
         else:
@@ -276,24 +269,12 @@ def segment_document(
                     spans = [(lo, hi)]
                 for p, q in spans:
                     part += 1
-                    segments.append(
-                        Segment(
-                            len(segments),
-                            text[p:q],
-                            a + 1,
-                            b,
-                            path,
-                            chunk_id(rel_path, base, part),
-                            page,
-                            slide,
-                            sheet,
-                            cells[a:b] if cells is not None else None,
-                            offset + p,
-                            offset + q,
-                            base,
-                            part,
-                        )
-                    )
+                    segments.append(Segment(
+                        len(segments), text[p:q], a + 1, b, path,
+                        chunk_id(rel_path, base, part), page, slide, sheet,
+                        cells[a:b] if cells is not None else None, offset + p,
+                        offset + q, base, part,
+                    ))  # fmt: skip
         # Line numbers are per unit: chunks join only within their unit.
         segments[first_of_unit:] = _merge_wordless(
             segments[first_of_unit:], text, offset
@@ -309,6 +290,19 @@ def segment_document(
         # whose FTS title column holds both.
         segments = [Segment(0, "", 1, 1, (), rel_path, char_start=0, char_end=0)]
     return body, _finish_ids(segments, rel_path)
+
+
+def _unique_anchor(anchor: str | None, used: set[str]) -> str | None:
+    """``anchor``, or with -2, -3 when another unit took it: two sheets whose
+    names slugify alike keep unique chunk ids. Records the one returned."""
+    if anchor is None:
+        return None
+    k = 1
+    while (anchor if k == 1 else f"{anchor}-{k}") in used:
+        k += 1
+    anchor = anchor if k == 1 else f"{anchor}-{k}"
+    used.add(anchor)
+    return anchor
 
 
 _WORD = re.compile(r"[^\W_]")

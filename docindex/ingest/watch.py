@@ -13,36 +13,30 @@ short transaction, so readers (WAL) and other writers (busy timeout) go on.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import queue
-import stat
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 from docindex.config import Config
 from docindex.errors import DocindexError, IndexBusyError, IndexUnreachableError
-from docindex.ingest._debounce import Batch, Coalescer, RawEvent, is_under
-from docindex.ingest.assets import asset_reason, opt_ins
-from docindex.ingest.reconnect import Link
-from docindex.ingest.walker import (
-    IMAGE_SUFFIXES,
-    UNSUPPORTED_SUFFIXES,
-    PathRules,
-    root_problem,
+from docindex.ingest._debounce import Batch, Coalescer, RawEvent
+from docindex.ingest.changes import (
+    BUSY_RETRY_S,
+    BatchReport,
+    apply_batch,
+    apply_retrying,
 )
+from docindex.ingest.observer import STOP, LogTap, RootObserver, Sink
+from docindex.ingest.pathfilter import PathFilter, indexed_paths, own_files
+from docindex.ingest.reconnect import Link
 from docindex.models import ScanResult
 from docindex.store import Store
-
-if TYPE_CHECKING:
-    from watchdog.events import FileSystemEvent, FileSystemEventHandler
-    from watchdog.observers.api import BaseObserver, ObservedWatch
 
 __all__ = [
     "Batch",
@@ -57,255 +51,6 @@ __all__ = [
 RULES_FILE = ".gitignore"
 HEALTH_INTERVAL_S = 2.0  # how often to check the observer and vanished roots
 PING_INTERVAL_S = 10.0  # how often an idle watch asks its index server (#44)
-BUSY_RETRY_S = 1.0
-# Vanishing files during a walk are races the next event fixes, not errors.
-_RACES = (
-    "file vanished during the walk", "file vanished before it was read", "does not exist",
-)  # fmt: skip
-
-
-@dataclass(frozen=True, slots=True)
-class BatchReport:
-    """What one applied batch changed, as printed by ``docindex watch --json``."""
-
-    kind: str  # "catch-up", "changes" or "fallback"
-    paths: int
-    added: int
-    updated: int
-    removed: int
-    errors: list[dict[str, str]] = field(default_factory=list)
-    took_ms: float = 0.0
-    fallback: str | None = None
-
-
-class PathFilter:
-    """The walk's rules for one event path: hidden, default/user excludes, .gitignore.
-
-    Also drops the index's own files (the database and its -wal/-shm/-journal,
-    ``.docindex/``), so writing the index never triggers a rescan of it.
-    """
-
-    def __init__(
-        self, roots: Sequence[str], cfg: Config, own: Iterable[str] = ()
-    ) -> None:
-        self.roots = sorted(roots, key=len, reverse=True)
-        self.cfg = cfg
-        self.own = frozenset(own)
-        self._rules: dict[str, PathRules] = {}
-        self._opted_in = opt_ins(cfg.text_extensions)
-        # images are documents when OCR is on (#36): their events count then
-        self._unread = UNSUPPORTED_SUFFIXES - (IMAGE_SUFFIXES if cfg.ocr else set())
-
-    def root_of(self, path: str) -> str | None:
-        """The (innermost) root containing ``path``."""
-        for root in self.roots:
-            if path == root or is_under(path, root):
-                return root
-        return None
-
-    def invalidate(self) -> None:
-        """Forget cached .gitignore rules (one changed)."""
-        self._rules.clear()
-
-    def accept(self, path: str, is_dir: bool) -> bool:
-        """True when the walk could index ``path`` (or something under it)."""
-        root = self.root_of(path)
-        if root is None or path == root or path in self.own:
-            return False
-        if any(is_under(path, own) for own in self.own):
-            return False
-        rel = Path(path).relative_to(root).as_posix()
-        parts = rel.split("/")
-        if not self.cfg.hidden and any(p.startswith(".") for p in parts):
-            return False
-        if not is_dir and (
-            os.path.splitext(parts[-1])[1].lower() in self._unread
-            or asset_reason(parts[-1], self._opted_in) is not None
-        ):
-            return False
-        rules = self._rules.get(root)
-        if rules is None:
-            rules = PathRules(
-                Path(root), self.cfg.exclude, use_gitignore=self.cfg.use_gitignore
-            )
-            self._rules[root] = rules
-        if rules.matched(rel, is_dir):
-            # An excluded folder may still hold a file an --exclude negation
-            # re-includes; the walk of its scope decides.
-            return is_dir and rules.may_reinclude
-        return True
-
-
-def own_files(db: Path) -> list[str]:
-    """The index's own paths: the database, its side files, a ``.docindex`` folder."""
-    base = str(db)
-    out = [base + s for s in ("", "-wal", "-shm", "-journal")]
-    out += [base + ".rebuild" + s for s in ("", "-wal", "-shm", "-journal")]
-    out.append(base + ".sock")  # the watcher's server (docindex.server)
-    out.append(base + ".watch")  # the watch lock (store.lock)
-    if db.parent.name == ".docindex":
-        out.append(str(db.parent))
-    return out
-
-
-# -- the adapter ----------------------------------------------------------------
-
-_STOP = object()
-_KINDS = {"created", "modified", "deleted", "moved", "closed", "attrib"}
-
-
-class _Sink:
-    """watchdog handler: turn events into RawEvents on our queue (observer thread)."""
-
-    def __init__(
-        self, q: queue.SimpleQueue[object], clock: Callable[[], float]
-    ) -> None:
-        self.q = q
-        self.clock = clock
-
-    def dispatch(self, event: FileSystemEvent) -> None:
-        if event.event_type not in _KINDS:
-            return
-        self.q.put(RawEvent(event.event_type, os.fsdecode(event.src_path),
-                            os.fsdecode(event.dest_path or ""), event.is_directory,
-                            self.clock()))  # fmt: skip
-
-
-class _LogTap(logging.Handler):
-    """watchdog reports a kernel queue overflow and its own errors only by logging."""
-
-    def __init__(self, q: queue.SimpleQueue[object]) -> None:
-        super().__init__(logging.WARNING)
-        self.q = q
-
-    def emit(self, record: logging.LogRecord) -> None:
-        msg = record.getMessage()
-        if "overflow" in msg.lower():
-            self.q.put(("fallback", None, "event queue overflow"))
-        elif record.levelno >= logging.ERROR:
-            self.q.put(("fallback", None, f"observer error: {msg}"))
-
-
-def _identity(path: str) -> tuple[int, int] | None:
-    """(device, inode) of a directory, or None if it is not one now."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
-
-
-class _Observer:
-    """One watchdog observer over the roots, re-armed when a root comes back."""
-
-    def __init__(self, roots: Sequence[str], sink: _Sink) -> None:
-        self.roots = list(roots)
-        self.sink = sink
-        self.observer: BaseObserver | None = None
-        self.watches: dict[str, ObservedWatch] = {}
-        self.lost: set[str] = set()
-        self.idents: dict[str, tuple[int, int]] = {}
-        self.rearm: set[str] = set()
-        self.polling = False
-
-    def start(self) -> list[tuple[str, str]]:
-        from watchdog.observers import Observer
-
-        self.observer = Observer()
-        try:
-            for root in self.roots:
-                self._schedule(root)
-            self.observer.start()
-        except OSError as exc:  # e.g. the inotify watch limit
-            with contextlib.suppress(Exception):
-                self.observer.stop()
-            from watchdog.observers.polling import PollingObserver
-
-            self.polling = True
-            self.observer = PollingObserver(timeout=2.0)
-            for root in self.roots:
-                self._schedule(root)
-            self.observer.start()
-            return [
-                (r, f"native events unavailable ({exc}); polling") for r in self.roots
-            ]
-        return []
-
-    def _schedule(self, root: str) -> None:
-        ident = _identity(root)
-        if ident is None or root_problem(Path(root)) is not None:
-            self.lost.add(root)
-            return
-        assert self.observer is not None  # set by start()
-        # _Sink is duck-typed: watchdog calls only its dispatch().
-        handler = cast("FileSystemEventHandler", self.sink)
-        self.watches[root] = self.observer.schedule(handler, root, recursive=True)
-        self.idents[root] = ident
-        self.lost.discard(root)
-
-    def check(self) -> list[tuple[str, str]]:
-        """(root, reason) pairs to rescan: the observer died, or a root came back."""
-        if self.observer is None:
-            return []
-        if not self.observer.is_alive():
-            self.stop()
-            restarted = [(r, "observer stopped; restarted") for r in self.roots]
-            return restarted + self.start()
-        alive = {e.watch.path for e in self.observer.emitters if e.is_alive()}
-        out = []
-        for root in self.roots:
-            problem = root_problem(Path(root))
-            if problem is not None:  # a symlink in its place: never followed (#33)
-                if root not in self.lost:
-                    out.append((root, problem))
-                self.lost.add(root)
-                watch = self.watches.pop(root, None)
-                if watch is not None:
-                    with contextlib.suppress(Exception):
-                        self.observer.unschedule(watch)
-                continue
-            ident = _identity(root)
-            if ident is None:
-                self.lost.add(root)
-                continue
-            # A root moved away and recreated is another directory: the old
-            # watch follows the old inode, so compare identities too.
-            replaced = self.idents.get(root) not in (None, ident)
-            if root in alive and root not in self.lost and not replaced:
-                continue
-            was_lost = root in self.lost or replaced
-            watch = self.watches.pop(root, None)
-            if watch is not None:
-                with contextlib.suppress(Exception):
-                    self.observer.unschedule(watch)
-            try:
-                self._schedule(root)
-            except OSError as exc:
-                out.append((root, f"cannot watch root: {exc}"))
-                continue
-            out.append((root, "root was deleted and recreated" if was_lost
-                        else "watch on the root stopped; re-armed"))  # fmt: skip
-        return out
-
-    def rebuild(self, root: str) -> None:
-        """Drop and re-add the watches on ``root`` (fresh path bookkeeping)."""
-        self.rearm.discard(root)
-        if self.observer is None:
-            return
-        watch = self.watches.pop(root, None)
-        if watch is not None:
-            with contextlib.suppress(Exception):
-                self.observer.unschedule(watch)
-        with contextlib.suppress(OSError):
-            self._schedule(root)
-
-    def stop(self) -> None:
-        if self.observer is not None:
-            with contextlib.suppress(Exception):
-                self.observer.stop()
-                self.observer.join(timeout=5)
-        self.observer = None
-        self.watches = {}
 
 
 def watch(
@@ -341,8 +86,8 @@ def watch(
         raise DocindexError("no roots to watch; pass --root DIR")
     q: queue.SimpleQueue[object] = queue.SimpleQueue()
     clock = time.monotonic
-    obs = _Observer(roots, _Sink(q, clock))
-    tap = _LogTap(q)
+    obs = RootObserver(roots, Sink(q, clock))
+    tap = LogTap(q)
     wd_log = logging.getLogger("watchdog")
     link = Link(open_store, notice=notice, stop_event=stop_event,
                 limit_s=cfg.reconnect_timeout_s)  # fmt: skip
@@ -351,7 +96,7 @@ def watch(
 
     def _wake_on_stop() -> None:
         stop_event.wait()
-        q.put(_STOP)
+        q.put(STOP)
 
     threading.Thread(
         target=_wake_on_stop, daemon=True, name="docindex-watch-stop"
@@ -370,7 +115,7 @@ def watch(
         # Observe first, then catch up: a change during the scan is applied after it.
         for root, reason in obs.start():
             notice(f"{root}: {reason}")
-        done = _apply_retrying(link, cfg, Batch(()), "catch-up", stop_event, notice,
+        done = apply_retrying(link, cfg, Batch(()), "catch-up", stop_event, notice,
                                keep_present)  # fmt: skip
         if done is not None:
             on_batch(done[0])
@@ -387,7 +132,7 @@ def watch(
 
 def _loop(
     link: Link, cfg: Config, q: queue.SimpleQueue[object], co: Coalescer,
-    filt: PathFilter, obs: _Observer, clock: Callable[[], float],
+    filt: PathFilter, obs: RootObserver, clock: Callable[[], float],
     stop_event: threading.Event, on_batch: Callable[[BatchReport], None],
     notice: Callable[[str], None], keep_present: bool,
 ) -> None:  # fmt: skip
@@ -400,32 +145,18 @@ def _loop(
             vectors_due = _embed_while_idle(link.store, cfg, q, stop_event, notice)
         deadline = co.next_deadline()
         wake = next_health if deadline is None else min(deadline, next_health)
-        items = []
-        try:
-            items.append(q.get(timeout=max(0.0, wake - clock())))
-            while True:
-                items.append(q.get_nowait())
-        except queue.Empty:
-            pass
-        for item in items:
-            if item is _STOP:
+        for item in _take(q, max(0.0, wake - clock())):
+            if item is STOP:
                 stopping = True
             else:
                 _feed(item, co, filt, obs, clock(), notice)
         now = clock()
         if now >= next_health:
-            for root, reason in obs.check():
-                co.add_fallback(root, reason, now)
             next_health = now + HEALTH_INTERVAL_S
-            if now >= next_ping and not stopping:
-                # An idle watch learns that its server went away, not only
-                # the next time a file changes (issue #44).
-                next_ping = now + PING_INTERVAL_S
-                renewed = link.ping()
-                if renewed is None:
-                    return
-                if renewed:
-                    co.add_fallback(None, "reconnected to the index", clock())
+            pinged = _check_health(link, co, obs, clock, now, next_ping, stopping)
+            if pinged is None:
+                return
+            next_ping = pinged
         batches = co.flush() if stopping else []
         batch = None if stopping else co.due(now)
         while batch is not None or batches:
@@ -434,7 +165,9 @@ def _loop(
             kind = "fallback" if todo.fallback else "changes"
             try:
                 if todo.maybe:
-                    todo = Batch(todo.paths + _known(link.store, filt, todo.maybe))
+                    todo = Batch(
+                        todo.paths + indexed_paths(link.store, filt, todo.maybe)
+                    )
                 if not todo.paths:
                     batch = None if stopping else co.due(clock())
                     continue
@@ -442,7 +175,7 @@ def _loop(
                     obs.rebuild(todo.paths[0])  # before the scan: nothing slips by
                 # A deferred embedder's vectors wait while changes are queued:
                 # the lexical rows are committed first (issue #47).
-                report, raced = _apply(link.store, cfg, todo, kind,
+                report, raced = apply_batch(link.store, cfg, todo, kind,
                                        keep_present=keep_present,
                                        yield_to=lambda: not q.empty())  # fmt: skip
             except IndexUnreachableError as exc:
@@ -463,9 +196,7 @@ def _loop(
                 co.defer(todo, clock() + BUSY_RETRY_S)
                 continue
             except DocindexError as exc:
-                report, raced = BatchReport(kind, len(todo.paths), 0, 0, 0,
-                                            [{"path": "", "reason": "error",
-                                              "message": str(exc)}]), False  # fmt: skip
+                report, raced = _failed(kind, todo, exc), False
             on_batch(report)
             vectors_due = True
             if raced and not stopping:
@@ -479,6 +210,44 @@ def _loop(
                 # Leave a gap between back-to-back burst transactions so another
                 # writer waiting on the lock (a `docindex scan`) gets its turn.
                 time.sleep(0.02)
+
+
+def _take(q: queue.SimpleQueue[object], timeout: float) -> list[object]:
+    """What the queue holds: wait up to ``timeout`` for the first item."""
+    items = []
+    try:
+        items.append(q.get(timeout=timeout))
+        while True:
+            items.append(q.get_nowait())
+    except queue.Empty:
+        pass
+    return items
+
+
+def _check_health(
+    link: Link, co: Coalescer, obs: RootObserver, clock: Callable[[], float],
+    now: float, next_ping: float, stopping: bool,
+) -> float | None:  # fmt: skip
+    """Rescan the roots the observer lost or got back, and ping the index's
+    server when due; the next ping's time, or None when the server is gone."""
+    for root, reason in obs.check():
+        co.add_fallback(root, reason, now)
+    if now >= next_ping and not stopping:
+        # An idle watch learns that its server went away, not only
+        # the next time a file changes (issue #44).
+        next_ping = now + PING_INTERVAL_S
+        renewed = link.ping()
+        if renewed is None:
+            return None
+        if renewed:
+            co.add_fallback(None, "reconnected to the index", clock())
+    return next_ping
+
+
+def _failed(kind: str, todo: Batch, exc: DocindexError) -> BatchReport:
+    """The report of a batch that failed as a whole."""
+    error = {"path": "", "reason": "error", "message": str(exc)}
+    return BatchReport(kind, len(todo.paths), 0, 0, 0, [error])
 
 
 def _embed_while_idle(
@@ -510,7 +279,7 @@ def _feed(
     item: object,
     co: Coalescer,
     filt: PathFilter,
-    obs: _Observer,
+    obs: RootObserver,
     now: float,
     notice: Callable[[str], None],
 ) -> None:
@@ -545,96 +314,3 @@ def _feed(
             else:
                 co.add(RawEvent("rescan", folder, is_directory=True, time=now))
     co.add(ev)
-
-
-def _known(store: Store, filt: PathFilter, paths: Sequence[str]) -> tuple[str, ...]:
-    """The paths the index holds a document at (or under, for a folder)."""
-    with store.atomic(immediate=False):  # its errors come translated (#44)
-        return _known_in(store, filt, paths)
-
-
-def _known_in(store: Store, filt: PathFilter, paths: Sequence[str]) -> tuple[str, ...]:
-    by_root: dict[str, list[str]] = {}
-    for path in paths:
-        root = filt.root_of(path)
-        if root is not None:
-            by_root.setdefault(root, []).append(path)
-    ids = {path: rid for rid, path in store.roots().items()}
-    out: list[str] = []
-    for root, group in by_root.items():
-        if root not in ids:
-            continue
-        known = set(store.fingerprints(ids[root]))
-        folders = {
-            rel.rsplit("/", i)[0] for rel in known for i in range(1, rel.count("/") + 1)
-        }
-        for path in group:
-            rel = Path(path).relative_to(root).as_posix()
-            if rel in known or rel in folders:
-                out.append(path)
-    return tuple(out)
-
-
-def _apply_retrying(
-    link: Link, cfg: Config, batch: Batch, kind: str, stop_event: threading.Event,
-    notice: Callable[[str], None], keep_present: bool,
-) -> tuple[BatchReport, bool] | None:  # fmt: skip
-    # A catch-up scan can be long: a signal stops it between files (#17).
-    stop = stop_event.is_set if kind == "catch-up" else None
-    while True:
-        try:
-            return _apply(link.store, cfg, batch, kind, stop, keep_present)
-        except IndexUnreachableError as exc:
-            if not link.renew(exc):
-                return None
-        except IndexBusyError:
-            notice("index is busy (another docindex is writing); retrying")
-            if stop_event.wait(BUSY_RETRY_S):
-                return None
-
-
-def _apply(
-    store: Store, cfg: Config, batch: Batch, kind: str,
-    stop: Callable[[], bool] | None = None, keep_present: bool = False,
-    yield_to: Callable[[], bool] | None = None,
-) -> tuple[BatchReport, bool]:  # fmt: skip
-    """Apply one batch; the flag says the tree kept moving under every attempt."""
-    from docindex.ingest.indexer import scan
-
-    if kind == "changes" and cfg.workers != 1:
-        # A process pool costs more to start than a few hundred changed files
-        # take to prepare here; catch-up and fallback scans keep it.
-        cfg = cfg.replace(workers=1)
-    started = time.perf_counter()
-    added = updated = removed = 0
-    raced = False
-    errors: list[dict[str, str]] = []
-    for _attempt in range(3):
-        result = scan(store, cfg, scopes=[Path(p) for p in batch.paths], stop=stop,
-                      keep_present=keep_present, yield_to=yield_to)  # fmt: skip
-        added, updated = added + result.indexed, updated + result.updated
-        errors = [e for e in result.errors if not _raced(e)]
-        if result.interrupted:  # a signal during a catch-up scan (#33)
-            break
-        removed += result.removed
-        # A folder that vanished during the walk makes the scan skip pruning
-        # (it cannot tell it from an unreadable folder), so go over the batch
-        # again while the tree still moves under us.
-        raced = any(_blocks_prune(e) and not os.path.lexists(e["path"])
-                    for e in result.errors)  # fmt: skip
-        if not raced:
-            break
-    took = round((time.perf_counter() - started) * 1000, 1)
-    report = BatchReport(kind, len(batch.paths), added, updated, removed, errors, took,
-                         batch.fallback)  # fmt: skip
-    return report, raced
-
-
-def _blocks_prune(error: dict[str, str]) -> bool:
-    """The errors on which ``indexer.scan`` skips removing unseen documents."""
-    return error.get("reason") == "error" and "directory" in error.get("message", "")
-
-
-def _raced(error: dict[str, str]) -> bool:
-    """An error caused by a path vanishing mid-walk (its own event follows)."""
-    return error.get("message") in _RACES or not os.path.lexists(error.get("path", ""))

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import base64
 import json
+from typing import TYPE_CHECKING
 
 from docindex.errors import MisuseError
+
+if TYPE_CHECKING:
+    from docindex.models import QueryOptions
 
 _FIX = "pass the next_cursor of the same query unchanged, or drop --cursor"
 _INVALID = "invalid cursor; " + _FIX
@@ -29,30 +33,31 @@ def _blake2b(data: bytes, size: int, key: bytes = b"") -> str:
     return blake2b(data, digest_size=size, key=key).hexdigest()
 
 
-_FIELDS = (
-    "query", "mode", "types", "path_glob", "where", "files", "min_score", "per_doc",
-    "roots",
-)  # fmt: skip
-
-
-def _fingerprint(options: dict[str, object]) -> str:
-    data = {k: options.get(k) for k in _FIELDS}
+def _fingerprint(query: str | None, options: QueryOptions) -> str:
+    """The query text and the options that choose its hits (``top`` and the
+    snippet's form may change from one page to the next)."""
+    data: dict[str, object] = {
+        "query": query, "mode": options.mode, "types": options.types,
+        "path_glob": options.path_glob, "where": options.where,
+        "files": options.files, "min_score": options.min_score,
+        "per_doc": options.per_doc, "roots": options.roots,
+    }  # fmt: skip
     data = {k: list(v) if isinstance(v, tuple) else v for k, v in data.items()}
     blob = json.dumps(data, sort_keys=True, ensure_ascii=False, default=list)
     return _blake2b(blob.encode(), 8)
 
 
-def encode_cursor(offset: int, options: dict[str, object]) -> str:
-    """Sign ``offset`` for the query described by ``options``."""
+def encode_cursor(offset: int, *, query: str | None, options: QueryOptions) -> str:
+    """Sign ``offset`` for ``query`` run with ``options``."""
     payload = json.dumps(
-        {"o": offset, "f": _fingerprint(options)}, separators=(",", ":")
+        {"o": offset, "f": _fingerprint(query, options)}, separators=(",", ":")
     )
     mac = _blake2b(payload.encode(), 8, _KEY)
     return base64.urlsafe_b64encode(f"{payload}|{mac}".encode()).decode().rstrip("=")
 
 
-def decode_cursor(cursor: str, options: dict[str, object]) -> int:
-    """Return the offset in ``cursor``.
+def decode_cursor(cursor: str, *, query: str | None, options: QueryOptions) -> int:
+    """Return the offset in ``cursor``, signed for ``query`` run with ``options``.
 
     Raises:
         DocindexError: the cursor is malformed, was tampered with, or belongs to
@@ -67,7 +72,7 @@ def decode_cursor(cursor: str, options: dict[str, object]) -> int:
         raise MisuseError(_INVALID) from exc
     if mac != good:  # the key is public: this detects edits, it is no secret
         raise MisuseError("invalid cursor (it was modified); " + _FIX)
-    if data.get("f") != _fingerprint(options):
+    if data.get("f") != _fingerprint(query, options):
         raise MisuseError(
             "this cursor belongs to a different query or filters; " + _FIX
         )

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from docindex.config import Config
 from docindex.errors import DocindexError, MisuseError
 from docindex.models import FoldedHit
 from docindex.models.limits import MAX_TOP, check_range
 from docindex.models.navigation import Related, RelatedHit
-from docindex.search.navigate import (
+from docindex.search.locate import (
     chunk_file,
     chunk_rows,
     join_path,
@@ -69,30 +69,7 @@ def related(
     emb = store.get_meta("embedder")
     if not emb:
         raise DocindexError("this index has no vectors (embedding provider none)")
-    rows = chunk_rows(store, roots, target, cwd)
-    own: list[SegmentRow] = []
-    own_file = ""  # the source's rel_path when it is a whole file
-    if rows:
-        doc_id, source, source_ids = rows[0].doc_id, rows[0].chunk_id, [rows[0].id]
-    elif "#" in target:
-        # A heading with no chunk of its own (``outline`` names it): the
-        # centroid of the chunks under it, as ``show`` opens it (issue #37).
-        doc = resolve_file(store, roots, chunk_file(target), cwd=cwd)
-        doc_id, own = doc.id, store.segments_of(doc.id)
-        source = f"{doc.rel_path}#{target.rpartition('#')[2]}"
-        first = opening_of(own, doc.rel_path, target)
-        if first is None:
-            raise MisuseError(
-                f"{doc.rel_path} has no chunk {target!r}; list its chunk ids "
-                f"with `docindex outline {doc.rel_path}`"
-            )
-        source_ids = [s.id for s in own if s.chunk_id.startswith(f"{source}/")]
-    else:
-        doc = resolve_file(store, roots, target, cwd=cwd)
-        doc_id, source = doc.id, doc.rel_path
-        own = store.segments_of(doc_id)
-        source_ids = [s.id for s in own]
-        own_file = source
+    doc_id, source, source_ids, own, own_file = _source(store, roots, target, cwd)
     dim = int(emb["dim"])
     _, blobs = store.vectors(source_ids)
     if not blobs and emb.get("unit") == "document":
@@ -129,6 +106,41 @@ def related(
         if sid in found
     ]
     return Related(source, hits)
+
+
+class _Source(NamedTuple):
+    """What ``related`` starts from: a chunk, a heading's section or a file."""
+
+    doc_id: int
+    source: str  # its chunk id, FILE#heading or rel_path, as shown
+    source_ids: list[int]  # the segments whose vectors make the query
+    own: list[SegmentRow]  # its document's segments, when already read
+    own_file: str  # the source's rel_path when it is a whole file, else ""
+
+
+def _source(
+    store: Index, roots: Sequence[str], target: str, cwd: Path | None
+) -> _Source:
+    rows = chunk_rows(store, roots, target, cwd)
+    if rows:
+        return _Source(rows[0].doc_id, rows[0].chunk_id, [rows[0].id], [], "")
+    if "#" in target:
+        # A heading with no chunk of its own (``outline`` names it): the
+        # centroid of the chunks under it, as ``show`` opens it (issue #37).
+        doc = resolve_file(store, roots, chunk_file(target), cwd=cwd)
+        own = store.segments_of(doc.id)
+        source = f"{doc.rel_path}#{target.rpartition('#')[2]}"
+        first = opening_of(own, doc.rel_path, target)
+        if first is None:
+            raise MisuseError(
+                f"{doc.rel_path} has no chunk {target!r}; list its chunk ids "
+                f"with `docindex outline {doc.rel_path}`"
+            )
+        ids = [s.id for s in own if s.chunk_id.startswith(f"{source}/")]
+        return _Source(doc.id, source, ids, own, "")
+    doc = resolve_file(store, roots, target, cwd=cwd)
+    own = store.segments_of(doc.id)
+    return _Source(doc.id, doc.rel_path, [s.id for s in own], own, doc.rel_path)
 
 
 def warm(store: Index, roots: Sequence[str], cache_key: Hashable | None) -> int:

@@ -73,11 +73,26 @@ def stamp() -> str:
     from docindex import __version__
 
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    marks = [
-        os.stat(os.path.join(here, name)).st_mtime_ns
-        for name in ("cli/main.py", "api/commands.py")
-    ]
-    return f"{__version__} {here} {max(marks)}"
+    return f"{__version__} {here} {_newest_source(here)}"
+
+
+def _newest_source(top: str) -> int:
+    """The newest modification time of the package's ``.py`` files.
+
+    Every file, not a sample: in an editable checkout an edit to any module
+    must retire a warm server running the old code (issue #49 split the two
+    files this used to read into many). ~0.3 ms for the package's ~150 files.
+    """
+    newest, folders = 0, [top]
+    while folders:
+        with os.scandir(folders.pop()) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name != "__pycache__":
+                        folders.append(entry.path)
+                elif entry.name.endswith(".py"):
+                    newest = max(newest, entry.stat().st_mtime_ns)
+    return newest
 
 
 def encode_request(

@@ -30,7 +30,8 @@ from docindex.store.records import (
     StoredDocument,
     Vacuumed,
 )
-from docindex.store.sqlite import Store, repair_hint, translate
+from docindex.store.sqlite import Store
+from docindex.store.sqlitefile import repair_hint, translate
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -176,3 +176,21 @@ def delete_doc_counts(conn: sqlite3.Connection, doc_id: int) -> None:
 def chunks(ids: Sequence[T]) -> Iterator[Sequence[T]]:
     for i in range(0, len(ids), MAX_VARS):
         yield ids[i : i + MAX_VARS]
+
+
+def path_ranges(under: Sequence[str] | None) -> list[tuple[str, tuple[str, ...]]]:
+    """SQL conditions on ``rel_path`` for the paths at or below each of ``under``.
+
+    "p/" <= rel_path < "p0" is every path that starts with "p/" ("0" follows
+    "/" in byte order, SQLite's BINARY collation), so the index is read as a
+    range. None or "" is the whole root: no condition.
+    """
+    if under is None or "" in under:
+        return [("", ())]
+    return [
+        (
+            " AND (rel_path = ? OR (rel_path >= ? AND rel_path < ?))",
+            (p, p + "/", p + "0"),
+        )
+        for p in dict.fromkeys(under)
+    ]

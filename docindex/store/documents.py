@@ -1,7 +1,8 @@
 """The Store's rows of roots, documents, segments and skipped files (issue #18).
 
 A mixin of ``Store`` (``sqlite.py``): the statements that write and read a
-document and its segments, list documents and count them.
+document and its segments and list documents; skipped files are in
+``skips.py``, counts and facets in ``counts.py`` (#49).
 """
 
 from __future__ import annotations
@@ -14,11 +15,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from docindex.models import SkipRecord, printable
 from docindex.store import maintenance
 from docindex.store._sql import (
     ALL_DOCS,
-    NAME_KEYS,
     Section,
     chunks,
     compress_body,
@@ -28,17 +27,18 @@ from docindex.store._sql import (
     facet_rows,
     filter_sql,
     insert_doc_terms,
+    path_ranges,
 )
+from docindex.store.counts import CountRows
 from docindex.store.doccounts import SLOT_BITS, body_counts, doc_terms
 from docindex.store.records import (
     SEGMENT_COLUMNS,
     DocFilter,
     Fingerprint,
-    IndexCounts,
     SegmentRow,
-    SkipRow,
     StoredDocument,
 )
+from docindex.store.skips import SkipRows
 
 if TYPE_CHECKING:
     from docindex.store.encoding import NewDocument
@@ -50,8 +50,9 @@ _INSERT_SEGMENT = (
 )
 
 
-class DocumentRows:
-    """Roots, documents, segments, skipped files; listings and counts."""
+class DocumentRows(SkipRows, CountRows):
+    """Roots, documents, segments; listings (skipped files: ``SkipRows``,
+    counts and facets: ``CountRows``)."""
 
     conn: sqlite3.Connection
     path: Path
@@ -66,85 +67,6 @@ class DocumentRows:
         def atomic(
             self, immediate: bool = True, savepoint: bool = True
         ) -> contextlib.AbstractContextManager[None]: ...
-
-    # -- skipped files (issue #23) -------------------------------------------
-
-    def skip_fingerprints(
-        self, root_id: int, under: Sequence[str] | None = None
-    ) -> dict[str, SkipRow]:
-        """rel_path -> (reason, message, size, mtime_ns) of a root's skipped files
-        (``under``: as ``fingerprints``)."""
-        out: dict[str, SkipRow] = {}
-        for where, params in _path_ranges(under):
-            for r in self.conn.execute(
-                "SELECT rel_path, reason, message, size, mtime_ns FROM skipped "
-                f"WHERE root_id = ?{where}",
-                (root_id, *params),
-            ):
-                out[r[0]] = SkipRow(r[1], r[2], r[3], r[4])
-        return out
-
-    def record_skip(
-        self, root_id: int, rel_path: str, reason: str, message: str,
-        size: int | None, mtime_ns: int | None, hash_: str | None, at: float,
-    ) -> None:  # fmt: skip
-        """Insert or replace the skip record of one file.
-
-        An upsert, not ``INSERT OR REPLACE``: with foreign keys on, REPLACE
-        opens a statement journal, and the savepoint makes FTS5 flush the terms
-        it holds in memory to a new on-disk segment (issue #22: a scan with
-        skipped files wrote and merged a small segment per skip).
-        """
-        self.conn.execute(
-            "INSERT INTO skipped (root_id, rel_path, reason, message, size, mtime_ns, "
-            "hash, skipped_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
-            "ON CONFLICT (root_id, rel_path) DO UPDATE SET reason = excluded.reason, "
-            "message = excluded.message, size = excluded.size, "
-            "mtime_ns = excluded.mtime_ns, hash = excluded.hash, "
-            "skipped_at = excluded.skipped_at",
-            (root_id, rel_path, reason, message, size, mtime_ns, hash_, at),
-        )
-
-    def clear_skip(self, root_id: int, rel_path: str) -> None:
-        """Forget a file's skip record (it was indexed whole, or it is gone)."""
-        self.conn.execute(
-            "DELETE FROM skipped WHERE root_id = ? AND rel_path = ?",
-            (root_id, rel_path),
-        )
-
-    def skipped(self, reason: str | None = None) -> list[SkipRecord]:
-        """Every skip record (optionally of one reason), by root then path."""
-        if self.outdated:  # read-only, before m003: nothing recorded yet
-            return []
-        where, params = ("WHERE s.reason = ?", (reason,)) if reason else ("", ())
-        rows = self.conn.execute(
-            "SELECT r.path, s.rel_path, s.reason, s.message, s.skipped_at "
-            f"FROM skipped s JOIN roots r ON r.id = s.root_id {where} "
-            "ORDER BY r.path, s.rel_path",
-            params,
-        )
-        return [
-            SkipRecord(
-                printable(str(Path(root) / rel)),
-                root,
-                printable(rel),
-                reason_,
-                message,
-                at,
-            )  # fmt: skip
-            for root, rel, reason_, message, at in rows
-        ]
-
-    def skip_counts(self) -> dict[str, int]:
-        """Number of skip records per reason."""
-        if self.outdated:
-            return {}
-        return {
-            reason: int(n)
-            for reason, n in self.conn.execute(
-                "SELECT reason, count(*) FROM skipped GROUP BY reason ORDER BY reason"
-            )
-        }
 
     # -- roots and documents -----------------------------------------------
 
@@ -205,7 +127,7 @@ class DocumentRows:
         ``scan FILE`` on a 21,660-file root read every row (59 of its 72 ms).
         """
         out: dict[str, Fingerprint] = {}
-        for where, params in _path_ranges(under):
+        for where, params in path_ranges(under):
             rows = self.conn.execute(
                 "SELECT rel_path, id, size, mtime_ns, hash FROM documents "
                 f"WHERE root_id = ?{where}",
@@ -505,49 +427,6 @@ class DocumentRows:
             )
         return rows
 
-    def fill_counts(self) -> tuple[int, int]:
-        """(documents, segments) from the documents table alone (no table scan)."""
-        row = self.conn.execute(
-            "SELECT count(*), coalesce(sum(n_segments), 0) FROM documents"
-        ).fetchone()
-        return int(row[0]), int(row[1])
-
-    def count_embedded(self) -> int:
-        """Number of segments with a vector (reads the whole segments table)."""
-        sql = "SELECT count(*) FROM segments WHERE vec IS NOT NULL"
-        return int(self.conn.execute(sql).fetchone()[0])
-
-    def count_segments(self) -> int:
-        """Number of segments in the index, from each document's count: every
-        query asks (idf for ``coverage``), and ``count(*)`` of the wide segments
-        table read all of it (6.4 ms on the 84k-segment corpus; this: 0.2 ms)."""
-        return self.fill_counts()[1]
-
-    def max_segment_id(self) -> int:
-        """Largest segment id: a bound on the segment count without a table scan."""
-        return int(self.conn.execute("SELECT max(id) FROM segments").fetchone()[0] or 0)
-
-    def counts(self) -> IndexCounts:
-        """Document, segment, vector and root counts."""
-        c = self.conn.execute
-        return IndexCounts(
-            documents=int(c("SELECT count(*) FROM documents").fetchone()[0]),
-            segments=int(c("SELECT count(*) FROM segments").fetchone()[0]),
-            embedded=int(
-                c("SELECT count(*) FROM segments WHERE vec IS NOT NULL").fetchone()[0]
-            ),
-            roots=int(c("SELECT count(*) FROM roots").fetchone()[0]),
-        )
-
-    def kinds(self) -> dict[str, int]:
-        """Document count per kind."""
-        return {
-            k: int(n)
-            for k, n in self.conn.execute(
-                "SELECT kind, count(*) FROM documents GROUP BY kind ORDER BY kind"
-            )
-        }
-
     def documents(
         self, only: DocFilter = ALL_DOCS, limit: int = -1, offset: int = 0
     ) -> tuple[list[StoredDocument], int]:
@@ -563,39 +442,6 @@ class DocumentRows:
             "ORDER BY r.path, d.rel_path LIMIT ? OFFSET ?",
         )
         return docs, int(total)
-
-    def facet_counts(self) -> list[tuple[str, int, int]]:
-        """(key, documents, distinct values) per facet, most documents first."""
-        rows = self.conn.execute(
-            "SELECT key, count(DISTINCT doc_id), count(DISTINCT value) FROM facets "
-            "GROUP BY key ORDER BY 2 DESC, key"
-        )
-        return [(str(k), int(d), int(v)) for k, d, v in rows]
-
-    def keyword_counts(self, keywords: Sequence[str]) -> tuple[dict[str, int], int]:
-        """Documents carrying each keyword (or tag), and documents carrying any."""
-        counts: dict[str, int] = {}
-        for chunk in chunks(list(keywords)):
-            marks = ",".join("?" * len(chunk))
-            for value, n in self.conn.execute(
-                f"SELECT value, count(DISTINCT doc_id) FROM facets WHERE key IN "
-                f"{NAME_KEYS} AND value IN ({marks}) GROUP BY value",
-                tuple(chunk),
-            ):
-                counts[str(value)] = int(n)
-        row = self.conn.execute(
-            f"SELECT count(DISTINCT doc_id) FROM facets WHERE key IN {NAME_KEYS}"
-        ).fetchone()
-        return counts, int(row[0]) if row else 0
-
-    def facet_values(self) -> dict[str, list[str]]:
-        """Distinct values of each front-matter facet."""
-        out: dict[str, list[str]] = {}
-        for key, value in self.conn.execute(
-            "SELECT DISTINCT key, value FROM facets ORDER BY key, value"
-        ):
-            out.setdefault(key, []).append(value)
-        return out
 
     def documents_at(self, pairs: Sequence[tuple[str, str]]) -> list[StoredDocument]:
         """The documents at (root path, rel_path) pairs, in order; unknown pairs left out."""
@@ -622,21 +468,3 @@ class DocumentRows:
             int(self.conn.execute("PRAGMA data_version").fetchone()[0]),
             self.conn.total_changes,
         )
-
-
-def _path_ranges(under: Sequence[str] | None) -> list[tuple[str, tuple[str, ...]]]:
-    """SQL conditions on ``rel_path`` for the paths at or below each of ``under``.
-
-    "p/" <= rel_path < "p0" is every path that starts with "p/" ("0" follows
-    "/" in byte order, SQLite's BINARY collation), so the index is read as a
-    range. None or "" is the whole root: no condition.
-    """
-    if under is None or "" in under:
-        return [("", ())]
-    return [
-        (
-            " AND (rel_path = ? OR (rel_path >= ? AND rel_path < ?))",
-            (p, p + "/", p + "0"),
-        )
-        for p in dict.fromkeys(under)
-    ]

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import IO
 
 from docindex.errors import ExtractionError
-from docindex.ingest.extract import ExtractLimits
+from docindex.ingest.extract.limits import ExtractLimits
 from docindex.models import Extracted
 
 #: Entries smaller than this are never judged by their compression ratio: tiny

@@ -20,8 +20,8 @@ if TYPE_CHECKING:
     from docx.opc.part import Part
     from lxml.etree import _Element as Element  # lxml ships no type stubs
 
-from docindex.ingest.extract import ExtractLimits
 from docindex.ingest.extract._zipguard import core_title, run_guarded
+from docindex.ingest.extract.limits import ExtractLimits
 from docindex.ingest.extract.pdf import normalize_text
 from docindex.models import Extracted, Unit
 

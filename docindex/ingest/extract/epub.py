@@ -28,9 +28,9 @@ if TYPE_CHECKING:
 from urllib.parse import unquote
 
 from docindex.errors import ExtractionError
-from docindex.ingest.extract import ExtractLimits
 from docindex.ingest.extract._zipguard import run_guarded
 from docindex.ingest.extract.html import decode_html, page_text
+from docindex.ingest.extract.limits import ExtractLimits
 from docindex.ingest.extract.odf import parse_xml
 from docindex.models import Extracted, Unit
 

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from lxml.html import HtmlElement  # lxml ships no type stubs
 
 from docindex.errors import ExtractionError
-from docindex.ingest.extract import ExtractLimits
+from docindex.ingest.extract.limits import ExtractLimits
 from docindex.ingest.extract.pdf import describe_error
 from docindex.models import Extracted, Unit
 

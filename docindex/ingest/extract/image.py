@@ -20,9 +20,10 @@ import warnings
 from typing import TYPE_CHECKING
 
 from docindex.errors import ExtractionError
-from docindex.ingest.extract import ExtractLimits
+from docindex.ingest.extract.limits import ExtractLimits
 from docindex.ingest.extract.ocr import (
     OcrBudget,
+    OcrSettings,
     PageCache,
     fit,
     unavailable_message,
@@ -58,26 +59,8 @@ def extract(data: bytes, name: str, limits: ExtractLimits) -> Extracted:
     with warnings.catch_warnings():
         # We check the size ourselves below (Pillow warns past ~89 Mpx).
         warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-        try:
-            image = Image.open(io.BytesIO(data))
-            width, height = image.size
-        except Image.DecompressionBombError as exc:
-            raise ExtractionError("too-large", str(exc)[:200]) from None
-        except Exception as exc:  # not an image, or a damaged header
-            raise ExtractionError("corrupt", _unreadable(exc)) from None
-        if (width < MIN_SIDE and height < MIN_SIDE) or width * height < MIN_PIXELS:
-            raise ExtractionError(
-                "no-text-found", f"an icon ({width} x {height} pixels)"
-            )
-        if why_not is not None or settings is None:
-            raise ExtractionError("no-text-layer", f"an image; {why_not}")
+        image, settings = _opened(data, why_not, settings)
         cap = settings.max_pixels
-        if width * height > cap * MAX_DECODE_FACTOR and image.format != "JPEG":
-            raise ExtractionError(
-                "too-large",
-                f"{width} x {height} pixels, over the OCR bound of "
-                f"{cap * MAX_DECODE_FACTOR:,}",
-            )
         frames = getattr(image, "n_frames", 1) if image.format == "TIFF" else 1
         budget = OcrBudget(settings)
         units: list[Unit] = []
@@ -132,6 +115,38 @@ def extract(data: bytes, name: str, limits: ExtractLimits) -> Extracted:
     if slow:
         meta["page_errors"] = budget.errors()
     return Extracted(units=tuple(units), title=None, kind="image", meta=meta)
+
+
+def _opened(
+    data: bytes, why_not: str | None, settings: OcrSettings | None
+) -> tuple[PILImage, OcrSettings]:
+    """The image, opened (not decoded), when OCR will read it.
+
+    Raises:
+        ExtractionError: ``corrupt``, ``too-large``, ``no-text-found`` for an
+            icon, ``no-text-layer`` when OCR is off or cannot run.
+    """
+    from PIL import Image
+
+    try:
+        image = Image.open(io.BytesIO(data))
+        width, height = image.size
+    except Image.DecompressionBombError as exc:
+        raise ExtractionError("too-large", str(exc)[:200]) from None
+    except Exception as exc:  # not an image, or a damaged header
+        raise ExtractionError("corrupt", _unreadable(exc)) from None
+    if (width < MIN_SIDE and height < MIN_SIDE) or width * height < MIN_PIXELS:
+        raise ExtractionError("no-text-found", f"an icon ({width} x {height} pixels)")
+    if why_not is not None or settings is None:
+        raise ExtractionError("no-text-layer", f"an image; {why_not}")
+    cap = settings.max_pixels
+    if width * height > cap * MAX_DECODE_FACTOR and image.format != "JPEG":
+        raise ExtractionError(
+            "too-large",
+            f"{width} x {height} pixels, over the OCR bound of "
+            f"{cap * MAX_DECODE_FACTOR:,}",
+        )
+    return image, settings
 
 
 def _unreadable(exc: Exception) -> str:

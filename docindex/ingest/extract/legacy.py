@@ -10,12 +10,19 @@ or plain text.
 
 from __future__ import annotations
 
+import importlib
 import re
+from typing import TYPE_CHECKING
 
 from docindex.errors import ExtractionError
-from docindex.ingest.extract import ExtractLimits, get_extractor
+from docindex.ingest.extract.limits import ExtractLimits
 from docindex.ingest.extract.text import looks_binary
 from docindex.models import Extracted
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    Extractor = Callable[[bytes, str, ExtractLimits], Extracted]
 
 _CFB_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # OLE compound file
 # A Graphviz file: a line that opens "[strict] (di)graph [name] {"
@@ -33,6 +40,13 @@ _OOXML = {"doc": "docx", "dot": "docx", "xls": "xlsx", "xlt": "xlsx",
           "ppt": "pptx", "pps": "pptx"}  # fmt: skip
 
 
+def _read_as(module: str) -> Extractor:
+    """A sibling extractor by module name, imported on first use (never the
+    registry in ``__init__``, which imports this module: issue #49)."""
+    found: Extractor = importlib.import_module(f"{__package__}.{module}").extract
+    return found
+
+
 def extract(data: bytes, name: str, limits: ExtractLimits) -> Extracted:
     """Refuse a binary legacy Office file; read one that is really RTF/HTML/OOXML.
 
@@ -43,13 +57,13 @@ def extract(data: bytes, name: str, limits: ExtractLimits) -> Extracted:
     suffix = name.lower().rpartition(".")[2]
     head = data[:1024].lstrip()
     if head.startswith(b"{\\rtf"):
-        return get_extractor("rtf")(data, name, limits)
+        return _read_as("rtf")(data, name, limits)
     if head[:64].lower().startswith((b"<html", b"<!doctype html", b"<?xml")) or (
         b"<html" in head.lower()
     ):
-        return get_extractor("html")(data, name, limits)
+        return _read_as("html")(data, name, limits)
     if data.startswith(b"PK\x03\x04") and suffix in _OOXML:
-        return get_extractor(_OOXML[suffix])(data, name, limits)
+        return _read_as(_OOXML[suffix])(data, name, limits)
     if not data.startswith(_CFB_MAGIC) and not looks_binary(data[:8192]):
         if suffix == "dot" and _GRAPHVIZ.search(data[:4096]):  # not prose (#45)
             raise ExtractionError(
@@ -57,7 +71,7 @@ def extract(data: bytes, name: str, limits: ExtractLimits) -> Extracted:
                 'a Graphviz diagram\'s source; text_extensions = [".dot"] indexes '
                 "such files",
             )
-        return get_extractor("txt")(data, name, limits)  # an old README.doc
+        return _read_as("text")(data, name, limits)  # an old README.doc
     what, target = _FORMATS.get(suffix, ("legacy Office file", "a current format"))
     raise ExtractionError(
         "unsupported",

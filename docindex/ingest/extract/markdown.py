@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from docindex.ingest.extract import ExtractLimits
+from docindex.ingest.extract.limits import ExtractLimits
 from docindex.ingest.extract.text import decode, looks_binary
 from docindex.models import NAME_LISTS, Extracted, Unit
 from docindex.text.mdsyntax import heading_text, hide_unrendered

@@ -31,9 +31,9 @@ if TYPE_CHECKING:
     from lxml.etree import _Element as Element  # lxml ships no type stubs
 
 from docindex.errors import ExtractionError
-from docindex.ingest.extract import ExtractLimits
 from docindex.ingest.extract._zipguard import run_guarded
 from docindex.ingest.extract.html import escape_markdown
+from docindex.ingest.extract.limits import ExtractLimits
 from docindex.ingest.extract.pdf import normalize_text
 from docindex.models import Extracted, Unit
 

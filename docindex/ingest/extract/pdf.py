@@ -36,9 +36,10 @@ if TYPE_CHECKING:
     from types import FrameType
 
     from PIL.Image import Image
+    from pypdf import PdfReader
 
 from docindex.errors import ExtractionError
-from docindex.ingest.extract import ExtractLimits
+from docindex.ingest.extract.limits import ExtractLimits
 from docindex.ingest.extract.ocr import (
     DPI,
     MIN_PAGE_CHARS,
@@ -204,7 +205,15 @@ def _extract(data: bytes, name: str, limits: ExtractLimits) -> Extracted:
         return _read_pages(data, limits, alarm)
 
 
-def _read_pages(data: bytes, limits: ExtractLimits, alarm: _Alarm) -> Extracted:
+def _open_pdf(
+    data: bytes, limits: ExtractLimits, alarm: _Alarm
+) -> tuple[PdfReader, int]:
+    """The PDF's reader, decrypted when it opens without a password, and its
+    page count.
+
+    Raises:
+        ExtractionError: ``encrypted`` (a password is needed), ``timeout``.
+    """
     from pypdf import PasswordType, PdfReader
 
     try:
@@ -219,17 +228,17 @@ def _read_pages(data: bytes, limits: ExtractLimits, alarm: _Alarm) -> Extracted:
         raise ExtractionError(
             "timeout", f"opening the PDF took over {limits.timeout_s:g} s"
         ) from None
+    return reader, n_pages
+
+
+def _read_pages(data: bytes, limits: ExtractLimits, alarm: _Alarm) -> Extracted:
+    reader, n_pages = _open_pdf(data, limits, alarm)
     units: list[Unit] = []
     truncated: list[str] = []
     failed = slow = heavy = 0
     chars = content = 0
     sparse: list[tuple[int, str]] = []
-    # The file's budget grows with its pages, so a long honest book gets
-    # minutes while a short hostile file stays near the office timeout.
-    total = min(
-        limits.pdf_timeout_s,
-        limits.timeout_s + limits.pdf_seconds_per_page * min(n_pages, limits.max_pages),
-    )
+    total = _file_budget(limits, n_pages)
     deadline = time.monotonic() + total
     for index in range(n_pages):
         if index >= limits.max_pages:
@@ -288,6 +297,42 @@ def _read_pages(data: bytes, limits: ExtractLimits, alarm: _Alarm) -> Extracted:
             "timeout", f"every page read took over {limits.page_timeout_s:g} s"
         )
     meta: dict[str, str] = {}  # page_errors of OCR, before those of the layer
+    units = _with_scans(data, units, sparse, n_pages, limits, truncated, meta)
+    if not units:
+        return Extracted(units=(Unit(text=""),), title=None, kind="pdf")
+    if truncated:
+        meta["truncated"] = ";".join(truncated)
+    if failed or slow or heavy:
+        errors = [f"{failed} unreadable"] if failed else []
+        errors += [f"{slow} over {limits.page_timeout_s:g} s"] if slow else []
+        errors += [heavy_note] if heavy else []
+        errors += [meta["page_errors"]] if meta.get("page_errors") else []
+        meta["page_errors"] = ", ".join(errors)
+    return Extracted(units=tuple(units), title=_title(reader), kind="pdf", meta=meta)
+
+
+def _file_budget(limits: ExtractLimits, n_pages: int) -> float:
+    """Seconds a whole PDF may take. The file's budget grows with its pages, so
+    a long honest book gets minutes while a short hostile file stays near the
+    office timeout."""
+    return min(
+        limits.pdf_timeout_s,
+        limits.timeout_s + limits.pdf_seconds_per_page * min(n_pages, limits.max_pages),
+    )
+
+
+def _with_scans(
+    data: bytes, units: list[Unit], sparse: list[tuple[int, str]], n_pages: int,
+    limits: ExtractLimits, truncated: list[str], meta: dict[str, str],
+) -> list[Unit]:  # fmt: skip
+    """``units`` with what OCR reads of the ``sparse`` pages (scans?), when it
+    is on; else a mixed PDF's ``meta`` says what OCR would add. Empty only for
+    a PDF of no page.
+
+    Raises:
+        ExtractionError: ``no-text-found`` (OCR read no word),
+            ``no-text-layer`` (every page a scan, OCR off).
+    """
     why_not = unavailable_message(limits.ocr) if sparse else None
     if sparse and why_not is None and limits.ocr is not None:
         why_not = limits.ocr.scan_spent()  # the scan's OCR time is over (#45)
@@ -297,9 +342,7 @@ def _read_pages(data: bytes, limits: ExtractLimits, alarm: _Alarm) -> Extracted:
     elif sparse and units and (scans := _scanned_pages(data, sparse)):
         # A mixed PDF: its text pages are indexed; say what OCR would add.
         meta["no_text_layer"] = f"{scans} of {n_pages} pages are scans; {why_not}"
-    if not units:
-        if n_pages == 0:
-            return Extracted(units=(Unit(text=""),), title=None, kind="pdf")
+    if not units and n_pages:
         if why_not is None:
             raise ExtractionError(
                 "no-text-found", f"OCR found no words on any of {n_pages} pages"
@@ -308,18 +351,7 @@ def _read_pages(data: bytes, limits: ExtractLimits, alarm: _Alarm) -> Extracted:
             "no-text-layer",
             f"no text on any of {n_pages} pages (a scan); {why_not}",
         )
-    if truncated:
-        meta["truncated"] = ";".join(truncated)
-    if failed or slow or heavy:
-        errors = [f"{failed} unreadable"] if failed else []
-        if slow:
-            errors.append(f"{slow} over {limits.page_timeout_s:g} s")
-        if heavy:
-            errors.append(heavy_note)
-        if meta.get("page_errors"):
-            errors.append(meta["page_errors"])
-        meta["page_errors"] = ", ".join(errors)
-    return Extracted(units=tuple(units), title=_title(reader), kind="pdf", meta=meta)
+    return units
 
 
 def _mb(size: int) -> str:

@@ -21,8 +21,8 @@ if TYPE_CHECKING:
     from pptx.shapes.graphframe import GraphicFrame
     from pptx.text.text import TextFrame
 
-from docindex.ingest.extract import ExtractLimits
 from docindex.ingest.extract._zipguard import core_title, run_guarded
+from docindex.ingest.extract.limits import ExtractLimits
 from docindex.ingest.extract.pdf import normalize_text
 from docindex.models import Extracted, Unit
 

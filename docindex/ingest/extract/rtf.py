@@ -13,7 +13,7 @@ import codecs
 import re
 
 from docindex.errors import ExtractionError
-from docindex.ingest.extract import ExtractLimits
+from docindex.ingest.extract.limits import ExtractLimits
 from docindex.ingest.extract.pdf import describe_error, normalize_text
 from docindex.models import Extracted, Unit
 

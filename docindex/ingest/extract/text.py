@@ -5,7 +5,7 @@ from __future__ import annotations
 import codecs
 
 from docindex.errors import ExtractionError
-from docindex.ingest.extract import ExtractLimits
+from docindex.ingest.extract.limits import ExtractLimits
 from docindex.models import Extracted, Unit
 
 _ALLOWED_CONTROLS = frozenset(b"\t\n\r\x0c\x0b\x1b\x08")

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from openpyxl.worksheet._read_only import ReadOnlyWorksheet
 
-from docindex.ingest.extract import ExtractLimits
 from docindex.ingest.extract._zipguard import run_guarded
+from docindex.ingest.extract.limits import ExtractLimits
 from docindex.models import Extracted, Unit
 
 #: Cells visited per sheet, counted per allowed row. A hostile sheet can declare

@@ -1,6 +1,6 @@
 """The reading side of the PostgreSQL index (issue #34): FTS5's bm25 over the
 stored term frequencies (``ranking.py``), the match counts, the vocabulary and
-the vectors. ``PgStore`` (``__init__``) adds the connection, transactions,
+the vectors. ``PgStore`` (``store.py``) adds the connection, transactions,
 roots and writes.
 """
 
@@ -10,9 +10,9 @@ import zlib
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+import docindex.store.postgres.ranking as ranking
 from docindex.store._sql import NAME_KEYS, Section
 from docindex.store.documents import DocumentRows
-from docindex.store.postgres import ranking
 from docindex.store.postgres.filters import ALL_DOCS, filter_sql
 from docindex.store.records import DocFilter, DocHit, DocName, SegmentRow
 
