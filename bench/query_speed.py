@@ -140,7 +140,7 @@ def all_vectors_cost(db: Path, cfg: object, runs: int) -> float:
     """Median ms to score every vector with one product (the alternative pool)."""
     import numpy as np
 
-    from docindex.embed.ngram import dequantize
+    from docindex.embed.quantized import dequantize
     from docindex.ingest.indexer import _embedder
     from docindex.store import Store
 

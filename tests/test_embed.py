@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from docindex.embed.choice import make_embedder
-from docindex.embed.ngram import PURE_TOKENS_MAX, NgramEmbedder, dequantize, quantize
+from docindex.embed.ngram import PURE_TOKENS_MAX, NgramEmbedder
+from docindex.embed.quantized import dequantize, quantize
 
 TEXTS = [
     "Indexing documents with SQLite FTS5",
@@ -91,7 +92,7 @@ def test_provider_none_has_no_embedder() -> None:
 )
 def test_quantize_round_trip(matrix: np.ndarray) -> None:
     """int8 and int4 blobs decode to within half a quantisation step of the input."""
-    from docindex.embed.ngram import cosine_int8
+    from docindex.embed.quantized import cosine_int8
 
     dim = matrix.shape[1]
     peak = np.abs(matrix).max(axis=1, keepdims=True)
@@ -126,7 +127,8 @@ def test_quantized_cosine_matches_float_cosine() -> None:
 def test_pure_python_query_path_matches_numpy() -> None:
     import numpy as np
 
-    from docindex.embed.ngram import NgramEmbedder, cosine_int8, dequantize, quantize
+    from docindex.embed.ngram import NgramEmbedder
+    from docindex.embed.quantized import cosine_int8, dequantize, quantize
 
     emb = NgramEmbedder(dim=256)
     docs = ["indexing the documents quickly", "全文检索与数据库索引", "unrelated cats"]
@@ -211,13 +213,13 @@ def test_row_norms_add_left_to_right(n) -> None:
     """
     import math
 
-    from docindex.embed.ngram import _row_norms
+    from docindex.embed.hashing import row_norms
 
     rng = np.random.default_rng(n)
     for dim in (16, 64, 256):
         for _ in range(60 // n):
             rows = rng.standard_normal((n, dim)) * 10.0 ** rng.integers(-4, 5, (n, dim))
-            got = _row_norms(rows)
+            got = row_norms(rows)
             for i in range(n):
                 acc = 0.0
                 for x in rows[i].tolist():

@@ -141,7 +141,7 @@ def test_embed_parts_on_mixed_text() -> None:
 def test_cjk_ngram_hashes_are_zlib_crc32() -> None:
     import zlib
 
-    from docindex.embed.ngram import _utf8_crcs
+    from docindex.embed.hashing import utf8_crcs
 
     chars = ["中", "ア", "한", "〇", "𠀀", "\U000323af"]
     keys, expected = [], []
@@ -154,7 +154,7 @@ def test_cjk_ngram_hashes_are_zlib_crc32() -> None:
                     key = (key << 21) | ord(ch)
                 keys.append(key)
                 expected.append(zlib.crc32(text.encode("utf-8")))
-    got = _utf8_crcs(np.array(keys, dtype=np.int64))
+    got = utf8_crcs(np.array(keys, dtype=np.int64))
     assert got.tolist() == expected
 
 
@@ -163,7 +163,7 @@ def test_table_crcs_of_cjk_unigrams_and_bigrams_are_zlib_crc32() -> None:
     import random
     import zlib
 
-    from docindex.embed.ngram import _ngram_crcs
+    from docindex.embed.hashing import ngram_crcs
 
     rng = random.Random(7)
     pool = ["中", "ア", "한", "〇", "𠀀", "\U000323af", "\u1100", "\uff9f"]
@@ -171,7 +171,7 @@ def test_table_crcs_of_cjk_unigrams_and_bigrams_are_zlib_crc32() -> None:
     pool += [chr(rng.randrange(0x20000, 0x323B0)) for _ in range(40)]
     texts = pool + [a + b for a in pool for b in pool]
     keys = [ord(t[0]) if len(t) == 1 else (ord(t[0]) << 21) | ord(t[1]) for t in texts]
-    got = _ngram_crcs(np.array(keys, dtype=np.int64))
+    got = ngram_crcs(np.array(keys, dtype=np.int64))
     assert got.tolist() == [zlib.crc32(t.encode("utf-8")) for t in texts]
 
 

@@ -85,6 +85,52 @@ def test_chinese_question_finds_the_english_page(tree: Tree) -> None:
     assert near["hits"] and "props.md" not in [h["rel_path"] for h in near["hits"]]
 
 
+# A long page whose answer is a section past the text its vector sees (the
+# title, headings and first 256 pieces), and short pages the model finds
+# closer to the question as a whole (issue #47: Vue's props.md).
+_REGISTRATION = " ".join(
+    f"Registration option {i} names a component globally or locally, and the "
+    "build tool removes unused global registrations."
+    for i in range(12)
+)
+SECTION_PAGES = {
+    "guide/props.md": "# Props\n\nThis page assumes you have read the Components "
+    "Basics page.\n\n## Registration\n\n" + _REGISTRATION + "\n\n## One-way flow"
+    "\n\nTo pass data from a parent component to a child component, the parent "
+    "binds attributes that the child declares. The child must not change the "
+    "data it was passed.\n",
+    "tutorial/step-3.md": "# Nested components\n\nA component can be used inside "
+    "another one: the outer one is the parent, the inner one its child, and "
+    "together they form a tree.\n",
+    "tutorial/step-4.md": "# Listening to events\n\nA child component can emit an "
+    "event that its parent listens to.\n",
+    "guide/install.md": "# Installation\n\nInstall the package with npm and start "
+    "the development server.\n",
+    "guide/routing.md": "# Routing\n\nMap each URL to a component and load the "
+    "data it needs.\n",
+}
+
+
+@needs_model
+@pytest.mark.parametrize("weight", [None, "1"])
+def test_same_language_question_finds_the_section_that_answers(
+    tree: Tree, monkeypatch: pytest.MonkeyPatch, weight: str | None
+) -> None:
+    """The page vectors rank pages; a page's first chunk does not take its
+    page's cosine and outrank the section bm25 found (issue #47)."""
+    if weight is not None:
+        monkeypatch.setenv("DOCINDEX_MULTILINGUAL_WEIGHT", weight)
+    root = tree(SECTION_PAGES)
+    run("scan", str(root), "--provider", "multilingual", "--quiet")
+    question = "how do I pass data from parent to child component"
+    hits = run_json("query", question, "--top", "3")
+    assert "semantic" in hits["used"]
+    first = hits["hits"][0]
+    assert (first["rel_path"], first["start_line"]) == ("guide/props.md", 9)
+    files = run_json("query", question, "--files", "--top", "3")["hits"]
+    assert files[0]["rel_path"] == "guide/props.md"
+
+
 @needs_model
 def test_vectors_are_incremental(tree: Tree) -> None:
     root = tree(PAGES)

@@ -100,11 +100,11 @@ def wait_for(cond: Callable[[], bool], timeout: float = 15.0) -> None:
 class Watcher:
     """A ``docindex watch`` process over ``root`` and its server."""
 
-    def __init__(self, root: Path, db: Path, *args: str) -> None:
+    def __init__(self, root: Path, db: Path, *args: str, **extra: str) -> None:
         self.db, self.sock = db, Path(f"{db}.sock")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "docindex", "watch", "--db", str(db), *args],
-            env=env("auto"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            env=env("auto", **extra), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
             cwd=root, start_new_session=True,
         )  # fmt: skip
 
@@ -519,3 +519,30 @@ def test_an_edit_to_any_module_changes_the_installation_stamp() -> None:
     finally:
         os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert stamp() == before
+
+
+def test_a_served_command_imports_nothing_of_its_own(tmp_path: Path) -> None:
+    """The warm server imported what served commands use: a command's child
+    spends nothing on imports (a module the server lacks is imported anew by
+    every request, a few ms each on a busy machine; #46)."""
+    root = write_tree(tmp_path / "docs", DOCS)
+    db = root / ".docindex" / "index.db"
+    assert docindex("scan", str(root), "-q", mode="off").returncode == 0
+    watcher = Watcher(root, db, PYTHONPROFILEIMPORTTIME="1")
+    try:
+        watcher.serving()
+        imported: dict[str, list[str]] = {}
+        for args in (
+            ("query", "rotate the keys"), ("query", "keys", "--json", "--files"),
+            ("query", "rotate", "--mode", "lexical"), ("stats",), ("list",),
+            ("roots",), ("skipped",), ("outline", "guide/install.md"),
+            ("show", "guide/keys.md"),
+        ):  # fmt: skip
+            done = docindex(*args, "--db", str(db), mode="require")
+            assert done.returncode == 0, done.stderr
+            names = re.findall(r"^import time:.*\| +(\S+)$", done.stderr, re.M)
+            if names:
+                imported[" ".join(args)] = names
+        assert imported == {}
+    finally:
+        watcher.stop()

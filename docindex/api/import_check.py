@@ -163,7 +163,7 @@ class Chunk:
 
 def vector_widths(dim: int) -> frozenset[int]:
     """The byte widths a vector of ``dim`` is stored in: int8 codes and a
-    float32 scale, or int4 codes and a float16 scale (``embed.ngram.quantize``)."""
+    float32 scale, or int4 codes and a float16 scale (``embed.quantized.quantize``)."""
     return frozenset({dim + 4, 2 + (dim + 1) // 2})
 
 

@@ -313,8 +313,10 @@ def _warm() -> None:
         "docindex.cli.render", "docindex.search.engine", "docindex.ingest.indexer",
         "docindex.search.navigate", "docindex.ingest.walker", "docindex.embed.ngram",
         "docindex.cli.signals", "docindex.search.snippet", "docindex.search.cursor",
-        "docindex.text.anchors",
-        "rich.console", "numpy", "hashlib", "Stemmer",
+        "docindex.text.anchors", "docindex.api.trust", "docindex.cli.remedy",
+        "docindex.store.halves", "docindex.cli.render_index", "docindex.cli.render_nav",
+        "docindex.api.roots", "docindex.api.records", "docindex.cli.progress",
+        "rich.console", "rich.table", "rich._emoji_codes", "numpy", "hashlib", "Stemmer",
     ):  # fmt: skip
         try:
             importlib.import_module(name)

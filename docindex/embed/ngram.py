@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import re
-import struct
 import zlib
 from array import array
 from collections import Counter
@@ -20,6 +19,20 @@ from collections.abc import Sequence
 from itertools import chain, repeat
 from typing import TYPE_CHECKING, Any
 
+from docindex.embed.hashing import (
+    SUBWORD_SIZES,
+    Buffer,
+    finish,
+    log_tf,
+    log_tf32,
+    n_subwords,
+    ngram_crcs,
+    quantize_row,
+    subword_crcs,
+    unit_row,
+    utf8_crcs,
+)
+from docindex.embed.quantized import quantize
 from docindex.text.tokenize import STOPWORDS, cjk_layout, normalize, terms
 
 if TYPE_CHECKING:
@@ -32,258 +45,9 @@ if TYPE_CHECKING:
 
 _WORD = re.compile(r"[a-z][a-z0-9]*")
 SUBWORD_WEIGHT = 0.35
-SUBWORD_SIZES = (3, 4)  # character n-grams of "<word>" for latin words of 4+ letters
-
-
-def _n_subwords(length: Array) -> Array:
-    """How many sub-words words of ``length`` letters have (``<word>``'s n-grams)."""
-    per_word = sum(3 - n for n in SUBWORD_SIZES)  # sum(length + 3 - n), exactly
-    return length * len(SUBWORD_SIZES) + per_word
-
-
 _MAX_CACHE = 400_000
 _PY_CACHE_MAX = 20_000  # terms whose features quantized_rows keeps (~1 KB each)
 PURE_TOKENS_MAX = 8_000  # quantized_rows without numpy up to this many tokens (~50 ms)
-_N_LOG_TF = 64
-_LOG_TF = [0.0] + [1.0 + math.log(tf) for tf in range(1, _N_LOG_TF)]
-
-
-def _log_tf(tf: Array) -> Array:
-    """``1 + math.log(tf)`` of an array of counts, as float64 (math.log, not np.log)."""
-    import numpy as np
-
-    w = np.array(_LOG_TF, dtype=np.float64)[np.minimum(tf, _N_LOG_TF - 1)]
-    if tf.max() >= _N_LOG_TF:
-        big = np.flatnonzero(tf >= _N_LOG_TF)
-        w[big] = [1.0 + math.log(int(t)) for t in tf[big]]
-    return w
-
-
-def _log_tf32(tf: int) -> float:
-    """``_log_tf`` of one count, rounded to float32 (``quantized_rows``' pure path)."""
-    return _f32(_LOG_TF[tf] if tf < _N_LOG_TF else 1.0 + math.log(tf))
-
-
-class _Buffer:
-    """A growable 1-d numpy array (amortised doubling) for the feature vocabulary."""
-
-    def __init__(self, dtype: str) -> None:
-        self.dtype = dtype
-        self._data: Array | None = (
-            None  # allocated on first use: numpy stays unimported
-        )
-        self.n = 0
-
-    @property
-    def data(self) -> Array:
-        """The buffer (its first ``n`` items are set); only after an ``extend``."""
-        assert self._data is not None, "extend() first"
-        return self._data
-
-    def extend(self, values: Array) -> None:
-        import numpy as np
-
-        end = self.n + len(values)
-        data = self._data
-        size = 0 if data is None else len(data)
-        if data is None or end > size:
-            grown = np.empty(max(end, 2 * size, 1024), dtype=self.dtype)
-            if data is not None and self.n:
-                grown[: self.n] = data[: self.n]
-            data = self._data = grown
-        data[self.n : end] = values
-        self.n = end
-
-
-def _crc_table() -> Array:
-    """zlib's CRC-32 table (reflected polynomial 0xEDB88320) as int64."""
-    import numpy as np
-
-    table = np.arange(256, dtype=np.int64)
-    for _ in range(8):
-        table = np.where(table & 1, (table >> 1) ^ 0xEDB88320, table >> 1)
-    return table
-
-
-def _subword_crcs(
-    words: list[str], wlen: Array, first: Array
-) -> tuple[Array, Array, Array]:
-    """``zlib.crc32(b"#" + gram)`` of every ``SUBWORD_SIZES`` gram of each ``<word>``.
-
-    Vectorised CRC-32 over the grams' bytes (bit-identical to zlib; words are
-    ASCII ``[a-z0-9]``). Returns positions (the word's grams, size by size,
-    from ``first[j]``), the CRCs and each gram's word index.
-    """
-    import numpy as np
-
-    table = _crc32_table()
-    buf = np.frombuffer("".join(f"<{w}>" for w in words).encode("ascii"), np.uint8)
-    plen = wlen + 2
-    off = np.cumsum(plen) - plen
-    pos_parts, crc_parts, word_parts = [], [], []
-    word_ids = np.arange(len(words), dtype=np.int64)
-    shift = np.zeros_like(wlen)  # the word's grams of the sizes before this one
-    for n in SUBWORD_SIZES:
-        count = plen - n + 1
-        k = np.arange(int(count.sum()), dtype=np.int64) - np.repeat(
-            np.cumsum(count) - count, count
-        )
-        start = np.repeat(off, count) + k
-        crc = np.full(len(start), 0xFFFFFFFF, dtype=np.int64)
-        crc = table[(crc ^ ord("#")) & 0xFF] ^ (crc >> 8)
-        for j in range(n):
-            crc = table[(crc ^ buf[start + j]) & 0xFF] ^ (crc >> 8)
-        crc_parts.append(crc ^ 0xFFFFFFFF)
-        pos_parts.append(np.repeat(first + shift, count) + k)
-        word_parts.append(np.repeat(word_ids, count))
-        shift = shift + count
-    return (
-        np.concatenate(pos_parts),
-        np.concatenate(crc_parts),
-        np.concatenate(word_parts),
-    )
-
-
-_CRC_TABLE: list[Array] = []
-
-
-def _crc32_table() -> Array:
-    if not _CRC_TABLE:
-        _CRC_TABLE.append(_crc_table())
-    return _CRC_TABLE[0]
-
-
-def _utf8_crcs(keys: Array) -> Array:
-    """``zlib.crc32`` of the UTF-8 bytes of each n-gram key (21 bits a code point).
-
-    CJK code points are all >= U+2E80, so a key's leading 21-bit group is never
-    0 and its size (1..3 characters) is how many groups it has; each character
-    is 3 UTF-8 bytes in the BMP and 4 above it.
-    """
-    import numpy as np
-
-    table = _crc32_table()
-    mask = (1 << 21) - 1
-    size = np.where(keys >> 42, 3, np.where(keys >> 21, 2, 1))
-    crc = np.full(len(keys), 0xFFFFFFFF, dtype=np.int64)
-    for j in range(3):  # character j of each key, if it has one
-        has = size > j
-        cp = (keys >> (21 * (size - 1 - j)).clip(0)) & mask
-        four = cp >= 0x10000
-        lead = np.where(four, 0xF0 | (cp >> 18), 0xE0 | (cp >> 12))
-        utf8 = [
-            (lead, has),
-            (0x80 | ((cp >> 12) & 0x3F), has & four),
-            (0x80 | ((cp >> 6) & 0x3F), has),
-            (0x80 | (cp & 0x3F), has),
-        ]
-        for byte, live in utf8:
-            step = table[(crc ^ byte) & 0xFF] ^ (crc >> 8)
-            crc = np.where(live, step, crc)
-    return crc ^ 0xFFFFFFFF
-
-
-_CP_CRCS: list[Array] = []
-
-
-def _ngram_crcs(keys: Array) -> Array:
-    """``_utf8_crcs`` for keys of one or two CJK code points, by tables.
-
-    CRC-32 is affine, so ``crc(A + B) = L(crc(A)) ^ crc(B)`` where ``L`` feeds
-    ``len(B)`` zero bytes through the table (3 bytes in the BMP, 4 above it):
-    each key costs a few table lookups instead of a byte-by-byte pass, and the
-    code points' own CRCs are one table for the whole CJK range (issue #7).
-    """
-    import numpy as np
-
-    if not _CP_CRCS:  # correct from U+0800 (3-byte UTF-8); CJK starts at U+1100
-        _CP_CRCS.append(_utf8_crcs(np.arange(0x323B0, dtype=np.int64)))
-    cp_crc, table = _CP_CRCS[0], _crc32_table()
-    first, last = keys >> 21, keys & ((1 << 21) - 1)
-    crc: Array = cp_crc[last]
-    two = np.flatnonzero(first)
-    if len(two):
-        head = cp_crc[first[two]]
-        for _ in range(3):
-            head = table[head & 0xFF] ^ (head >> 8)
-        astral = np.flatnonzero(last[two] >= 0x10000)
-        head[astral] = table[head[astral] & 0xFF] ^ (head[astral] >> 8)
-        crc[two] ^= head
-    return crc
-
-
-def _finish(summed: Array, n: int, dim: int) -> FloatArray:
-    """Bucket sums -> (n, dim) float32 rows scaled to unit length (zero stays zero).
-
-    The sums are rounded to float32 and divided by ``_row_norms``.
-    """
-    import numpy as np
-
-    rounded = summed.reshape(n, dim).astype(np.float32).astype(np.float64)
-    norms = _row_norms(rounded)
-    unit = np.zeros((n, dim), dtype=np.float64)
-    np.divide(rounded, norms, out=unit, where=norms > 0)
-    out: FloatArray = unit.astype(np.float32)
-    return out
-
-
-def _row_norms(rows: Array) -> Array:
-    """(n, 1) norms of float64 ``rows``: each a left-to-right sum of the squares.
-
-    A fixed order, unlike numpy's pairwise ``norm``, so ``_unit_row`` gets
-    the same bits without numpy. Reducing the transposed squares over their
-    outer axis adds them column after column, ~4x faster than the last
-    column of a ``cumsum`` (issue #7); a single row would be reduced along
-    its contiguous axis, pairwise, so it takes the ``cumsum``.
-    """
-    import numpy as np
-
-    norms: Array
-    if len(rows) == 1:
-        norms = np.sqrt(np.cumsum(rows * rows, axis=1)[:, -1:])
-        return norms
-    squares = rows.T.copy()
-    squares *= squares
-    norms = np.sqrt(np.add.reduce(squares, axis=0))[:, None]
-    return norms
-
-
-_F32 = struct.Struct("<f")
-_F16 = struct.Struct("<e")
-
-
-def _f32(x: float) -> float:
-    """``x`` rounded to float32 (to nearest, ties to even), as numpy casts it."""
-    return float(_F32.unpack(_F32.pack(x))[0])
-
-
-def _unit_row(sums: dict[int, float], dim: int) -> list[float]:
-    """``_finish`` of one row of exact bucket sums, in pure Python (same bits)."""
-    dense = [0.0] * dim
-    for bucket, total in sums.items():
-        dense[bucket] = total
-    row = array("f", dense).tolist()  # float32 rounding, in C
-    acc = 0.0
-    for x in row:
-        acc += x * x  # a float32 square is exact in float64; the adds round alike
-    norm = math.sqrt(acc)
-    return array("f", [x / norm for x in row]).tolist() if norm > 0 else row
-
-
-def _quantize_row(row: list[float], bits: int) -> bytes:
-    """``quantize`` of one float32 row, in pure Python (same bytes)."""
-    top, scale_struct = (127.0, _F32) if bits == 8 else (7.0, _F16)
-    peak = max(map(abs, row))
-    packed = scale_struct.pack(_f32(peak / top))
-    scale = scale_struct.unpack(packed)[0]
-    if not scale > 0:
-        scale, packed = 1.0, scale_struct.pack(1.0)
-    # float32 quotients, then round(): ties to even, as np.rint
-    q = [round(x) for x in array("f", [x / scale for x in row]).tolist()]
-    if bits == 8:
-        return packed + bytes(v & 0xFF for v in q)
-    q = [min(7, max(-7, v)) & 0x0F for v in q]
-    return packed + bytes(lo | hi << 4 for lo, hi in zip(q[0::2], q[1::2], strict=True))
 
 
 class NgramEmbedder:
@@ -378,17 +142,17 @@ class NgramEmbedder:
         words = [i for i, t in enumerate(new) if len(t) >= 4 and _WORD.fullmatch(t)]
         lens = np.ones(n, dtype=np.int64)
         wlen = np.array([len(new[i]) for i in words], dtype=np.int64)
-        lens[words] += _n_subwords(wlen)
+        lens[words] += n_subwords(wlen)
         own = np.cumsum(lens) - lens  # each term's first feature, from 0
         feat_idx = np.empty(int(lens.sum()), dtype=np.int64)
         feat_val = np.empty(len(feat_idx), dtype=np.float32)
         feat_idx[own] = h % self.dim
         feat_val[own] = np.where((h >> 31) & 1, 1.0, -1.0)
         if words:
-            pos, grams, word = _subword_crcs(
+            pos, grams, word = subword_crcs(
                 [new[i] for i in words], wlen, own[words] + 1
             )
-            w = (SUBWORD_WEIGHT / np.sqrt(_n_subwords(wlen).astype(np.float64)))[word]
+            w = (SUBWORD_WEIGHT / np.sqrt(n_subwords(wlen).astype(np.float64)))[word]
             feat_idx[pos] = grams % self.dim
             feat_val[pos] = np.where((grams >> 31) & 1, w, -w)
         self._starts.extend(own + self._feat_idx.n)
@@ -406,11 +170,11 @@ class NgramEmbedder:
         self._slots: dict[str, tuple[int, float]] = {}
         # term -> its features as float32 values, for quantized_rows' pure path
         self._py_features: dict[str, tuple[list[int], list[float]]] = {}
-        self._feat_idx = _Buffer("int64")
-        self._feat_val = _Buffer("float32")
-        self._starts = _Buffer("int64")
-        self._lens = _Buffer("int64")
-        self._stop = _Buffer("bool")
+        self._feat_idx = Buffer("int64")
+        self._feat_val = Buffer("float32")
+        self._starts = Buffer("int64")
+        self._lens = Buffer("int64")
+        self._stop = Buffer("bool")
 
     def _term_counts(self, text: str) -> Counter[str]:
         counts = Counter(terms(text, cjk_ngram=self.cjk_ngram, use_stem=self.use_stem,
@@ -459,7 +223,7 @@ class NgramEmbedder:
             return np.zeros((n, dim), dtype=np.float32)
         idx = np.concatenate([f[0] for f in parts])
         val = np.concatenate([f[1] for f in parts])
-        return _finish(np.bincount(idx, weights=val, minlength=n * dim), n, dim)
+        return finish(np.bincount(idx, weights=val, minlength=n * dim), n, dim)
 
     def quantized_rows(
         self, word_lists: Sequence[Sequence[str]], run_lists: Sequence[Sequence[str]],
@@ -477,7 +241,7 @@ class NgramEmbedder:
         if bulk or self.numpy_used or tokens > PURE_TOKENS_MAX:
             return quantize(self.embed_parts(word_lists, run_lists), self.bits)
         return [
-            _quantize_row(_unit_row(self._row_sums(words, runs), self.dim), self.bits)
+            quantize_row(unit_row(self._row_sums(words, runs), self.dim), self.bits)
             for words, runs in zip(word_lists, run_lists, strict=True)
         ]
 
@@ -494,7 +258,7 @@ class NgramEmbedder:
         for term, tf in Counter(words).items():
             if term in STOPWORDS:
                 continue
-            w = _log_tf32(tf)
+            w = log_tf32(tf)
             found = cache.get(term)
             if found is None:
                 if len(cache) >= _PY_CACHE_MAX:
@@ -511,7 +275,7 @@ class NgramEmbedder:
                 grams.update(run[i : i + size] for i in range(len(run) - size + 1))
         dim = self.dim
         for gram, tf in grams.items():
-            w = _log_tf32(tf)
+            w = log_tf32(tf)
             h = zlib.crc32(gram.encode("utf-8"))
             sums[h % dim] = get(h % dim, 0.0) + (w if (h >> 31) & 1 else -w)
         return sums
@@ -545,7 +309,7 @@ class NgramEmbedder:
                 ),
                 return_counts=True,
             )
-            u_row, crc = pair >> 42, _ngram_crcs(pair & ((1 << 42) - 1))
+            u_row, crc = pair >> 42, ngram_crcs(pair & ((1 << 42) - 1))
         else:
             key_all = np.concatenate(keys)
             uniq, kid = np.unique(key_all, return_inverse=True)
@@ -553,8 +317,8 @@ class NgramEmbedder:
                 np.concatenate(rows) * len(uniq) + kid, return_counts=True
             )
             u_row, u_kid = pair // len(uniq), pair % len(uniq)
-            crc = _utf8_crcs(uniq)[u_kid]
-        w = _log_tf(tf)
+            crc = utf8_crcs(uniq)[u_kid]
+        w = log_tf(tf)
         sign = np.where((crc >> 31) & 1, np.float32(1.0), np.float32(-1.0))
         return u_row * dim + crc % dim, sign * w.astype(np.float32)
 
@@ -569,7 +333,7 @@ class NgramEmbedder:
         if found is None:
             return np.zeros((n, dim), dtype=np.float32)
         idx_all, val_all = found
-        return _finish(np.bincount(idx_all, weights=val_all, minlength=n * dim), n, dim)
+        return finish(np.bincount(idx_all, weights=val_all, minlength=n * dim), n, dim)
 
     def _features(
         self, term_lists: Sequence[Sequence[str]], weights: dict[str, float] | None
@@ -623,7 +387,7 @@ class NgramEmbedder:
         idx_all = self._feat_idx.data[pos] + np.repeat(u_row * dim, lens)
         # w = 1 + math.log(tf) (times idf) in float64, then rounded to float32
         # as the scalar product ``val * w`` rounds it.
-        w = _log_tf(tf)
+        w = log_tf(tf)
         if weights is not None:
             names = list(vocab)
             w *= np.array([weights.get(names[i], 1.0) for i in u_tid], dtype=np.float64)
@@ -660,77 +424,3 @@ class NgramEmbedder:
     def query_terms(self, text: str) -> list[str]:
         """Distinct terms of a query, for idf lookup."""
         return list(self._term_counts(normalize(text)))
-
-
-def quantize(vectors: FloatArray, bits: int = 8) -> list[bytes]:
-    """Encode unit vectors as blobs: a little-endian scale, then the values.
-
-    ``bits`` 8: a float32 scale and one int8 per value (``dim + 4`` bytes).
-    ``bits`` 4: a float16 scale and values in -7..7, two per byte, low nibble
-    first (``dim / 2 + 2`` bytes; issue #7: index size). The blob's length
-    says which, so readers need no flag.
-    """
-    import numpy as np
-
-    top, kind = (127.0, "<f4") if bits == 8 else (7.0, "<f2")
-    peak = np.abs(vectors).max(axis=1)
-    # A peak too small for the scale's type encodes as 0 (a zero row).
-    scale = (peak / np.float32(top)).astype(kind)
-    scale = np.where(scale > 0, scale, 1.0).astype(kind)
-    q = np.rint(vectors / scale[:, None].astype(np.float32)).astype(np.int8)
-    if bits == 4:
-        q = np.clip(q, -7, 7)
-        nib = (q & 0x0F).astype(np.uint8)
-        q = (nib[:, 0::2] | (nib[:, 1::2] << 4)).astype(np.uint8)
-    rows = np.concatenate([scale[:, None].view(np.uint8), q.view(np.uint8)], axis=1)
-    flat, width = rows.tobytes(), rows.shape[1]
-    return [flat[i : i + width] for i in range(0, len(flat), width)]
-
-
-# bytes.translate tables: a packed int4 byte -> its low / high nibble as int8.
-_LOW_NIBBLE = bytes((b & 15) - 16 * (b >> 3 & 1) & 0xFF for b in range(256))
-_HIGH_NIBBLE = bytes((b >> 4) - 16 * (b >> 7) & 0xFF for b in range(256))
-
-
-def cosine_int8(query: Sequence[float], blobs: Sequence[bytes]) -> list[float]:
-    """Dot products of a unit query with int8 or int4 blobs, in pure Python (no numpy)."""
-    import array
-    import operator
-    import struct
-
-    out: list[float] = []
-    dim = len(query)
-    even, odd = query[0::2], query[1::2]
-    mul = operator.mul
-    for blob in blobs:
-        if len(blob) == dim + 4:
-            (scale,) = struct.unpack_from("<f", blob)
-            out.append(scale * sum(map(mul, query, array.array("b", blob[4:]))))
-            continue
-        (scale,) = struct.unpack_from("<e", blob)
-        packed = blob[2:]
-        low = array.array("b", packed.translate(_LOW_NIBBLE))
-        high = array.array("b", packed.translate(_HIGH_NIBBLE))
-        out.append(scale * (sum(map(mul, even, low)) + sum(map(mul, odd, high))))
-    return out
-
-
-def dequantize(blobs: Sequence[bytes], dim: int) -> FloatArray:
-    """Decode int8 or int4 blobs (``quantize``) back to an (n, dim) float32 matrix."""
-    import numpy as np
-
-    if not blobs:
-        return np.zeros((0, dim), dtype=np.float32)
-    width = len(blobs[0])
-    raw = np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(len(blobs), width)
-    if width == dim + 4:
-        scale = raw[:, :4].copy().view("<f4").reshape(-1)
-        q = raw[:, 4:].view(np.int8).astype(np.float32)
-    else:
-        scale = raw[:, :2].copy().view("<f2").reshape(-1).astype(np.float32)
-        packed = raw[:, 2:].view(np.int8)
-        q = np.empty((len(blobs), dim), dtype=np.float32)
-        q[:, 0::2] = (packed << 4) >> 4  # arithmetic shifts sign-extend nibbles
-        q[:, 1::2] = packed >> 4
-    result: FloatArray = q * scale[:, None]
-    return result

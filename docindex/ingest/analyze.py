@@ -209,7 +209,7 @@ def _vectors(
 ) -> tuple[bytes, ...]:  # fmt: skip
     """The segments' vectors: the n-gram embedder takes the terms ``_analyze``
     made (``word_lists``, ``run_lists``); another embedder the text."""
-    from docindex.embed.ngram import quantize
+    from docindex.embed.quantized import quantize
 
     # In batches: one batch for a 5 MB file's 10k segments peaked at ~400 MiB
     # (issue #8). Rows are independent, so the vectors are bit-identical.

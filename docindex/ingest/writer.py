@@ -50,7 +50,7 @@ def embed_pending(
     Returns:
         The number of segments embedded.
     """
-    from docindex.embed.ngram import quantize
+    from docindex.embed.quantized import quantize
 
     embedder = _embedder(cfg)
     if embedder is None:

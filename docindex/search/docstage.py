@@ -134,7 +134,7 @@ def _quote_term(term: str) -> str:
 
 def document_scores(
     store: Index, docs: Docs, lists: dict[str, list[tuple[int, float]]],
-    qterms: list[str], cfg: Config, feedback: bool,
+    qterms: list[str], cfg: Config, feedback: bool, dense: float | None = None,
 ) -> tuple[dict[int, float], dict[str, list[tuple[int, float]]]]:  # fmt: skip
     """Score the document stage's documents.
 
@@ -158,18 +158,30 @@ def document_scores(
     if lists.get("semantic"):
         # A document-vector provider (issue #47) ranks documents the lexical
         # stage did not find: their first segments are in ``doc_of`` too.
-        best: dict[int, float] = {}
-        for sid, cos in lists["semantic"]:
-            doc = docs.doc_of.get(sid)
-            if doc is not None and cos > best.get(doc, 0.0):
-                best[doc] = cos
-        doc_lists["semantic"] = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
-    doc_scores = fuse(doc_lists, cfg)
+        doc_lists["semantic"] = _best_per_document(lists["semantic"], docs)
+        if lists.get("ngram"):
+            # Beside a document-vector list, the chunks' n-gram cosines
+            # (engine._lists) count by their document's best, as a
+            # segment-vector provider's list does.
+            doc_lists["ngram"] = _best_per_document(lists["ngram"], docs)
+    doc_scores = fuse(doc_lists, cfg, dense)
     for doc, share in named_documents(store, docs, qterms, cfg).items():
         if doc in doc_scores:
             doc_scores[doc] *= 1 + NAMED_BONUS * (1.0 if share >= 1 else PARTLY)
     top = max(doc_scores.values(), default=0.0) or 1.0
     return {doc: s / top for doc, s in doc_scores.items()}, doc_lists
+
+
+def _best_per_document(
+    pairs: list[tuple[int, float]], docs: Docs
+) -> list[tuple[int, float]]:
+    """(doc id, best cosine of its segments), best first."""
+    best: dict[int, float] = {}
+    for sid, cos in pairs:
+        doc = docs.doc_of.get(sid)
+        if doc is not None and cos > best.get(doc, 0.0):
+            best[doc] = cos
+    return sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
 def named_documents(
@@ -317,10 +329,38 @@ def _doc_of(store: Index, docs: Docs, ids: Sequence[int]) -> dict[int, int]:
     return out
 
 
+def chunk_fusion(
+    lists: dict[str, list[tuple[int, float]]], cfg: Config, docs: Docs | None,
+    dense: float | None = None,
+) -> dict[int, float]:  # fmt: skip
+    """The segments' fused scores, before their documents' weigh in.
+
+    ``dense``: None for a provider with a vector per segment. A provider with
+    one vector per document (#47) gives each lexical candidate its
+    document's cosine, at weight ``dense``: counted for the first segment
+    alone, the page vector lifted a page's title chunk above the section
+    that answers ("pass data from parent to child": a Vue tutorial's title,
+    not ``props.md``'s section). A page found by its vector alone keeps its
+    first segment, so the chunk list still shows it.
+    """
+    if dense is None or docs is None or not lists.get("semantic"):
+        return fuse(lists, cfg)
+    cosine = dict(_best_per_document(lists["semantic"], docs))
+    spread = [
+        (sid, cosine[doc])
+        for sid, _ in lists.get("lexical", [])
+        if (doc := docs.doc_of.get(sid)) in cosine
+    ]
+    held = {sid for sid, _ in spread}
+    spread += [(sid, cos) for sid, cos in lists["semantic"] if sid not in held]
+    spread.sort(key=lambda kv: (-kv[1], kv[0]))
+    return fuse({**lists, "semantic": spread}, cfg, dense)
+
+
 def rank_documents(
     store: Index, docs: Docs, fused: dict[int, float],
     lists: dict[str, list[tuple[int, float]]], qterms: list[str], cfg: Config,
-    opts: QueryOptions, question: bool = False,
+    opts: QueryOptions, question: bool = False, dense: float | None = None,
 ) -> tuple[list[tuple[int, float]], dict[int, SegmentRow], RawLists]:  # fmt: skip
     """``--files``: whole documents (``document_scores``), each shown by its
     best fused segment (its first one when none was fused).
@@ -331,7 +371,7 @@ def rank_documents(
         (document rank, raw document score) for ``--explain``.
     """
     doc_scores, doc_lists = document_scores(
-        store, docs, lists, qterms, cfg, _feedback(opts, question)
+        store, docs, lists, qterms, cfg, _feedback(opts, question), dense
     )
     shown = {d.id: d.first_segment for d in docs.hits}
     best: dict[int, float] = {}
@@ -353,7 +393,7 @@ def rank_documents(
 def rank_chunks(
     store: Index, docs: Docs, fused: dict[int, float],
     lists: dict[str, list[tuple[int, float]]], qterms: list[str], cfg: Config,
-    opts: QueryOptions, question: bool = False,
+    opts: QueryOptions, question: bool = False, dense: float | None = None,
 ) -> tuple[list[tuple[int, float]], dict[int, tuple[int, float]], dict[int, int]]:  # fmt: skip
     """The chunk list, each chunk's score knowing its document (issue #21).
 
@@ -374,7 +414,13 @@ def rank_chunks(
         doc id of the fused segments.
     """
     doc_scores, _ = document_scores(
-        store, docs, lists, qterms, cfg, CHUNK_FEEDBACK and _feedback(opts, question)
+        store,
+        docs,
+        lists,
+        qterms,
+        cfg,
+        CHUNK_FEEDBACK and _feedback(opts, question),
+        dense,
     )
     doc_of = _doc_of(store, docs, list(fused))
     w = CHUNK_DOC_WEIGHT

@@ -49,12 +49,12 @@ from docindex.search.docstage import (
     DOC_POOL,
     Docs,
     added,
+    chunk_fusion,
     document_stage,
     rank_chunks,
     rank_documents,
     with_synonyms,
 )
-from docindex.search.fusion import fuse
 from docindex.search.fusion import (
     fuse_scores as fuse_scores,  # re-exported: the old home
 )
@@ -75,6 +75,8 @@ from docindex.search.query import (
     phrase_pattern,
 )
 from docindex.search.semantic import (
+    document_vector_weights,
+    document_vectors,
     language_gate,
     ngram_fallback,
     provider_degraded,
@@ -212,7 +214,12 @@ def search(
     lists, gate, degraded, docs, pool_full = _lists(store, parsed, cfg, opts)
     result.degraded = degraded
     result.used = [name for name, pairs in lists.items() if pairs]
-    fused = fuse(lists, cfg)
+    weights = term_weights(store, qterms)
+    dense: tuple[float, float] | None = None  # (documents, chunks), #47
+    if docs is not None and lists.get("semantic") and document_vectors(cfg):
+        dense = document_vector_weights(store, lists.get("lexical", []), weights, cfg)
+    fused = chunk_fusion(lists, cfg, docs, dense[1] if dense else None)
+    doc_dense = dense[0] if dense else None
     raw = {
         name: {sid: (i, s) for i, (sid, s) in enumerate(pairs, start=1)}
         for name, pairs in lists.items()
@@ -226,14 +233,14 @@ def search(
     if opts.files and docs is not None:
         # --files ranks whole documents (the document stage, issue #21).
         ranked, rows, raw = rank_documents(
-            store, docs, fused, lists, qterms, cfg, opts, parsed.question
+            store, docs, fused, lists, qterms, cfg, opts, parsed.question, doc_dense
         )
     elif opts.files:
         ranked, rows = _best_per_document(store, ranked, want)
     else:
         if docs is not None:  # chunks know their document's score (#21)
             ranked, doc_raw, doc_of = rank_chunks(
-                store, docs, fused, lists, qterms, cfg, opts, parsed.question
+                store, docs, fused, lists, qterms, cfg, opts, parsed.question, doc_dense
             )
         if not is_code_query(parsed):
             # Answers over fragments (#37): a YAML block or the tail of an
@@ -251,7 +258,6 @@ def search(
     if opts.offset + opts.top < len(ranked):
         result.next_offset = opts.offset + opts.top
     page = ranked[opts.offset : opts.offset + opts.top]
-    weights = term_weights(store, qterms)
     result.hits = _page_hits(
         store, page, rows, raw, gate, folded, weights, cfg, opts, doc_raw
     )
@@ -450,6 +456,11 @@ def _lists(
         # costs more and gained nothing measurable (bench/eval.py, issue #3).
         candidates = [sid for sid, _ in lists["lexical"]]
         semantic = semantic_ranking(store, text, cfg, candidates, only, pool)
+        if semantic and docs is not None and document_vectors(cfg):
+            # A vector per document (#47) tells pages apart, not their
+            # chunks: these are told apart by the n-gram cosines the default
+            # provider ranks them by, made now for the lexical candidates.
+            lists["ngram"] = ngram_fallback(store, text, cfg, lists["lexical"])
     if opts.mode in ("auto", "semantic"):
         if semantic is None:
             degraded = True

@@ -66,11 +66,17 @@ def fuse_scores(
     return {sid: min(1.0, s / total) for sid, s in scores.items()}
 
 
-def fuse(lists: dict[str, list[tuple[int, float]]], cfg: Config) -> dict[int, float]:
-    """Fuse the lists that ran with ``cfg.fusion`` (a lone list keeps weight 1)."""
+def fuse(
+    lists: dict[str, list[tuple[int, float]]], cfg: Config, dense: float | None = None
+) -> dict[int, float]:
+    """Fuse the lists that ran with ``cfg.fusion`` (a lone list keeps weight 1).
+
+    ``dense``: the ``semantic`` list's weight for this query, when not the
+    setting's (a document-vector provider's, ``semantic.document_vector_weight``).
+    """
     weights = {
         "lexical": 1.0,
-        "semantic": dense_weight(cfg),
+        "semantic": dense_weight(cfg) if dense is None else dense,
         "ngram": cfg.semantic_weight,
     }
     if len([p for p in lists.values() if p]) <= 1:

@@ -63,7 +63,7 @@ def related(
     """
     import numpy as np
 
-    from docindex.embed.ngram import dequantize
+    from docindex.embed.quantized import dequantize
 
     check_range("top", top, 1, MAX_TOP)
     emb = store.get_meta("embedder")

@@ -23,6 +23,11 @@ if TYPE_CHECKING:  # imported where used: a lexical query needs no embedder (#24
 NEURAL = ("minilm", "multilingual")
 PURE_PYTHON_MAX = 600  # candidates scored without numpy in a fresh process
 PURE_PYTHON_QUERIES = 3  # ... for its first queries; later ones import numpy
+# The document-vector list's weight when bm25's chunks hold the whole query
+# (``document_vector_weight``), chosen on the dev halves (bench/questions.py,
+# bench/crosslingual.py, the judged sets' non-test queries), issue #47.
+MATCHED_WEIGHT = 0.25
+COVERAGE_CHUNKS = 10  # bm25's best chunks read for the query's coverage
 
 
 def language_gate(cfg: Config, text: str) -> str | None:
@@ -62,7 +67,8 @@ def ngram_fallback(
     """
     if not lexical:
         return []
-    from docindex.embed.ngram import NgramEmbedder, dequantize, quantize
+    from docindex.embed.ngram import NgramEmbedder
+    from docindex.embed.quantized import dequantize, quantize
     from docindex.text.fields import embed_input, title_text
 
     key = (cfg.embedding_dim, cfg.cjk_ngram, cfg.stem)
@@ -91,6 +97,48 @@ def ngram_fallback(
     sims = matrix @ emb.embed([text], weights=idf)[0]
     ranked = sorted(zip(ids, sims.tolist(), strict=True), key=lambda p: (-p[1], p[0]))
     return [(sid, sim) for sid, sim in ranked if sim > 0]
+
+
+def document_vectors(cfg: Config) -> bool:
+    """True for a provider with one vector per document (issue #47)."""
+    if cfg.embedding_provider not in NEURAL:
+        return False  # no embedder built for the default provider (#24)
+    embedder = _embedder(cfg)
+    return embedder is not None and embedder.unit == "document"
+
+
+def document_vector_weights(
+    store: Index, lexical: list[tuple[int, float]], weights: dict[str, float],
+    cfg: Config,
+) -> tuple[float, float]:  # fmt: skip
+    """The document-vector list's weights for this query (issue #47)::
+
+        documents: MATCHED_WEIGHT + multilingual_weight * (1 - matched)
+        chunks:                     multilingual_weight * (1 - matched)
+
+    ``matched``: the largest share of the query's idf weight that one of the
+    COVERAGE_CHUNKS best bm25 chunks holds (``quality.coverage``, what the
+    weak-match hint reads). A question bm25 cannot match (Chinese words
+    over English pages: ~0.1) gets the model's full weight; one whose words
+    a chunk holds all of ("pass data from parent to child") keeps
+    MATCHED_WEIGHT for its documents, enough for a synonym bm25 misses (认证
+    for 身份验证), too little to outvote bm25 with a page vector that sees
+    only the page's start (props.md), and none for its chunks: bm25 and the
+    n-gram cosines tell them apart.
+    """
+    from docindex.search.quality import coverage, held_terms
+
+    matched = 0.0
+    top = [sid for sid, _ in lexical[:COVERAGE_CHUNKS]]
+    rows = store.segments_by_id(top) if top and weights else {}
+    for sid in top:
+        row = rows.get(sid)
+        if row is not None:
+            body = store.body(row.doc_id)[row.char_start : row.char_end]
+            held = held_terms(body, row.heading, cfg)
+            matched = max(matched, coverage(held, weights))
+    unmatched = cfg.multilingual_weight * (1.0 - matched)
+    return MATCHED_WEIGHT + unmatched, unmatched
 
 
 def provider_degraded(cfg: Config) -> bool:
@@ -181,7 +229,7 @@ def _cosines_pure(
     blobs: list[bytes], limit: int,
 ) -> list[tuple[int, float]]:  # fmt: skip
     """``_cosines_numpy`` without numpy, for a few hundred candidates."""
-    from docindex.embed.ngram import cosine_int8
+    from docindex.embed.quantized import cosine_int8
 
     qlist = ngram.query_vector(text, weights=idf)
     if not any(qlist):
@@ -206,7 +254,7 @@ def _cosines_numpy(
     """
     import numpy as np
 
-    from docindex.embed.ngram import dequantize
+    from docindex.embed.quantized import dequantize
 
     qvec = embedder.embed_query(text, weights=idf)
     if not np.any(qvec):
