@@ -234,7 +234,8 @@ import json, sqlite3, statistics, sys, time
 from pathlib import Path
 import docindex
 from docindex.config import Config
-from docindex.search.engine import fts_match, parse
+from docindex.search.candidates import fts_match
+from docindex.search.engine import parse
 from docindex.ingest.walker import WalkOptions, walk
 db, tree, queries = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 q = queries[0]

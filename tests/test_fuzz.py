@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from docindex.cli.main import cli
 from docindex.errors import ExtractionError
 from docindex.ingest.extract import ExtractLimits, get_extractor, kind_for
-from docindex.search.engine import quote_fts
+from docindex.search.candidates import quote_fts
 from docindex.store import migrations
 from docindex.text.tokenize import iter_terms, query_terms, terms
 

@@ -17,7 +17,7 @@ from docindex.ingest.analyze import (
 )
 from docindex.ingest.segment import segment_document
 from docindex.models import Extracted, Unit
-from docindex.search.engine import quote_fts
+from docindex.search.candidates import quote_fts
 from docindex.store import (
     DocFilter,
     Index,

@@ -42,110 +42,47 @@ import dataclasses
 import time
 
 from docindex.config import Config
-from docindex.models import FoldedHit, Hint, Hit
+from docindex.models import Hint, Hit
 from docindex.models import QueryOptions as QueryOptions  # re-exported: the old home
 from docindex.models import QueryResult as QueryResult
+from docindex.search.candidates import Ranked, doc_filter, fts_match, ranked_lists
 from docindex.search.docstage import (
-    DOC_POOL,
     Docs,
-    added,
     chunk_fusion,
-    document_stage,
     rank_chunks,
     rank_documents,
-    with_synonyms,
 )
 from docindex.search.fusion import (
     fuse_scores as fuse_scores,  # re-exported: the old home
 )
 from docindex.search.fusion import rrf as rrf
 from docindex.search.hints import weak_hint
+from docindex.search.hits import (
+    FOLD_SHOWN,
+    best_per_document,
+    fold_per_document,
+    page_hits,
+)
 from docindex.search.quality import (
-    coverage,
     demote_fragments,
-    held_terms,
     is_code_query,
     term_weights,
 )
 from docindex.search.query import (
     NO_WORDS,
     ParsedQuery,
-    normalized_words,
     parse_query,
-    phrase_pattern,
 )
 from docindex.search.semantic import (
     document_vector_weights,
     document_vectors,
-    language_gate,
-    ngram_fallback,
-    provider_degraded,
-    semantic_ranking,
-)
-from docindex.search.snippet import (
-    best_line,
-    match_spans,
-    open_fence,
-    snippet_with_highlights,
 )
 from docindex.search.spelling import as_written, suggestions
-from docindex.store import DocFilter, Index, SegmentRow
-from docindex.text.synonyms import SYNONYM_WEIGHT
+from docindex.store import Index, SegmentRow
 from docindex.text.tokenize import identifier_terms
 
 MODES = ("auto", "lexical", "semantic")
-ALL_VECTORS_MAX = 50_000  # --mode semantic scores every vector up to this many
-SEMANTIC_POOL = 2000  # lexical candidates --mode semantic scores past that
 MAX_TOP = 1000
-FOLD_SHOWN = 5  # folded hits a shown hit lists (all are counted in folded_count)
-
-
-def quote_fts(term: str) -> str:
-    """Quote one term for FTS5 MATCH: user text never reaches FTS5 as syntax.
-
-    NUL characters are dropped: FTS5 reads a quoted string up to the first NUL
-    and reports "unterminated string" (issue #8).
-    """
-    return '"' + term.replace("\x00", "").replace('"', '""') + '"'
-
-
-def _doc_filter(opts: QueryOptions, store: Index) -> DocFilter:
-    """--type, --path, --where and --root as the storage's document filter."""
-    root_ids = None
-    if opts.roots:
-        known = {path: rid for rid, path in store.roots().items()}
-        root_ids = tuple(known[r] for r in opts.roots if r in known)
-    return DocFilter(
-        root_ids=root_ids, kinds=opts.types, path=opts.path_glob or None,
-        facets=opts.where,
-    )  # fmt: skip
-
-
-def _best_per_document(
-    store: Index, ranked: list[tuple[int, float]], want: int
-) -> tuple[list[tuple[int, float]], dict[int, SegmentRow]]:
-    """Keep each document's best segment (``ranked`` is best first).
-
-    ``total`` is then exact when every candidate was looked at, else a lower
-    bound (the scan stops once a page's worth of documents is found).
-    """
-    rows: dict[int, SegmentRow] = {}
-    per_doc: list[tuple[int, float]] = []
-    seen: set[int] = set()
-    step = max(64, want * 4)
-    for start in range(0, len(ranked), step):
-        chunk = ranked[start : start + step]
-        got = store.segments_by_id([sid for sid, _ in chunk])
-        for sid, score in chunk:
-            row = got.get(sid)
-            if row is None or row.doc_id in seen:
-                continue
-            seen.add(row.doc_id)
-            rows[sid] = row
-            per_doc.append((sid, score))
-        if len(per_doc) > want:
-            break
-    return per_doc, rows
 
 
 def parse(text: str, cfg: Config) -> ParsedQuery:
@@ -199,22 +136,59 @@ def search(
     result.synonyms = {e.matched: list(e.added) for e in parsed.expansions}
     qterms = list(parsed.tokens)
     if not parsed.searchable or not qterms:
-        # Stopwords only ("the") matched everything at 1.0 (issue #19).
-        result.hint = {
-            "unmatched_words": [], "filtered_out": False, "would_match": {},
-            "suggestion": f"{NO_WORDS}: "
-            + (
-                "add a word to look for (-word only excludes)"
-                if parsed.excluded and not parsed.positive_text.strip()
-                else "add a word that is not a stopword"
-            ),
-        }  # fmt: skip
+        result.hint = _no_words_hint(parsed)
         result.took_ms = _ms(started)
         return result
-    lists, gate, degraded, docs, pool_full = _lists(store, parsed, cfg, opts)
+    lists, gate, degraded, docs, pool_full = ranked_lists(store, parsed, cfg, opts)
     result.degraded = degraded
     result.used = [name for name, pairs in lists.items() if pairs]
     weights = term_weights(store, qterms)
+    page = _ranked(store, parsed, cfg, opts, lists, docs, qterms, weights)
+    result.total, result.total_exact = _total(
+        store, parsed, opts, len(page.ranked), pool_full, every=docs is None
+    )
+    if opts.offset + opts.top < len(page.ranked):
+        result.next_offset = opts.offset + opts.top
+    shown = page.ranked[opts.offset : opts.offset + opts.top]
+    result.hits = page_hits(store, shown, page.rows, page.raw, gate, page.folded,
+                            weights, cfg, opts, page.doc_raw)  # fmt: skip
+    if hint:
+        result = _with_hints(store, parsed, result, weights, cfg, opts)
+    result.took_ms = _ms(started)
+    return result
+
+
+def _no_words_hint(parsed: ParsedQuery) -> Hint:
+    """Why a query of stopwords only (or only ``-word``) searched nothing:
+    it matched everything at 1.0 before (issue #19)."""
+    return {
+        "unmatched_words": [], "filtered_out": False, "would_match": {},
+        "suggestion": f"{NO_WORDS}: "
+        + (
+            "add a word to look for (-word only excludes)"
+            if parsed.excluded and not parsed.positive_text.strip()
+            else "add a word that is not a stopword"
+        ),
+    }  # fmt: skip
+
+
+@dataclasses.dataclass
+class _Page:
+    """The ranked segment ids of one query and what its page needs of them."""
+
+    ranked: Ranked
+    rows: dict[int, SegmentRow]
+    raw: dict[str, dict[int, tuple[int, float]]]
+    doc_raw: dict[int, tuple[int, float]]
+    folded: dict[int, Ranked]
+
+
+def _ranked(
+    store: Index, parsed: ParsedQuery, cfg: Config, opts: QueryOptions,
+    lists: dict[str, Ranked], docs: Docs | None, qterms: list[str],
+    weights: dict[str, float],
+) -> _Page:  # fmt: skip
+    """Fuse the lists and rank chunks (or documents with ``--files``)."""
     dense: tuple[float, float] | None = None  # (documents, chunks), #47
     if docs is not None and lists.get("semantic") and document_vectors(cfg):
         dense = document_vector_weights(store, lists.get("lexical", []), weights, cfg)
@@ -229,54 +203,49 @@ def search(
     want = opts.top + opts.offset
     doc_raw: dict[int, tuple[int, float]] = {}
     doc_of: dict[int, int] | None = None
-    folded: dict[int, list[tuple[int, float]]] = {}
+    folded: dict[int, Ranked] = {}
     if opts.files and docs is not None:
         # --files ranks whole documents (the document stage, issue #21).
-        ranked, rows, raw = rank_documents(
-            store, docs, fused, lists, qterms, cfg, opts, parsed.question, doc_dense
-        )
-    elif opts.files:
-        ranked, rows = _best_per_document(store, ranked, want)
-    else:
-        if docs is not None:  # chunks know their document's score (#21)
-            ranked, doc_raw, doc_of = rank_chunks(
-                store, docs, fused, lists, qterms, cfg, opts, parsed.question, doc_dense
-            )
-        if not is_code_query(parsed):
-            # Answers over fragments (#37): a YAML block or the tail of an
-            # example does not outrank the prose that explains it.
-            ranked = demote_fragments(store, ranked, want, add=not parsed.constrained)
-            ranked = [(sid, s) for sid, s in ranked if s >= opts.min_score]
-        if opts.per_doc > 0:
-            ranked, folded = fold_per_document(store, ranked, opts.per_doc, doc_of)
-        shown = [sid for sid, _ in ranked[opts.offset : want]]
-        extra = [sid for s in shown for sid, _ in folded.get(s, ())[:FOLD_SHOWN]]
-        rows = store.segments_by_id(shown + extra)
-    result.total, result.total_exact = _total(
-        store, parsed, opts, len(ranked), pool_full, every=docs is None
-    )
-    if opts.offset + opts.top < len(ranked):
-        result.next_offset = opts.offset + opts.top
-    page = ranked[opts.offset : opts.offset + opts.top]
-    result.hits = _page_hits(
-        store, page, rows, raw, gate, folded, weights, cfg, opts, doc_raw
-    )
-    if hint:
-        # Spellings for what was typed: not for a camel-case name's words
-        # (useEfect's "efect"), which the typed name's own fix covers (#47).
-        derived = identifier_terms(parsed.positive_text, use_stem=cfg.stem)
-        own = [t for t in qterms if t not in derived]
-        fixes = suggestions(store, own)
-        if fixes:
-            # Hits for a misspelt name's words alone ("use" of useEfect) are
-            # no answer: the index holds none of the terms typed.
-            missed = bool(derived) and not any(store.doc_freqs(own).values())
-            result = _spelled(store, parsed, fixes, result, cfg, opts, missed)
-        if not result.hits and opts.offset == 0:
-            result.hint = _zero_hint(store, parsed, cfg, opts)
-        elif result.hits and opts.offset == 0:
-            result.hint = weak_hint(store, parsed, result, weights, cfg)
-    result.took_ms = _ms(started)
+        ranked, rows, raw = rank_documents(store, docs, fused, lists, qterms,
+                                           cfg, opts, parsed.question, doc_dense)  # fmt: skip
+        return _Page(ranked, rows, raw, doc_raw, folded)
+    if opts.files:
+        ranked, rows = best_per_document(store, ranked, want)
+        return _Page(ranked, rows, raw, doc_raw, folded)
+    if docs is not None:  # chunks know their document's score (#21)
+        ranked, doc_raw, doc_of = rank_chunks(store, docs, fused, lists, qterms,
+                                              cfg, opts, parsed.question, doc_dense)  # fmt: skip
+    if not is_code_query(parsed):
+        # Answers over fragments (#37): a YAML block or the tail of an
+        # example does not outrank the prose that explains it.
+        ranked = demote_fragments(store, ranked, want, add=not parsed.constrained)
+        ranked = [(sid, s) for sid, s in ranked if s >= opts.min_score]
+    if opts.per_doc > 0:
+        ranked, folded = fold_per_document(store, ranked, opts.per_doc, doc_of)
+    shown = [sid for sid, _ in ranked[opts.offset : want]]
+    extra = [sid for s in shown for sid, _ in folded.get(s, ())[:FOLD_SHOWN]]
+    return _Page(ranked, store.segments_by_id(shown + extra), raw, doc_raw, folded)
+
+
+def _with_hints(
+    store: Index, parsed: ParsedQuery, result: QueryResult,
+    weights: dict[str, float], cfg: Config, opts: QueryOptions,
+) -> QueryResult:  # fmt: skip
+    """Did you mean, and the hint for an empty or weak first page."""
+    # Spellings for what was typed: not for a camel-case name's words
+    # (useEfect's "efect"), which the typed name's own fix covers (#47).
+    derived = identifier_terms(parsed.positive_text, use_stem=cfg.stem)
+    own = [t for t in parsed.tokens if t not in derived]
+    fixes = suggestions(store, own)
+    if fixes:
+        # Hits for a misspelt name's words alone ("use" of useEfect) are
+        # no answer: the index holds none of the terms typed.
+        missed = bool(derived) and not any(store.doc_freqs(own).values())
+        result = _spelled(store, parsed, fixes, result, cfg, opts, missed)
+    if not result.hits and opts.offset == 0:
+        result.hint = _zero_hint(store, parsed, cfg, opts)
+    elif result.hits and opts.offset == 0:
+        result.hint = weak_hint(store, parsed, result, weights, cfg)
     return result
 
 
@@ -297,7 +266,7 @@ def _total(
     if parsed.phrases or parsed.required or opts.min_score > 0:
         return ranked, not pool_full
     counted = store.count_matches(
-        fts_match(parsed), _doc_filter(opts, store), documents=opts.files
+        fts_match(parsed), doc_filter(opts, store), documents=opts.files
     )
     return max(counted, ranked), True
 
@@ -372,235 +341,6 @@ def _corrected(parsed: ParsedQuery, fixes: dict[str, str]) -> ParsedQuery:
     )  # fmt: skip
 
 
-Ranked = list[tuple[int, float]]  # (segment id, score) best first
-
-
-def _lists(
-    store: Index, parsed: ParsedQuery, cfg: Config, opts: QueryOptions
-) -> tuple[dict[str, Ranked], str | None, bool, Docs | None, bool]:
-    """The ranked lists to fuse, the language gate (or None), ``degraded``,
-    the document stage (None in semantic mode) and whether the lexical
-    candidates filled their pool (more may match).
-
-    Lists: ``lexical`` (bm25), ``semantic`` (cosine) and, for a gated neural
-    query, ``ngram`` (n-gram vectors made on the fly). In ``auto`` and
-    ``lexical`` mode the documents are ranked first (``document_stage``)
-    and the segments' bm25 is computed for theirs alone, which costs less
-    than ranking every matching segment (issue #21).
-    """
-    text = parsed.positive_text
-    only = _doc_filter(opts, store)
-    pool = max(200, min(2000, (opts.top + opts.offset) * 20))
-    lists: dict[str, Ranked] = {}
-    semantic: Ranked | None = None
-    every_vector = (
-        opts.mode == "semantic"
-        and not parsed.constrained  # phrases, + and - need the lexical filter
-        and store.max_segment_id() <= ALL_VECTORS_MAX
-    )
-    if every_vector:
-        # Pure semantic ranking scores every vector (one matrix product), so a
-        # query with no word in common with a document can still find it. Past
-        # ALL_VECTORS_MAX reading every vector costs seconds (bench/query_speed.py)
-        # and the lexical candidates (a larger pool) are scored instead.
-        semantic = semantic_ranking(store, text, cfg, None, only, pool)
-    docs: Docs | None = None
-    if opts.mode != "semantic" or not every_vector or semantic is None:
-        match = fts_match(parsed)
-        size = SEMANTIC_POOL if opts.mode == "semantic" else pool
-        within: list[int] | None = None
-        # Synonyms (#47): each ranked apart, its bm25 added below the typed
-        # terms' (SYNONYM_WEIGHT shared among its terms).
-        extra = [
-            (" OR ".join(map(quote_fts, terms)), SYNONYM_WEIGHT / len(terms))
-            for terms in parsed.synonym_terms
-        ]
-        if opts.mode != "semantic":
-            n_docs = max(DOC_POOL, 2 * (opts.top + opts.offset))
-            docs = document_stage(store, parsed, match, n_docs, only)
-            for extra_match, weight in extra:
-                docs = with_synonyms(store, docs, extra_match, weight, n_docs, only)
-            if not parsed.constrained:
-                within = list(docs.doc_of)
-        lists["lexical"] = store.lexical(
-            match, size, cfg.title_weight, only, within=within
-        )
-        for extra_match, weight in extra:
-            found = store.lexical(
-                extra_match, size, cfg.title_weight, only, within=within
-            )
-            lists["lexical"] = added(lists["lexical"], found, weight, size)
-        if parsed.constrained:
-            lists["lexical"] = _verified(store, parsed, lists["lexical"], cfg)
-    if opts.mode == "semantic" and not every_vector:
-        candidates = [sid for sid, _ in lists.pop("lexical")]
-        semantic = semantic_ranking(store, text, cfg, candidates, only, pool)
-        if semantic is None:
-            lexical = store.lexical(match, pool, cfg.title_weight, only)
-            if parsed.constrained:
-                lexical = _verified(store, parsed, lexical, cfg)
-            lists["lexical"] = lexical
-    # Language gate (issue #9): an English-only neural model gets no weight
-    # on a mostly-CJK or mostly-[UNK] query; --explain shows it as "gate".
-    gate = language_gate(cfg, text) if opts.mode == "auto" else None
-    degraded = provider_degraded(cfg)  # minilm chosen but not installed
-    if gate is not None:
-        semantic = []
-        # The n-gram vectors' small gain on CJK should survive the gate: score
-        # the lexical candidates with n-gram vectors made on the fly (#9).
-        fallback = ngram_fallback(store, text, cfg, lists.get("lexical", []))
-        if fallback:
-            lists["ngram"] = fallback
-    elif opts.mode == "auto":
-        # auto re-scores the lexical candidates by cosine; scoring every vector
-        # costs more and gained nothing measurable (bench/eval.py, issue #3).
-        candidates = [sid for sid, _ in lists["lexical"]]
-        semantic = semantic_ranking(store, text, cfg, candidates, only, pool)
-        if semantic and docs is not None and document_vectors(cfg):
-            # A vector per document (#47) tells pages apart, not their
-            # chunks: these are told apart by the n-gram cosines the default
-            # provider ranks them by, made now for the lexical candidates.
-            lists["ngram"] = ngram_fallback(store, text, cfg, lists["lexical"])
-    if opts.mode in ("auto", "semantic"):
-        if semantic is None:
-            degraded = True
-        elif semantic:
-            lists["semantic"] = semantic
-            if docs is not None:
-                # Documents found by their vector alone (issue #47) join the
-                # document stage through their first segment.
-                missing = [sid for sid, _ in semantic if sid not in docs.doc_of]
-                if missing:
-                    docs.doc_of.update(store.doc_ids_of(missing))
-    pool_full = len(lists.get("lexical", ())) >= pool
-    return lists, gate, degraded, docs, pool_full
-
-
-def _page_hits(
-    store: Index, page: Ranked, rows: dict[int, SegmentRow],
-    raw: dict[str, dict[int, tuple[int, float]]], gate: str | None,
-    folded: dict[int, Ranked], weights: dict[str, float], cfg: Config,
-    opts: QueryOptions, doc_raw: dict[int, tuple[int, float]],
-) -> list[Hit]:  # fmt: skip
-    """The page's hits, with ``--explain`` details (the hit's document's rank
-    and score in ``document``, #21) and folded hits (#19)."""
-    hits: list[Hit] = []
-    for sid, score in page:
-        row = rows.get(sid) or store.segments_by_id([sid]).get(sid)
-        if row is None:
-            continue
-        explain: dict[str, object] | None = None
-        if opts.explain:
-            explain = {
-                name: {"rank": r[sid][0], "raw": round(r[sid][1], 6)}
-                for name, r in raw.items()
-                if sid in r
-            }
-            if sid in doc_raw:
-                explain["document"] = {"rank": doc_raw[sid][0], "raw": doc_raw[sid][1]}
-            explain["fused"] = round(score, 6)
-            if gate is not None:
-                explain["gate"] = gate
-        hit = _hit(store, row, score, weights, cfg, opts, raw, explain)
-        if sid in folded:
-            hit = dataclasses.replace(hit, folded_count=len(folded[sid]), folded=[
-                FoldedHit(r.chunk_id, r.start_line, round(fs, 4), list(r.heading))
-                for fsid, fs in folded[sid][:FOLD_SHOWN]
-                if (r := rows.get(fsid)) is not None
-            ])  # fmt: skip
-        hits.append(hit)
-    return hits
-
-
-def fts_match(parsed: ParsedQuery) -> str:
-    """The FTS5 MATCH expression of a parsed query; every term is quoted.
-
-    Any ranked term may match; each phrase's and ``+word``'s terms must all
-    be there; an excluded word's or phrase's terms must not all be there.
-    Phrases are then checked word by word (``_verified``): FTS columns hold
-    terms, not the text's word order.
-    """
-    expr = "(" + " OR ".join(quote_fts(t) for t in parsed.tokens) + ")"
-    for group in parsed.required_tokens:
-        for term in group:
-            expr += f" AND {quote_fts(term)}"
-    for group in parsed.excluded_tokens:
-        expr += " NOT (" + " AND ".join(quote_fts(t) for t in group) + ")"
-    return expr
-
-
-def _verified(
-    store: Index, parsed: ParsedQuery, pairs: list[tuple[int, float]], cfg: Config
-) -> list[tuple[int, float]]:
-    """``pairs`` whose segment text holds every phrase and no excluded phrase,
-    and whose text or heading path holds every ``+word``.
-
-    The text is compared as normalised words (``query.normalized_words``), so
-    ``"rate limiting"`` matches "Rate-Limiting" but not "rate of limiting".
-    Exclusions are checked the same way, on the heading path too. A
-    ``+word`` in the document's title alone does not count (issue #37): the
-    FTS title column holds the title with the heading path.
-    """
-    must = [p for p in map(phrase_pattern, parsed.phrases) if p is not None]
-    never = [p for p in map(phrase_pattern, parsed.excluded) if p is not None]
-    need = [set(g) for g in parsed.required_tokens]
-    if not pairs or not (must or never or need):
-        return pairs
-    rows = store.segments_by_id([sid for sid, _ in pairs])
-    bodies: dict[int, str] = {}
-    kept: list[tuple[int, float]] = []
-    for sid, score in pairs:
-        row = rows.get(sid)
-        if row is None:
-            continue
-        body = bodies.get(row.doc_id)
-        if body is None:
-            body = bodies[row.doc_id] = store.body(row.doc_id)
-        text = body[row.char_start : row.char_end]
-        if need:
-            # the H1 that repeats the title is the title, not the chunk's
-            own = [h for h in row.heading if h != row.title]
-            held = held_terms(text, own, cfg)
-            if not all(g <= held for g in need):
-                continue
-        words = normalized_words(text)
-        heading = normalized_words(" ".join(row.heading))
-        if all(p.search(words) for p in must) and not any(
-            p.search(words) or p.search(heading) for p in never
-        ):
-            kept.append((sid, score))
-    return kept
-
-
-def fold_per_document(
-    store: Index, ranked: list[tuple[int, float]], per_doc: int,
-    doc_of: dict[int, int] | None = None,
-) -> tuple[list[tuple[int, float]], dict[int, list[tuple[int, float]]]]:  # fmt: skip
-    """At most ``per_doc`` hits per document; the rest fold behind them (issue #19).
-
-    Returns the ranked list without the folded hits (pages and ``total``
-    count these) and, for each document's last shown hit, the hits folded
-    behind it, best first. Scores and order are otherwise unchanged.
-    ``doc_of`` (segment id -> doc id, when the caller knows it) saves a lookup.
-    """
-    if doc_of is None:
-        doc_of = store.doc_ids_of([sid for sid, _ in ranked])
-    shown: list[tuple[int, float]] = []
-    count: dict[int, int] = {}
-    last: dict[int, int] = {}  # doc -> its last shown segment
-    folded: dict[int, list[tuple[int, float]]] = {}
-    for sid, score in ranked:
-        doc = doc_of.get(sid, -sid)
-        n = count.get(doc, 0)
-        if n < per_doc:
-            count[doc] = n + 1
-            last[doc] = sid
-            shown.append((sid, score))
-        else:
-            folded.setdefault(last[doc], []).append((sid, score))
-    return shown, folded
-
-
 def _utf8(text: str) -> str:
     """``text`` with lone surrogates (undecodable argv bytes) replaced by ``?``.
 
@@ -633,44 +373,6 @@ def _zero_hint(
         return search(store, parsed, cfg, relaxed, hint=False)
 
     return zero_result_hint(store, parsed, cfg, opts, run)
-
-
-def _hit(
-    store: Index, row: SegmentRow, score: float, weights: dict[str, float],
-    cfg: Config, opts: QueryOptions, raw: dict[str, dict[int, tuple[int, float]]],
-    explain: dict[str, object] | None,
-) -> Hit:  # fmt: skip
-    body = store.body(row.doc_id)
-    text = body[row.char_start : row.char_end]
-    qset = set(weights)
-    spans = match_spans(text, qset, cfg)
-    fence = ""
-    if row.char_start and ("```" in text or "~~~" in text):
-        # A chunk cut from a long fenced block starts inside it: its first
-        # closing fence must not read as an opening one (issue #19).
-        fence = open_fence(body[: row.char_start])
-    snippet, highlights = snippet_with_highlights(
-        text, qset, opts.snippet_chars, opts.highlight, cfg, spans, fence
-    )
-    offset_line = best_line(text, qset, cfg, spans)
-    line = row.start_line + offset_line
-    cell = None
-    if row.cells and offset_line < len(row.cells):
-        cell = row.cells[offset_line]
-    root = row.root
-    sep = "" if root.endswith(("/", "\\")) else "/"
-    from_ = [name for name in raw if row.id in raw[name]]
-    if not snippet and not text.strip():
-        snippet = row.title or ""  # a title-only document (issue #19)
-    return Hit(
-        path=f"{root}{sep}{row.rel_path}" if "\\" not in root else f"{root}\\{row.rel_path}",
-        rel_path=row.rel_path, root=root, line=line, start_line=row.start_line,
-        end_line=row.end_line, title=row.title or row.rel_path.rsplit("/", 1)[-1],
-        snippet=snippet, score=round(score, 4), chunk_id=row.chunk_id,
-        heading_path=list(row.heading), from_=from_, page=row.page, slide=row.slide,
-        sheet=row.sheet, cell=cell, explain=explain, highlights=highlights,
-        coverage=round(coverage(held_terms(text, row.heading, cfg), weights), 3),
-    )  # fmt: skip
 
 
 def _ms(started: float) -> float:

@@ -1,6 +1,6 @@
 """FTS5's query subset and its bm25(), in PostgreSQL SQL (issue #34).
 
-The search side builds FTS5 MATCH strings (``engine.fts_match``,
+The search side builds FTS5 MATCH strings (``candidates.fts_match``,
 ``docstage``): quoted one-token phrases joined by ``OR``, ``AND`` and ``NOT``
 with parentheses. ``parse_match`` reads that language (FTS5 precedence: NOT,
 then AND, then OR) into a tree; ``bool_sql`` turns it into conditions on the
