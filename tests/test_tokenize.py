@@ -145,3 +145,51 @@ def test_term_parts_equal_plain_nfkc_tokens(text: str) -> None:
     assert len(long) > 256
     for sample in (text, long):
         assert term_parts(sample, use_stem=False) == _reference_parts(sample)
+
+
+def _reference_identifier_words(text: str) -> list[str]:
+    """Issue #47's ``identifier_words`` as first written (the oracle): the plain
+    pattern tried at every position, each name split in Python."""
+    import re
+    import unicodedata
+
+    from docindex.text.tokenize import _camel_words
+
+    if not text.isascii() and not unicodedata.is_normalized("NFKC", text):
+        text = unicodedata.normalize("NFKC", text)
+    pattern = (
+        r"[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)+"
+        r"|[A-Za-z0-9]*(?:[a-z0-9][A-Z]|[A-Z][A-Z][a-z][a-z])[A-Za-z0-9]*"
+    )
+    out: list[str] = []
+    for name in re.findall(pattern, text):
+        pieces = re.split(r"[._-]", name)
+        if len(pieces) > 1 and any(sum(c.isalpha() for c in p) >= 2 for p in pieces):
+            out.append("".join(pieces).lower())
+        for piece in pieces:
+            if re.search(r"[a-z0-9][A-Z]|[A-Z][A-Z][a-z][a-z]", piece):
+                words = _camel_words(piece)
+                if len(words) > 1:
+                    out.extend(words)
+    return out
+
+
+@given(st.text(alphabet="aZbQx1._- \nÉé(", max_size=40))
+def test_identifier_words_find_the_names_the_plain_pattern_finds(text: str) -> None:
+    """Issue #46: names are searched from the start of a run only, and each
+    name's words are worked out once per process; the words are those the
+    plain pattern gives, in order."""
+    from docindex.text.tokenize import identifier_words
+
+    expected = _reference_identifier_words(text)
+    assert identifier_words(text) == expected
+    assert identifier_words(text) == expected  # memoised the second time
+
+
+def test_identifier_words_after_dots_and_inside_words() -> None:
+    from docindex.text.tokenize import identifier_words
+
+    text = "end. Next a..bC fooBar.baz x-1.2 ÉtatDeLieu e.g. HTTPServer. max_docs"
+    expected = _reference_identifier_words(text)
+    assert identifier_words(text) == expected
+    assert expected == "foobarbaz foo bar tat de lieu http server maxdocs".split()
