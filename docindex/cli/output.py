@@ -136,6 +136,19 @@ def db_option(fn: F) -> F:
     )(fn)
 
 
+def progress_options(fn: F) -> F:
+    """``--quiet`` and ``--progress``: what a writing command prints while it runs."""
+    fn = click.option(
+        "--progress",
+        "ndjson",
+        is_flag=True,
+        help="With --json: stream progress events as JSON lines before the result.",
+    )(fn)
+    return click.option(
+        "--quiet", "-q", is_flag=True, help="No progress or summary on stderr."
+    )(fn)
+
+
 DB_META = "docindex.db"  # the running command's --db value (click ctx.meta)
 ARGV_META = "docindex.cli.argv"  # the arguments as the user typed them (remedies, #38)
 SIGNALS_META = "docindex.cli.signals"  # the running command's Signals (main._Group)

@@ -20,6 +20,7 @@ from docindex.cli.output import (
     exit_if_signalled,
     json_option,
     notice,
+    progress_options,
     running_signals,
 )
 from docindex.cli.output import echo_json as _echo_json
@@ -75,13 +76,7 @@ if TYPE_CHECKING:
     default=None,
     help="Read scanned PDF pages and images with tesseract (config: ocr = true).",
 )
-@click.option("--quiet", "-q", is_flag=True, help="No progress or summary on stderr.")
-@click.option(
-    "--progress",
-    "ndjson",
-    is_flag=True,
-    help="With --json: stream progress events as JSON lines before the result.",
-)
+@progress_options
 @db_option
 @json_option
 def scan(path: Path | None, roots: tuple[str, ...], exclude: tuple[str, ...],
@@ -143,13 +138,7 @@ def _print_scan(
     type=click.Path(file_okay=False),
     help="With --full: the roots to rebuild, when a damaged index cannot say.",
 )
-@click.option("--quiet", "-q", is_flag=True, help="No progress or summary on stderr.")
-@click.option(
-    "--progress",
-    "ndjson",
-    is_flag=True,
-    help="With --json: stream progress events as JSON lines before the result.",
-)
+@progress_options
 @db_option
 @json_option
 def reindex(path: Path | None, full: bool, provider: str | None,
