@@ -228,6 +228,33 @@ def _main(root: HtmlElement) -> HtmlElement:
     return root
 
 
+class _Block:
+    """The text of the block being read, where it starts and whether it is
+    inside ``<pre>`` (whose whitespace is kept)."""
+
+    def __init__(self) -> None:
+        self.pieces: list[str] = []
+        self.line = 0  # source line of the first text of the current block
+        self.pre = 0  # depth inside <pre>
+        self.started = False  # the current block has non-blank text
+
+    def add(self, text: str | None, at: int) -> None:
+        if text:
+            if not self.started and not text.isspace():
+                # The block starts where its first character does.
+                lead = len(text) - len(text.lstrip())
+                self.line, self.started = at + text.count("\n", 0, lead), True
+            self.pieces.append(text)
+
+    def take(self) -> str:
+        raw = "".join(self.pieces)
+        self.pieces.clear()
+        self.started = False
+        if self.pre:
+            return "\n".join(s.rstrip() for s in raw.strip("\n").split("\n"))
+        return " ".join(raw.split())
+
+
 def _blocks(root: HtmlElement) -> Iterator[tuple[int, int, str]]:
     """Yield ``(source line, heading level or 0, text)`` for each block in order.
 
@@ -237,40 +264,17 @@ def _blocks(root: HtmlElement) -> Iterator[tuple[int, int, str]]:
     """
     from lxml import etree
 
-    pieces: list[str] = []
-    line = 0  # source line of the first text of the current block
-    pre = 0  # depth inside <pre>
+    block = _Block()
     cells: list[str] | None = None  # the current table row's cells
     row_line = 0
-
-    started = False  # the current block has non-blank text
     dropped = False  # the last "start" was skipped as boilerplate
-
-    def add(text: str | None, at: int) -> None:
-        nonlocal line, started
-        if text:
-            if not started and not text.isspace():
-                # The block starts where its first character does.
-                lead = len(text) - len(text.lstrip())
-                line, started = at + text.count("\n", 0, lead), True
-            pieces.append(text)
-
-    def take() -> str:
-        nonlocal started
-        raw = "".join(pieces)
-        pieces.clear()
-        started = False
-        if pre:
-            return "\n".join(s.rstrip() for s in raw.strip("\n").split("\n"))
-        return " ".join(raw.split())
-
     walker = etree.iterwalk(root, events=("start", "end"))
     for event, el in walker:
         tag = el.tag
         if not isinstance(tag, str):
             continue
         tag = tag.rpartition("}")[2].lower()
-        at = el.sourceline or line or 1
+        at = el.sourceline or block.line or 1
         if event == "start":
             if _dropped(el, tag):
                 # lxml still sends this element's "end" event, next: the
@@ -280,40 +284,37 @@ def _blocks(root: HtmlElement) -> Iterator[tuple[int, int, str]]:
                 dropped = True
                 continue
             if tag in BLOCK_TAGS or tag in _HEADINGS or tag in _CELLS:
-                text = take()
+                text = block.take()
                 if text.strip():
-                    yield line, 0, text
+                    yield block.line, 0, text
                 if tag == "tr":
                     cells, row_line = [], 0
                 elif tag == "pre":
-                    pre += 1
-            add(el.text, at)
+                    block.pre += 1
+            block.add(el.text, at)
             continue
         if dropped:
             dropped = False
-            add(el.tail, at)  # the tail follows the dropped element
+            block.add(el.tail, at)  # the tail follows the dropped element
             continue
         if tag in _CELLS or tag in BLOCK_TAGS or tag in _HEADINGS:
-            text = take()
-            if tag in _CELLS and cells is not None:
+            text = block.take()
+            if (tag in _CELLS or tag == "tr") and cells is not None:
                 if text:
-                    row_line = row_line or line
+                    row_line = row_line or block.line
                     cells.append(text)
-            elif tag == "tr" and cells is not None:
-                if text:
-                    row_line = row_line or line
-                    cells.append(text)
-                if cells:
-                    yield row_line, 0, " | ".join(cells)
-                cells = None
+                if tag == "tr":
+                    if cells:
+                        yield row_line, 0, " | ".join(cells)
+                    cells = None
             elif text.strip():
-                yield line, _HEADINGS.get(tag, 0), text
+                yield block.line, _HEADINGS.get(tag, 0), text
             if tag == "pre":
-                pre -= 1
-        add(el.tail, at)
-    text = take()
+                block.pre -= 1
+        block.add(el.tail, at)
+    text = block.take()
     if text.strip():
-        yield line, 0, text
+        yield block.line, 0, text
 
 
 # Dropped elements without an end tag: they hide no text.
