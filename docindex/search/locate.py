@@ -229,6 +229,12 @@ def resolve_file(
         OutsideRootsError: ``arg`` escapes every root.
         DocindexError: the file is not in the index.
     """
+    if not arg.strip():
+        # "" is the root folder itself, which exists: the remedy would say
+        # to scan '' (a shell's empty variable, `outline "$f"`)
+        raise MisuseError(
+            "no file given: name a file of the index (see `docindex list`)"
+        )
     ids = root_ids(store, roots)
     for root, rel in _candidates(roots, arg, cwd):
         if root in ids:
