@@ -86,7 +86,12 @@ _installed = [0]  # the process that installed ``_fire`` (a fork inherits it)
 BUDGET_BYTES = 1 << 20  # a file gets its budget once per MiB of it (issue #46)
 
 
+_fired = [False]  # the running deadline passed (its exception may have been lost)
+REFIRE_S = 0.01  # CPU seconds between raises once a deadline has passed
+
+
 def _fire(signum: int, frame: object) -> None:
+    _fired[0] = True
     raise ExtractTimeout(f"took over {_limit[0]:.3g} CPU-s")
 
 
@@ -111,6 +116,11 @@ class deadline:
     ``signal.signal`` and even ``getsignal`` cost more than the two
     ``setitimer`` calls, and every file of a scan passes two deadlines
     (extraction, then indexing its text: issue #33). Not nested.
+
+    A signal's exception raised where Python swallows exceptions (a ``gc``
+    callback, a ``__del__``) is lost; so the timer fires again every
+    ``REFIRE_S`` until the block ends, and a block that ends after its
+    deadline passed raises then.
     """
 
     def __init__(self, seconds: float) -> None:
@@ -128,15 +138,17 @@ class deadline:
         if _installed[0] != os.getpid():
             signal.signal(signal.SIGPROF, _fire)
             _installed[0] = os.getpid()
-        _limit[0] = self.seconds
-        signal.setitimer(signal.ITIMER_PROF, self.seconds)
+        _limit[0], _fired[0] = self.seconds, False
+        signal.setitimer(signal.ITIMER_PROF, self.seconds, REFIRE_S)
         self.armed = True
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
         if self.armed:
             import signal
 
             signal.setitimer(signal.ITIMER_PROF, 0)
+            if _fired[0] and kind is None:
+                raise ExtractTimeout(f"took over {_limit[0]:.3g} CPU-s")
 
 
 def chunked(items: Sequence[T], size_of: Callable[[T], int]) -> Iterator[list[T]]:
