@@ -238,7 +238,6 @@ def test_paths_outside_the_roots_are_refused(docs: Path, tmp_path: Path) -> None
             assert "outside the index's roots" in result.stderr, cmd
 
 
-
 def test_an_empty_file_argument_says_no_file_was_given(docs: Path) -> None:
     """``outline "$f"`` with an empty variable named the root folder itself and
     told the user to run `docindex scan ''`."""
@@ -246,6 +245,7 @@ def test_an_empty_file_argument_says_no_file_was_given(docs: Path) -> None:
         result = run(*cmd, ok=False)
         assert result.exit_code == 2, (cmd, result.stdout)
         assert "no file given" in result.stderr and "scan ''" not in result.stderr
+
 
 # -- filters, cursors, hints ----------------------------------------------------
 
