@@ -136,6 +136,13 @@ def db_option(fn: F) -> F:
     )(fn)
 
 
+def root_option(help: str) -> Callable[[F], F]:
+    """``--root DIR`` (repeatable, as ``roots``), with each command's own help."""
+    return click.option(
+        "--root", "roots", multiple=True, type=click.Path(file_okay=False), help=help
+    )
+
+
 def progress_options(fn: F) -> F:
     """``--quiet`` and ``--progress``: what a writing command prints while it runs."""
     fn = click.option(

@@ -21,6 +21,7 @@ from docindex.cli.output import (
     json_option,
     notice,
     progress_options,
+    root_option,
     running_signals,
 )
 from docindex.cli.output import echo_json as _echo_json
@@ -37,13 +38,7 @@ if TYPE_CHECKING:
 
 @click.command()
 @click.argument("path", required=False, type=click.Path(path_type=Path))
-@click.option(
-    "--root",
-    "roots",
-    multiple=True,
-    type=click.Path(file_okay=False),
-    help="Add a root directory (repeatable; remembered by the index).",
-)
+@root_option("Add a root directory (repeatable; remembered by the index).")
 @click.option(
     "--exclude",
     multiple=True,
@@ -131,13 +126,7 @@ def _print_scan(
     type=click.Choice(PROVIDERS),
     help="Embedding provider for the rebuilt index (with --full).",
 )
-@click.option(
-    "--root",
-    "roots",
-    multiple=True,
-    type=click.Path(file_okay=False),
-    help="With --full: the roots to rebuild, when a damaged index cannot say.",
-)
+@root_option("With --full: the roots to rebuild, when a damaged index cannot say.")
 @progress_options
 @db_option
 @json_option
@@ -162,13 +151,7 @@ def reindex(path: Path | None, full: bool, provider: str | None,
 
 
 @click.command()
-@click.option(
-    "--root",
-    "roots",
-    multiple=True,
-    type=click.Path(file_okay=False),
-    help="Add a root directory (repeatable; remembered by the index).",
-)
+@root_option("Add a root directory (repeatable; remembered by the index).")
 @click.option(
     "--debounce-ms",
     type=click.IntRange(0, 60_000),

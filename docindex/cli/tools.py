@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from docindex.cli.output import db_option, json_option
+from docindex.cli.output import db_option, json_option, root_option
 from docindex.cli.output import echo_json as _echo_json
 from docindex.cli.output import find_db as _find_db
 from docindex.cli.output import out_console as _out_console
@@ -25,13 +25,7 @@ if TYPE_CHECKING:
 
 
 @click.command()
-@click.option(
-    "--root",
-    "roots",
-    multiple=True,
-    type=click.Path(file_okay=False),
-    help="A root the tools may read and index (repeatable).",
-)
+@root_option("A root the tools may read and index (repeatable).")
 @db_option
 def mcp(roots: tuple[str, ...], db: str | None) -> None:
     """Serve the index to agents over MCP (stdio); needs the mcp extra (`pip install 'docindex-cli[mcp]'`).
