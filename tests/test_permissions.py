@@ -187,6 +187,24 @@ def test_another_user_reads_an_index_in_a_folder_they_may_not_write(
 
 
 @needs_root
+def test_an_index_another_user_may_not_read_is_one_line_naming_its_owner(
+    tmp_path: Path, opened: list[tuple[Path, int]]
+) -> None:
+    """`--db FILE` of a private index elsewhere: click's "Invalid value for
+    '--db': File ... is not readable" (a usage error) came before the index's
+    own message."""
+    _, db = _index(tmp_path)
+    _open_up(tmp_path, opened)
+    os.chmod(db.parent, 0o755)
+    os.chmod(db, 0o600)  # private, as every index is made
+    run("stats", "--db", str(db))  # warm-up as root
+    got = as_user(NOBODY, ["stats", "--db", str(db)])
+    err = str(got["stderr"]).strip()
+    assert got["code"] == 1, got
+    assert err == f"Error: permission denied: {db} (it is root's)", err
+
+
+@needs_root
 def test_a_scan_where_the_user_may_not_write_prints_a_remedy_that_works(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, opened: list[tuple[Path, int]]
 ) -> None:

@@ -127,7 +127,9 @@ def db_option(fn: F) -> F:
     """``--db FILE`` with ``DOCINDEX_DB`` as its environment variable."""
     return click.option(
         "--db",
-        type=click.Path(dir_okay=False),
+        # not click's readable check: the index's own error says whose file it
+        # is and how to share it (issue #45)
+        type=click.Path(dir_okay=False, readable=False),
         envvar="DOCINDEX_DB",
         help="Index file or postgresql:// URL (default: DOCINDEX_DB, else the "
         "nearest .docindex/index.db "

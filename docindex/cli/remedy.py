@@ -126,11 +126,11 @@ def permission(exc: PermissionError) -> str:
         return "permission denied: a file the command needs"
     path = Path(str(name))
     head = f"permission denied: {path}"
-    folder = path.parent if path.name.startswith("index.db") else None
-    if folder is None or folder.name != cfgmod.DEFAULT_DB_DIR:
-        return head
     owner = _owner(path)
     by = f" (it is {owner}'s)" if owner else ""
+    folder = path.parent if path.name.startswith("index.db") else None
+    if folder is None or folder.name != cfgmod.DEFAULT_DB_DIR:
+        return head + by
     return (
         f"{head}{by}; an index is private to its owner: to share it, the owner "
         f"adds `private_index = false` to {folder / cfgmod.CONFIG_NAME} and lets "
