@@ -90,9 +90,13 @@ _fired = [False]  # the running deadline passed (its exception may have been los
 REFIRE_S = 0.01  # CPU seconds between raises once a deadline has passed
 
 
+def _timeout() -> ExtractTimeout:
+    return ExtractTimeout(f"took over {_limit[0]:.3g} CPU-s")
+
+
 def _fire(signum: int, frame: object) -> None:
     _fired[0] = True
-    raise ExtractTimeout(f"took over {_limit[0]:.3g} CPU-s")
+    raise _timeout()
 
 
 def cpu_budget(seconds: float, size: int) -> float:
@@ -148,7 +152,7 @@ class deadline:
 
             signal.setitimer(signal.ITIMER_PROF, 0)
             if _fired[0] and kind is None:
-                raise ExtractTimeout(f"took over {_limit[0]:.3g} CPU-s")
+                raise _timeout()
 
 
 def chunked(items: Sequence[T], size_of: Callable[[T], int]) -> Iterator[list[T]]:
